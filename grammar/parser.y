@@ -1,0 +1,220 @@
+/*
+** parser.y — the grammar of shm (LANGUAGE.md §1-§3.2), for Lemon.
+**
+** Actions are one-line calls into the AST builder (ast.c).  Newlines and
+** `;` separate statements; the lexer drops newlines inside (...) and [...]
+** so parameter lists and array literals may span lines.  A statement that
+** fails to parse becomes `error`, is diagnosed once, and parsing goes on
+** at the next separator, so one run reports every syntax error of a file.
+*/
+
+%name shmParse
+%token_prefix TK_
+%token_type {Tok}
+%extra_context {Parser *P}
+%start_symbol program
+
+%include {
+#include <assert.h>
+#include "ast.h"
+}
+
+%syntax_error { ast_syntax_error(P, TOKEN); }
+%stack_overflow { ast_syntax_error(P, yypParser->yystack[0].minor.yy0); }
+
+%token ILLEGAL.
+%token NL SEMI IDENT INT FLOAT STRING.
+%token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
+%token COMMA COLON EQ DOT AT.
+%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE.
+
+%type stmt_list {AstList*}
+%type stmt {AstStmt*}
+%type simple {AstStmt*}
+%type binders {AstList*}
+%type binder {AstBinder*}
+%type type {AstType*}
+%type dims {AstList*}
+%type axes {AstList*}
+%type axis {Tok}
+%type opt_params {AstList*}
+%type params {AstList*}
+%type param {AstParam*}
+%type value {PVal*}
+%type values {AstList*}
+%type args {AstList*}
+%type arg {AstArg*}
+%type lit {AstLit*}
+%type alit {AstALit*}
+%type alits {AstList*}
+%type items {AstList*}
+%type item {AstArg*}
+%type rets {AstList*}
+%type mesh_axes {AstList*}
+%type mesh_axis {AstMeshAxis*}
+%type def {AstFunc*}
+%type fparams {AstList*}
+%type lambda {AstFunc*}
+%type lbinders {AstList*}
+%type outs {AstList*}
+%type block {AstList*}
+
+program ::= stmt_list(L).                  { P->stmts = L; }
+
+stmt_list(A) ::= .                         { A = ast_list(P); }
+stmt_list(A) ::= stmt_list(L) sep.         { A = L; }
+stmt_list(A) ::= stmt_list(L) stmt(S) sep. { A = ast_list_add(P, L, S); }
+
+sep ::= NL.
+sep ::= SEMI.
+
+/* A block's last statement may run into the closing brace. */
+block(A) ::= stmt_list(L).                 { A = L; }
+block(A) ::= stmt_list(L) stmt(S).         { A = ast_list_add(P, L, S); }
+
+stmt(A) ::= simple(S).                     { A = S; }
+stmt(A) ::= error.                         { A = ast_error_stmt(P); }
+
+/* ---- equations ----------------------------------------------------------- */
+
+simple(A) ::= binders(B) EQ IDENT(C) opt_params(Q) args(R).
+    { A = ast_eqn(P, B, C, Q, Q != 0, R); }
+simple(A) ::= binders(B) EQ lit(L).        { A = ast_lit_stmt(P, B, ast_alit_leaf(P, L)); }
+simple(A) ::= binders(B) EQ LBRACK(O) alits(I) RBRACK(C).
+    { A = ast_lit_stmt(P, B, ast_alit_list(P, O, I, C)); }
+simple(A) ::= binders(B) EQ LBRACK(O) alits(I) COMMA RBRACK(C).
+    { A = ast_lit_stmt(P, B, ast_alit_list(P, O, I, C)); }
+simple(A) ::= binders(B) EQ LBRACK(O) RBRACK(C).
+    { A = ast_lit_stmt(P, B, ast_alit_list(P, O, ast_list(P), C)); }
+
+binders(A) ::= binder(X).                  { A = ast_list_add(P, ast_list(P), X); }
+binders(A) ::= binders(L) binder(X).       { A = ast_list_add(P, L, X); }
+binders(A) ::= binders(L) COMMA binder(X). { A = ast_list_add(P, L, X); }
+
+binder(A) ::= IDENT(N).                    { A = ast_binder(P, N, 0); }
+binder(A) ::= IDENT(N) COLON type(T).      { A = ast_binder(P, N, T); }
+
+type(A) ::= IDENT(D) LBRACK dims(S) RBRACK(C).       { A = ast_type(P, D, S, C); }
+type(A) ::= IDENT(D) LBRACK RBRACK(C).               { A = ast_type(P, D, ast_list(P), C); }
+type(A) ::= type(T) LBRACE(O) axes(X) RBRACE(C).     { A = ast_type_vma(P, T, X, O, C); }
+type(A) ::= type(T) LBRACE(O) RBRACE(C).             { A = ast_type_vma(P, T, ast_list(P), O, C); }
+type(A) ::= type(T) LBRACE(O) IDENT COLON axis(X) RBRACE(C).
+    { A = ast_type_vma(P, T, ast_dim(P, ast_list(P), X), O, C); }
+type(A) ::= type(T) LBRACE(O) IDENT COLON LPAREN axes(X) RPAREN RBRACE(C).
+    { A = ast_type_vma(P, T, X, O, C); }
+
+dims(A) ::= INT(D).                        { A = ast_dim(P, ast_list(P), D); }
+dims(A) ::= dims(L) COMMA INT(D).          { A = ast_dim(P, L, D); }
+
+axes(A) ::= axis(X).                       { A = ast_dim(P, ast_list(P), X); }
+axes(A) ::= axes(L) COMMA axis(X).         { A = ast_dim(P, L, X); }
+axis(A) ::= IDENT(X).                      { A = X; }
+axis(A) ::= STRING(X).                     { A = X; }
+
+opt_params(A) ::= .                        { A = 0; }
+opt_params(A) ::= LBRACK params(L) RBRACK. { A = L; }
+opt_params(A) ::= LBRACK params(L) COMMA RBRACK. { A = L; }
+opt_params(A) ::= LBRACK RBRACK.           { A = ast_list(P); }
+
+params(A) ::= param(X).                    { A = ast_list_add(P, ast_list(P), X); }
+params(A) ::= params(L) param(X).          { A = ast_list_add(P, L, X); }
+params(A) ::= params(L) COMMA param(X).    { A = ast_list_add(P, L, X); }
+
+param(A) ::= IDENT(K) EQ value(V).         { A = ast_param(P, K, V); }
+param(A) ::= MESH(K) EQ value(V).          { A = ast_param(P, K, V); }
+
+value(A) ::= INT(T).                       { A = ast_pv_int(P, T); }
+value(A) ::= FLOAT(T).                     { A = ast_pv_float(P, T); }
+value(A) ::= STRING(T).                    { A = ast_pv_str(P, T); }
+value(A) ::= IDENT(T).                     { A = ast_pv_name(P, T); }
+value(A) ::= NONE(T).                      { A = ast_pv_const(P, T, PV_NONE, 0); }
+value(A) ::= TRUE(T).                      { A = ast_pv_const(P, T, PV_BOOL, 1); }
+value(A) ::= FALSE(T).                     { A = ast_pv_const(P, T, PV_BOOL, 0); }
+value(A) ::= LPAREN(O) RPAREN(C).          { A = ast_pv_seq(P, PV_TUPLE, O, ast_list(P), C, true); }
+value(A) ::= LPAREN(O) values(L) RPAREN(C).       { A = ast_pv_seq(P, PV_TUPLE, O, L, C, false); }
+value(A) ::= LPAREN(O) values(L) COMMA RPAREN(C). { A = ast_pv_seq(P, PV_TUPLE, O, L, C, true); }
+value(A) ::= LBRACK(O) RBRACK(C).          { A = ast_pv_seq(P, PV_LIST, O, ast_list(P), C, true); }
+value(A) ::= LBRACK(O) values(L) RBRACK(C).       { A = ast_pv_seq(P, PV_LIST, O, L, C, true); }
+value(A) ::= LBRACK(O) values(L) COMMA RBRACK(C). { A = ast_pv_seq(P, PV_LIST, O, L, C, true); }
+value(A) ::= PSPEC(O) RPAREN(C).           { A = ast_pv_seq(P, PV_SPEC, O, ast_list(P), C, true); }
+value(A) ::= PSPEC(O) values(L) RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
+value(A) ::= PSPEC(O) values(L) COMMA RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
+value(A) ::= lambda(F).                    { A = ast_pv_func(P, F); }
+
+/* JAX prints tuples of jaxprs with newlines and no commas: both are fine. */
+values(A) ::= value(X).                    { A = ast_list_add(P, ast_list(P), X); }
+values(A) ::= values(L) COMMA value(X).    { A = ast_list_add(P, L, X); }
+values(A) ::= values(L) value(X).          { A = ast_list_add(P, L, X); }
+
+args(A) ::= .                              { A = ast_list(P); }
+args(A) ::= args(L) arg(X).                { A = ast_list_add(P, L, X); }
+arg(A) ::= IDENT(T).                       { A = ast_arg_name(P, T); }
+arg(A) ::= lit(L).                         { A = ast_arg_lit(P, L); }
+
+lit(A) ::= INT(T).                         { A = ast_lit(P, T, LIT_INT, 0); }
+lit(A) ::= FLOAT(T).                       { A = ast_lit(P, T, LIT_FLOAT, 0); }
+lit(A) ::= TRUE(T).                        { A = ast_lit(P, T, LIT_BOOL, 0); }
+lit(A) ::= FALSE(T).                       { A = ast_lit(P, T, LIT_BOOL, 0); }
+lit(A) ::= INT(T) COLON type(Y).           { A = ast_lit(P, T, LIT_INT, Y); }
+lit(A) ::= FLOAT(T) COLON type(Y).         { A = ast_lit(P, T, LIT_FLOAT, Y); }
+lit(A) ::= TRUE(T) COLON type(Y).          { A = ast_lit(P, T, LIT_BOOL, Y); }
+lit(A) ::= FALSE(T) COLON type(Y).         { A = ast_lit(P, T, LIT_BOOL, Y); }
+
+alit(A) ::= lit(L).                        { A = ast_alit_leaf(P, L); }
+alit(A) ::= LBRACK(O) alits(I) RBRACK(C).  { A = ast_alit_list(P, O, I, C); }
+alit(A) ::= LBRACK(O) alits(I) COMMA RBRACK(C). { A = ast_alit_list(P, O, I, C); }
+alit(A) ::= LBRACK(O) RBRACK(C).           { A = ast_alit_list(P, O, ast_list(P), C); }
+alits(A) ::= alit(X).                      { A = ast_list_add(P, ast_list(P), X); }
+alits(A) ::= alits(L) COMMA alit(X).       { A = ast_list_add(P, L, X); }
+
+/* ---- other statements ------------------------------------------------------ */
+
+simple(A) ::= PRINT(K).                    { A = ast_print(P, K, ast_list(P)); }
+simple(A) ::= PRINT(K) items(L).           { A = ast_print(P, K, L); }
+items(A) ::= item(X).                      { A = ast_list_add(P, ast_list(P), X); }
+items(A) ::= items(L) COMMA item(X).       { A = ast_list_add(P, L, X); }
+item(A) ::= arg(X).                        { A = X; }
+item(A) ::= STRING(T).                     { A = ast_arg_str(P, T); }
+
+simple(A) ::= SHOW(K) IDENT(N).            { A = ast_show(P, K, N); }
+simple(A) ::= IMPORT(K) STRING(S).         { A = ast_import(P, K, S); }
+
+simple(A) ::= MESH(K) IDENT(N) EQ LBRACE mesh_axes(L) RBRACE(C).       { A = ast_mesh(P, K, N, L, C); }
+simple(A) ::= MESH(K) IDENT(N) EQ LBRACE mesh_axes(L) COMMA RBRACE(C). { A = ast_mesh(P, K, N, L, C); }
+mesh_axes(A) ::= mesh_axis(X).             { A = ast_list_add(P, ast_list(P), X); }
+mesh_axes(A) ::= mesh_axes(L) COMMA mesh_axis(X). { A = ast_list_add(P, L, X); }
+mesh_axis(A) ::= axis(N) COLON INT(S).     { A = ast_mesh_axis(P, N, S); }
+
+simple(A) ::= RETURN(K).                   { A = ast_return(P, K, ast_list(P)); }
+simple(A) ::= RETURN(K) rets(L).           { A = ast_return(P, K, L); }
+rets(A) ::= arg(X).                        { A = ast_list_add(P, ast_list(P), X); }
+rets(A) ::= rets(L) COMMA arg(X).          { A = ast_list_add(P, L, X); }
+
+simple(A) ::= DEF(K) def(F).               { A = ast_def(P, K, F); }
+simple(A) ::= AT(K) IDENT(N) opt_params(Q) sep DEF def(F).
+    { A = ast_def(P, K, ast_decorate(P, K, N, Q, F)); }
+
+def(A) ::= IDENT(N) LPAREN fparams(L) RPAREN LBRACE block(B) RBRACE(C).
+    { A = ast_func_readable(P, N, L, B, C); }
+def(A) ::= IDENT(N) LPAREN fparams(L) COMMA RPAREN LBRACE block(B) RBRACE(C).
+    { A = ast_func_readable(P, N, L, B, C); }
+def(A) ::= IDENT(N) EQ lambda(F).          { A = ast_func_named(P, N, F); }
+def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G).
+    { A = ast_func_transpose(P, N, T, Q, G); }
+
+fparams(A) ::= .                           { A = ast_list(P); }
+fparams(A) ::= binder(X).                  { A = ast_list_add(P, ast_list(P), X); }
+fparams(A) ::= fparams(L) COMMA binder(X). { A = ast_list_add(P, L, X); }
+
+/* JAX's printed form: { lambda consts ; params . let eqns in outs } */
+lambda(A) ::= LBRACE(O) LAMBDA lbinders(K) SEMI lbinders(X) DOT LET block(B) IN outs(R) RBRACE(C).
+    { A = ast_lambda(P, O, K, X, B, R, C); }
+
+lbinders(A) ::= .                          { A = ast_list(P); }
+lbinders(A) ::= lbinders(L) binder(X).     { A = ast_list_add(P, L, X); }
+lbinders(A) ::= lbinders(L) COMMA binder(X). { A = ast_list_add(P, L, X); }
+
+outs(A) ::= arg(X).                        { A = ast_list_add(P, ast_list(P), X); }
+outs(A) ::= LPAREN RPAREN.                 { A = ast_list(P); }
+outs(A) ::= LPAREN rets(L) RPAREN.         { A = L; }
+outs(A) ::= LPAREN rets(L) COMMA RPAREN.   { A = L; }

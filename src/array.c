@@ -1,0 +1,175 @@
+/*
+** array.c — creating, converting and releasing arrays.
+*/
+#include <math.h>
+#include "array.h"
+#include "err.h"
+
+int64_t shape_size(int rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 0) return -1;
+    if (shape[i] && n > (INT64_MAX / 16) / shape[i]) return -1;
+    n *= shape[i];
+  }
+  return n;
+}
+
+void arr_strides(int rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+}
+
+Array *arr_new(DType dt, int rank, const int64_t *shape) {
+  int64_t n = shape_size(rank, shape);
+  if (n < 0) err_throw("array too large");
+  size_t hdr = (sizeof(Array) + 63) & ~(size_t)63;
+  size_t bytes = (size_t)n * dtype_sizes[dt];
+  Array *a = mem_alloc(hdr + bytes);
+  a->refc = 1;
+  a->dt = (uint8_t)dt;
+  a->rank = (uint8_t)rank;
+  a->size = n;
+  for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
+  for (int i = rank; i < SHM_MAXRANK; i++) a->shape[i] = 0;
+  a->data = (unsigned char *)a + hdr;
+  return a;
+}
+
+Array *arr_zeros(DType dt, int rank, const int64_t *shape) {
+  Array *a = arr_new(dt, rank, shape);
+  memset(a->data, 0, arr_nbytes(a));
+  return a;
+}
+
+void arr_free_(Array *a) { mem_free(a); }
+
+size_t arr_nbytes(const Array *a) { return (size_t)a->size * dtype_sizes[a->dt]; }
+
+double arr_getf(const Array *a, int64_t i) {
+  switch ((DType)a->dt) {
+#define X(tag, name, npname, size, ctype, kind) \
+  case DT_##tag: return (double)((const ctype *)a->data)[i];
+    SHM_DTYPES(X)
+#undef X
+  default: return 0;
+  }
+}
+
+int64_t arr_geti(const Array *a, int64_t i) {
+  switch ((DType)a->dt) {
+  case DT_F32: {
+    float f = ((const float *)a->data)[i];
+    return isnan(f) ? 0 : f >= 9.2233720368547758e18f ? INT64_MAX
+         : f <= -9.2233720368547758e18f ? INT64_MIN : (int64_t)f;
+  }
+  case DT_F64: {
+    double f = ((const double *)a->data)[i];
+    return isnan(f) ? 0 : f >= 9.2233720368547758e18 ? INT64_MAX
+         : f <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)f;
+  }
+  case DT_BOOL: return ((const uint8_t *)a->data)[i];
+  case DT_I32: return ((const int32_t *)a->data)[i];
+  case DT_I64: return ((const int64_t *)a->data)[i];
+  default: return 0;
+  }
+}
+
+void arr_setf(Array *a, int64_t i, double v) {
+  switch ((DType)a->dt) {
+  case DT_F32: ((float *)a->data)[i] = (float)v; break;
+  case DT_F64: ((double *)a->data)[i] = v; break;
+  case DT_BOOL: ((uint8_t *)a->data)[i] = v != 0; break;
+  default: {
+    int64_t x = isnan(v) ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX
+              : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+    arr_seti(a, i, x);
+  }
+  }
+}
+
+void arr_seti(Array *a, int64_t i, int64_t v) {
+  switch ((DType)a->dt) {
+  case DT_F32: ((float *)a->data)[i] = (float)v; break;
+  case DT_F64: ((double *)a->data)[i] = (double)v; break;
+  case DT_BOOL: ((uint8_t *)a->data)[i] = v != 0; break;
+  case DT_I32: ((int32_t *)a->data)[i] = (int32_t)v; break;
+  case DT_I64: ((int64_t *)a->data)[i] = v; break;
+  default: break;
+  }
+}
+
+Array *arr_scalar_f(DType dt, double v) {
+  Array *a = arr_new(dt, 0, NULL);
+  arr_setf(a, 0, v);
+  return a;
+}
+
+Array *arr_scalar_i(DType dt, int64_t v) {
+  Array *a = arr_new(dt, 0, NULL);
+  arr_seti(a, 0, v);
+  return a;
+}
+
+Array *arr_convert(const Array *a, DType dt) {
+  Array *r = arr_new(dt, a->rank, a->shape);
+  if (dt == a->dt) {
+    memcpy(r->data, a->data, arr_nbytes(a));
+  } else if (dtype_is_float(dt) || dtype_is_float((DType)a->dt)) {
+    if (dt == DT_BOOL)
+      for (int64_t i = 0; i < a->size; i++) arr_seti(r, i, arr_getf(a, i) != 0);
+    else
+      for (int64_t i = 0; i < a->size; i++) arr_setf(r, i, arr_getf(a, i));
+  } else {
+    for (int64_t i = 0; i < a->size; i++) arr_seti(r, i, arr_geti(a, i));
+  }
+  return r;
+}
+
+bool arr_identical(const Array *a, const Array *b) {
+  if (a->dt != b->dt || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
+  return memcmp(a->data, b->data, arr_nbytes(a)) == 0;
+}
+
+/* Copy a box between two row-major arrays: `n` elements of the last
+   dimension at a time, walking the outer dimensions with a counter. */
+static void copy_box(char *dst, const int64_t *dshape, const int64_t *dstart,
+                     const char *src, const int64_t *sshape, const int64_t *sstart,
+                     const int64_t *box, int rank, size_t es) {
+  if (rank == 0) { memcpy(dst, src, es); return; }
+  for (int d = 0; d < rank; d++) if (box[d] == 0) return;
+  int64_t dstr[SHM_MAXRANK], sstr[SHM_MAXRANK], idx[SHM_MAXRANK];
+  arr_strides(rank, dshape, dstr);
+  arr_strides(rank, sshape, sstr);
+  for (int d = 0; d < rank; d++) idx[d] = 0;
+  size_t row = (size_t)box[rank - 1] * es;
+  for (;;) {
+    int64_t doff = 0, soff = 0;
+    for (int d = 0; d < rank; d++) {
+      doff += (dstart[d] + idx[d]) * dstr[d];
+      soff += (sstart[d] + idx[d]) * sstr[d];
+    }
+    memcpy(dst + (size_t)doff * es, src + (size_t)soff * es, row);
+    int d = rank - 2;
+    while (d >= 0 && ++idx[d] == box[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape) {
+  Array *r = arr_new((DType)a->dt, a->rank, shape);
+  int64_t zero[SHM_MAXRANK] = {0};
+  copy_box(r->data, r->shape, zero, a->data, a->shape, start, shape, a->rank, dtype_sizes[a->dt]);
+  return r;
+}
+
+void arr_put_block(Array *dst, const int64_t *start, const Array *src) {
+  int64_t zero[SHM_MAXRANK] = {0};
+  copy_box(dst->data, dst->shape, start, src->data, src->shape, zero, src->shape, src->rank,
+           dtype_sizes[dst->dt]);
+}

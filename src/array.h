@@ -1,0 +1,66 @@
+/*
+** array.h — n-dimensional arrays.
+**
+** An Array is a header followed, in the same allocation, by its elements in
+** row-major (C) order.  Arrays are reference counted and immutable once
+** built: a function that creates an array (arr_new and friends) returns it
+** with one reference, fills it, and from then on nobody writes to it.  That
+** makes sharing free — an invariant value inside a shard_map body is one
+** Array referenced by every instance that holds it.
+**
+** Ownership rule, followed everywhere: a function returning Array* hands the
+** caller a new reference; a function taking Array* borrows it unless its
+** comment says it consumes it.  arr_ref/arr_unref adjust the count.
+*/
+#ifndef SHM_ARRAY_H
+#define SHM_ARRAY_H
+
+#include "common.h"
+#include "dtype.h"
+
+typedef struct Array {
+  int32_t refc;
+  uint8_t dt;                   /* DType */
+  uint8_t rank;
+  int64_t size;                 /* number of elements (product of shape) */
+  int64_t shape[SHM_MAXRANK];
+  void *data;                   /* points just past the header */
+} Array;
+
+/* A new array with uninitialised elements. */
+Array *arr_new(DType dt, int rank, const int64_t *shape);
+/* A new array of zeros. */
+Array *arr_zeros(DType dt, int rank, const int64_t *shape);
+/* Scalars (rank 0). */
+Array *arr_scalar_f(DType dt, double v);
+Array *arr_scalar_i(DType dt, int64_t v);
+/* A copy of `a` converted to dtype `dt` (NumPy astype semantics; float to
+   int truncates toward zero, NaN to int gives 0). */
+Array *arr_convert(const Array *a, DType dt);
+
+static inline Array *arr_ref(Array *a) { if (a) a->refc++; return a; }
+void arr_free_(Array *a);
+static inline void arr_unref(Array *a) {
+  if (a && --a->refc == 0) arr_free_(a);
+}
+
+size_t arr_nbytes(const Array *a);
+/* Element access by flat index, through double or int64. */
+double arr_getf(const Array *a, int64_t i);
+int64_t arr_geti(const Array *a, int64_t i);
+void arr_setf(Array *a, int64_t i, double v);
+void arr_seti(Array *a, int64_t i, int64_t v);
+/* Equal dtype, shape and bytes. */
+bool arr_identical(const Array *a, const Array *b);
+/* Row-major strides (in elements) of a shape. */
+void arr_strides(int rank, const int64_t *shape, int64_t *strides);
+/* Product of a shape; -1 on overflow past INT64_MAX / 16. */
+int64_t shape_size(int rank, const int64_t *shape);
+
+/* A copy of the box of `a` starting at `start` with the given shape. */
+Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape);
+/* Copy all of `src` into `dst` (same dtype and rank) at offset `start`.
+   Only for arrays still being built. */
+void arr_put_block(Array *dst, const int64_t *start, const Array *src);
+
+#endif

@@ -1,0 +1,331 @@
+/*
+** ast.c — building the syntax tree from grammar actions.
+*/
+#include <stdio.h>
+#include "ast.h"
+#include "diag.h"
+#include "mem.h"
+#include "parser.h"
+
+#define NEW(P, T) ((T *)arena_alloc((P)->arena, sizeof(T)))
+
+AstList *ast_list(Parser *P) { return NEW(P, AstList); }
+
+AstList *ast_list_add(Parser *P, AstList *l, void *item) {
+  if (l->n == l->cap) {
+    int nc = l->cap ? l->cap * 2 : 4;
+    void **nv = arena_alloc(P->arena, sizeof(void *) * (size_t)nc);
+    if (l->n) memcpy(nv, l->v, sizeof(void *) * (size_t)l->n);
+    l->v = nv;
+    l->cap = nc;
+  }
+  l->v[l->n++] = item;
+  return l;
+}
+
+/* Copy a list's items into a fresh array of `T*`. */
+#define TAKE(P, list, dst, cnt) \
+  do { (dst) = (void *)(list ? (list)->v : NULL); (cnt) = list ? (list)->n : 0; } while (0)
+
+static int line_of(Span sp) {
+  int line, col;
+  diag_linecol(sp.file, sp.off, &line, &col);
+  return line;
+}
+
+/* ---- parameter values ------------------------------------------------------ */
+
+static PVal *pv(Parser *P, PVKind k, Span sp) {
+  PVal *v = NEW(P, PVal);
+  v->k = k;
+  v->sp = sp;
+  return v;
+}
+
+PVal *ast_pv_int(Parser *P, Tok t) { PVal *v = pv(P, PV_INT, t.sp); v->i = t.ival; v->f = (double)t.ival; return v; }
+PVal *ast_pv_float(Parser *P, Tok t) { PVal *v = pv(P, PV_FLOAT, t.sp); v->f = t.fval; return v; }
+PVal *ast_pv_str(Parser *P, Tok t) { PVal *v = pv(P, PV_STR, t.sp); v->s = t.text; return v; }
+PVal *ast_pv_name(Parser *P, Tok t) { PVal *v = pv(P, PV_NAME, t.sp); v->s = t.text; return v; }
+PVal *ast_pv_const(Parser *P, Tok t, PVKind k, int64_t x) { PVal *v = pv(P, k, t.sp); v->i = x; return v; }
+
+PVal *ast_pv_seq(Parser *P, PVKind k, Tok open, AstList *items, Tok close, bool comma) {
+  PVal *v = pv(P, k, span_join(open.sp, close.sp));
+  TAKE(P, items, v->items, v->n);
+  v->paren_only = k == PV_TUPLE && !comma && v->n == 1;
+  return v;
+}
+
+PVal *ast_pv_func(Parser *P, AstFunc *fn) {
+  PVal *v = pv(P, PV_FUNC, fn->whole);
+  v->fn = fn;
+  return v;
+}
+
+AstParam *ast_param(Parser *P, Tok key, PVal *v) {
+  AstParam *p = NEW(P, AstParam);
+  p->key = key.text;
+  p->sp = key.sp;
+  p->v = v;
+  return p;
+}
+
+/* ---- types, binders, literals ---------------------------------------------- */
+
+AstList *ast_dim(Parser *P, AstList *dims, Tok t) {
+  Tok *c = NEW(P, Tok);
+  *c = t;
+  return ast_list_add(P, dims, c);
+}
+
+AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close) {
+  AstType *t = NEW(P, AstType);
+  t->sp = span_join(dtype.sp, close.sp);
+  t->dtype = dtype.text;
+  for (int i = 0; i < dims->n; i++) {
+    Tok *d = dims->v[i];
+    if (t->rank == SHM_MAXRANK) { t->rank_overflow = true; break; }
+    t->shape[t->rank++] = d->ival;
+  }
+  return t;
+}
+
+AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close) {
+  (void)P;
+  t->has_vma = true;
+  t->axes_sp = span_join(open.sp, close.sp);
+  t->sp = span_join(t->sp, close.sp);
+  for (int i = 0; i < axes->n && t->naxes < SHM_MAXAXES; i++) {
+    Tok *a = axes->v[i];
+    t->axes[t->naxes++] = a->text;
+  }
+  return t;
+}
+
+AstBinder *ast_binder(Parser *P, Tok name, AstType *type) {
+  AstBinder *b = NEW(P, AstBinder);
+  b->name = name.text;
+  b->sp = name.sp;
+  b->type = type;
+  return b;
+}
+
+AstLit *ast_lit(Parser *P, Tok t, LitKind k, AstType *type) {
+  AstLit *l = NEW(P, AstLit);
+  l->k = k;
+  l->sp = type ? span_join(t.sp, type->sp) : t.sp;
+  l->i = k == LIT_BOOL ? (t.type == TK_TRUE) : t.ival;
+  l->f = k == LIT_FLOAT ? t.fval : (double)l->i;
+  l->type = type;
+  return l;
+}
+
+AstArg *ast_arg_name(Parser *P, Tok t) {
+  AstArg *a = NEW(P, AstArg);
+  a->k = ARG_NAME;
+  a->sp = t.sp;
+  a->name = t.text;
+  return a;
+}
+
+AstArg *ast_arg_lit(Parser *P, AstLit *l) {
+  AstArg *a = NEW(P, AstArg);
+  a->k = ARG_LIT;
+  a->sp = l->sp;
+  a->lit = *l;
+  return a;
+}
+
+AstArg *ast_arg_str(Parser *P, Tok t) {
+  AstArg *a = NEW(P, AstArg);
+  a->k = ARG_STR;
+  a->sp = t.sp;
+  a->name = t.text;
+  return a;
+}
+
+AstALit *ast_alit_leaf(Parser *P, AstLit *l) {
+  AstALit *a = NEW(P, AstALit);
+  a->sp = l->sp;
+  a->lit = *l;
+  return a;
+}
+
+AstALit *ast_alit_list(Parser *P, Tok open, AstList *items, Tok close) {
+  AstALit *a = NEW(P, AstALit);
+  a->is_list = true;
+  a->sp = span_join(open.sp, close.sp);
+  TAKE(P, items, a->items, a->n);
+  return a;
+}
+
+/* ---- statements ---------------------------------------------------------------- */
+
+static AstStmt *stmt(Parser *P, StmtKind k, Span sp) {
+  AstStmt *s = NEW(P, AstStmt);
+  s->k = k;
+  s->sp = sp;
+  s->line = line_of(sp);
+  return s;
+}
+
+static Span list_span(AstList *l, Span dflt) {
+  Span sp = dflt;
+  for (int i = 0; l && i < l->n; i++) sp = span_join(sp, ((AstArg *)l->v[i])->sp);
+  return sp;
+}
+
+AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args) {
+  AstBinder *first = outs->v[0];
+  Span sp = span_join(first->sp, list_span(args, callee.sp));
+  AstStmt *s = stmt(P, ST_EQN, sp);
+  TAKE(P, outs, s->outs, s->nouts);
+  s->callee = callee.text;
+  s->callee_sp = callee.sp;
+  TAKE(P, params, s->params, s->nparams);
+  s->has_params = has_params;
+  TAKE(P, args, s->args, s->nargs);
+  return s;
+}
+
+AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit) {
+  AstBinder *first = outs->v[0];
+  AstStmt *s = stmt(P, ST_LIT, span_join(first->sp, lit->sp));
+  TAKE(P, outs, s->outs, s->nouts);
+  s->alit = lit;
+  return s;
+}
+
+AstStmt *ast_print(Parser *P, Tok kw, AstList *items) {
+  AstStmt *s = stmt(P, ST_PRINT, list_span(items, kw.sp));
+  TAKE(P, items, s->args, s->nargs);
+  return s;
+}
+
+AstStmt *ast_show(Parser *P, Tok kw, Tok name) {
+  AstStmt *s = stmt(P, ST_SHOW, span_join(kw.sp, name.sp));
+  s->name = name.text;
+  s->name_sp = name.sp;
+  return s;
+}
+
+AstStmt *ast_import(Parser *P, Tok kw, Tok path) {
+  AstStmt *s = stmt(P, ST_IMPORT, span_join(kw.sp, path.sp));
+  s->name = path.text;
+  s->name_sp = path.sp;
+  return s;
+}
+
+AstStmt *ast_mesh(Parser *P, Tok kw, Tok name, AstList *axes, Tok close) {
+  AstStmt *s = stmt(P, ST_MESH, span_join(kw.sp, close.sp));
+  s->name = name.text;
+  s->name_sp = name.sp;
+  TAKE(P, axes, s->axes, s->naxes);
+  return s;
+}
+
+AstMeshAxis *ast_mesh_axis(Parser *P, Tok name, Tok size) {
+  AstMeshAxis *a = NEW(P, AstMeshAxis);
+  a->name = name.text;
+  a->sp = name.sp;
+  a->size = size.ival;
+  a->size_sp = size.sp;
+  return a;
+}
+
+AstStmt *ast_return(Parser *P, Tok kw, AstList *vals) {
+  AstStmt *s = stmt(P, ST_RETURN, list_span(vals, kw.sp));
+  TAKE(P, vals, s->args, s->nargs);
+  return s;
+}
+
+AstStmt *ast_def(Parser *P, Tok kw, AstFunc *fn) {
+  AstStmt *s = stmt(P, ST_DEF, span_join(kw.sp, fn->sp));
+  fn->whole = span_join(kw.sp, fn->whole);
+  s->fn = fn;
+  return s;
+}
+
+AstStmt *ast_error_stmt(Parser *P) {
+  return stmt(P, ST_ERROR, P->last_error);
+}
+
+/* ---- functions -------------------------------------------------------------------- */
+
+static int end_line(Tok close) { return line_of(close.sp); }
+
+AstFunc *ast_func_readable(Parser *P, Tok name, AstList *params, AstList *body, Tok close) {
+  AstFunc *f = NEW(P, AstFunc);
+  f->form = FN_READABLE;
+  f->name = name.text;
+  f->sp = name.sp;
+  f->whole = span_join(name.sp, close.sp);
+  TAKE(P, params, f->params, f->nparams);
+  TAKE(P, body, f->body, f->nbody);
+  f->end_line = end_line(close);
+  return f;
+}
+
+AstFunc *ast_lambda(Parser *P, Tok open, AstList *consts, AstList *params, AstList *body, AstList *outs, Tok close) {
+  AstFunc *f = NEW(P, AstFunc);
+  f->form = FN_LAMBDA;
+  f->sp = open.sp;
+  f->whole = span_join(open.sp, close.sp);
+  TAKE(P, consts, f->consts, f->nconsts);
+  TAKE(P, params, f->params, f->nparams);
+  TAKE(P, body, f->body, f->nbody);
+  TAKE(P, outs, f->outs, f->nouts);
+  f->outs_sp = list_span(outs, close.sp);
+  f->end_line = end_line(close);
+  return f;
+}
+
+AstFunc *ast_func_named(Parser *P, Tok name, AstFunc *lambda) {
+  (void)P;
+  lambda->name = name.text;
+  lambda->sp = name.sp;
+  lambda->whole = span_join(name.sp, lambda->whole);
+  return lambda;
+}
+
+AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok target) {
+  AstFunc *f = NEW(P, AstFunc);
+  f->form = FN_TRANSPOSE;
+  f->name = name.text;
+  f->sp = name.sp;
+  f->whole = span_join(name.sp, target.sp);
+  f->tprim = prim.text;
+  TAKE(P, params, f->tparams, f->ntparams);
+  f->target = target.text;
+  f->target_sp = target.sp;
+  f->end_line = end_line(target);
+  return f;
+}
+
+AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn) {
+  (void)P;
+  fn->has_deco = true;
+  fn->deco = name.text;
+  fn->deco_sp = span_join(at.sp, name.sp);
+  TAKE(P, params, fn->deco_params, fn->ndeco_params);
+  return fn;
+}
+
+/* ---- syntax errors ------------------------------------------------------------------ */
+
+void ast_syntax_error(Parser *P, Tok t) {
+  P->nerrors++;
+  Span sp = t.sp;
+  P->last_error = sp;
+  if (t.type == TK_ILLEGAL) {
+    const char *m = P->lex_error ? P->lex_error : "bad token";
+    if (!strcmp(m, "unexpected character"))
+      diag_error(sp, "unexpected character '%.*s'", t.text.n, t.text.p);
+    else
+      diag_error(sp, "%s", m);
+  } else if (t.type == TK_NL || t.type == 0) {
+    if (sp.len == 0 && sp.off > 0) { sp.off--; sp.len = 1; }
+    diag_error(sp, "syntax error: unexpected end of line");
+  } else {
+    diag_error(sp, "syntax error: unexpected '%.*s'", t.text.n, t.text.p);
+  }
+}

@@ -1,0 +1,241 @@
+/*
+** ast.h — the syntax tree of a shm file, and the builder the grammar calls.
+**
+** Every node lives in the Arena of its Parser and carries the Span of the
+** text it came from.  Lists are growable arrays of pointers (AstList) so
+** that Lemon actions stay one-line calls: `A = ast_list_add(P, A, X)`.
+**
+** The tree is exactly what was written: names are not resolved, literals
+** are not typed, functions are not checked.  check.c turns it into the
+** checked program (ir.h).
+*/
+#ifndef SHM_AST_H
+#define SHM_AST_H
+
+#include "common.h"
+
+/* ---- tokens (the lexer's product, the parser's input) ------------------ */
+
+typedef struct Tok {
+  int type;        /* TK_* from the generated parser.h */
+  Str text;        /* raw text (for strings: the decoded contents) */
+  Span sp;
+  int64_t ival;    /* INT */
+  double fval;     /* FLOAT */
+} Tok;
+
+/* ---- lists -------------------------------------------------------------- */
+
+typedef struct AstList {
+  void **v;
+  int n, cap;
+} AstList;
+
+/* ---- parameter values: Python-literal-like ----------------------------- */
+
+typedef enum PVKind {
+  PV_INT, PV_FLOAT, PV_STR, PV_NAME, PV_NONE, PV_BOOL,
+  PV_TUPLE, PV_LIST, PV_SPEC, PV_FUNC
+} PVKind;
+
+struct AstFunc;
+
+typedef struct PVal {
+  PVKind k;
+  Span sp;
+  int64_t i;             /* PV_INT, PV_BOOL */
+  double f;              /* PV_FLOAT */
+  Str s;                 /* PV_STR (decoded), PV_NAME */
+  struct PVal **items;   /* PV_TUPLE, PV_LIST, PV_SPEC */
+  int n;
+  bool paren_only;       /* PV_TUPLE written `(x)`: one item, no comma */
+  struct AstFunc *fn;    /* PV_FUNC: a nested `{ lambda ; ... }` */
+} PVal;
+
+typedef struct AstParam {
+  Str key;
+  Span sp;               /* the key */
+  PVal *v;
+} AstParam;
+
+/* ---- types, binders, literals, arguments --------------------------------- */
+
+typedef struct AstType {
+  Span sp;
+  Str dtype;
+  int rank;
+  int64_t shape[SHM_MAXRANK];
+  bool rank_overflow;
+  bool has_vma;          /* a `{...}` was written */
+  int naxes;
+  Str axes[SHM_MAXAXES];
+  Span axes_sp;
+} AstType;
+
+typedef struct AstBinder {
+  Str name;              /* "_" for a wildcard */
+  Span sp;
+  AstType *type;         /* NULL when not annotated */
+} AstBinder;
+
+typedef enum { LIT_INT, LIT_FLOAT, LIT_BOOL } LitKind;
+
+typedef struct AstLit {
+  LitKind k;
+  Span sp;
+  int64_t i;
+  double f;
+  AstType *type;         /* `1.0:f32[]` */
+} AstLit;
+
+typedef enum { ARG_NAME, ARG_LIT, ARG_STR } ArgKind;
+
+typedef struct AstArg {
+  ArgKind k;
+  Span sp;
+  Str name;              /* ARG_NAME; ARG_STR: the string */
+  AstLit lit;            /* ARG_LIT */
+} AstArg;
+
+/* An array literal: either a leaf literal or a bracketed list of them. */
+typedef struct AstALit {
+  bool is_list;
+  Span sp;
+  AstLit lit;
+  struct AstALit **items;
+  int n;
+} AstALit;
+
+/* ---- statements and functions ------------------------------------------ */
+
+typedef enum StmtKind {
+  ST_EQN,       /* outs = callee[params] args */
+  ST_LIT,       /* outs = literal | [array literal] */
+  ST_PRINT,     /* print args */
+  ST_SHOW,      /* show name */
+  ST_IMPORT,    /* import "path" */
+  ST_MESH,      /* mesh name = {axis: size, ...} */
+  ST_DEF,       /* def ... */
+  ST_RETURN,    /* return args */
+  ST_ERROR      /* a statement that did not parse (already diagnosed) */
+} StmtKind;
+
+typedef struct AstMeshAxis {
+  Str name;
+  Span sp;
+  int64_t size;
+  Span size_sp;
+} AstMeshAxis;
+
+typedef struct AstStmt {
+  StmtKind k;
+  Span sp;               /* whole statement */
+  int line;              /* first line, for the debugger */
+  /* ST_EQN, ST_LIT */
+  AstBinder **outs;
+  int nouts;
+  Str callee;
+  Span callee_sp;
+  AstParam **params;
+  int nparams;
+  bool has_params;
+  AstArg **args;         /* also ST_PRINT items and ST_RETURN values */
+  int nargs;
+  AstALit *alit;         /* ST_LIT */
+  /* ST_SHOW, ST_MESH, ST_IMPORT */
+  Str name;
+  Span name_sp;
+  AstMeshAxis **axes;
+  int naxes;
+  /* ST_DEF */
+  struct AstFunc *fn;
+} AstStmt;
+
+typedef enum FuncForm { FN_READABLE, FN_LAMBDA, FN_TRANSPOSE } FuncForm;
+
+typedef struct AstFunc {
+  FuncForm form;
+  Str name;              /* empty for an anonymous `{ lambda ... }` */
+  Span sp;               /* the name (or the `{`) */
+  Span whole;            /* the whole definition */
+  AstBinder **consts;    /* lambda constvars (before `;`): closed-over names */
+  int nconsts;
+  AstBinder **params;
+  int nparams;
+  AstStmt **body;
+  int nbody;
+  AstArg **outs;         /* lambda form: `in (...)` */
+  int nouts;
+  Span outs_sp;
+  /* a decorator `@name[params]` */
+  bool has_deco;
+  Str deco;
+  Span deco_sp;
+  AstParam **deco_params;
+  int ndeco_params;
+  /* FN_TRANSPOSE: def g = linear_transpose[params] target */
+  Str target;
+  Span target_sp;
+  Str tprim;
+  AstParam **tparams;
+  int ntparams;
+  int end_line;          /* last line, for `longlist` */
+} AstFunc;
+
+/* ---- the parse context (Lemon's %extra_context) -------------------------- */
+
+typedef struct Parser {
+  struct Arena *arena;
+  int file;
+  AstList *stmts;        /* the program's top-level statements */
+  int nerrors;
+  Span last_error;       /* suppresses a second error in the same statement */
+  const char *lex_error; /* message for a TK_ILLEGAL token */
+} Parser;
+
+
+/* ---- builder (called from grammar actions) ------------------------------- */
+
+AstList *ast_list(Parser *P);
+AstList *ast_list_add(Parser *P, AstList *l, void *item);
+
+PVal *ast_pv_int(Parser *P, Tok t);
+PVal *ast_pv_float(Parser *P, Tok t);
+PVal *ast_pv_str(Parser *P, Tok t);
+PVal *ast_pv_name(Parser *P, Tok t);
+PVal *ast_pv_const(Parser *P, Tok t, PVKind k, int64_t v);
+PVal *ast_pv_seq(Parser *P, PVKind k, Tok open, AstList *items, Tok close, bool comma);
+PVal *ast_pv_func(Parser *P, struct AstFunc *fn);
+AstParam *ast_param(Parser *P, Tok key, PVal *v);
+
+AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
+AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close);
+AstList *ast_dim(Parser *P, AstList *dims, Tok t);
+AstBinder *ast_binder(Parser *P, Tok name, AstType *type);
+AstLit *ast_lit(Parser *P, Tok t, LitKind k, AstType *type);
+AstArg *ast_arg_name(Parser *P, Tok t);
+AstArg *ast_arg_lit(Parser *P, AstLit *l);
+AstArg *ast_arg_str(Parser *P, Tok t);
+AstALit *ast_alit_leaf(Parser *P, AstLit *l);
+AstALit *ast_alit_list(Parser *P, Tok open, AstList *items, Tok close);
+
+AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args);
+AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit);
+AstStmt *ast_print(Parser *P, Tok kw, AstList *items);
+AstStmt *ast_show(Parser *P, Tok kw, Tok name);
+AstStmt *ast_import(Parser *P, Tok kw, Tok path);
+AstStmt *ast_mesh(Parser *P, Tok kw, Tok name, AstList *axes, Tok close);
+AstMeshAxis *ast_mesh_axis(Parser *P, Tok name, Tok size);
+AstStmt *ast_return(Parser *P, Tok kw, AstList *vals);
+AstStmt *ast_def(Parser *P, Tok kw, AstFunc *fn);
+AstStmt *ast_error_stmt(Parser *P);
+
+AstFunc *ast_func_readable(Parser *P, Tok name, AstList *params, AstList *body, Tok close);
+AstFunc *ast_lambda(Parser *P, Tok open, AstList *consts, AstList *params, AstList *body, AstList *outs, Tok close);
+AstFunc *ast_func_named(Parser *P, Tok name, AstFunc *lambda);
+AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok target);
+AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn);
+
+void ast_syntax_error(Parser *P, Tok t);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+** diag.c — the source-file table and the diagnostics collector.
+*/
+#include <stdarg.h>
+#include <stdlib.h>
+#include "buf.h"
+#include "diag.h"
+
+typedef struct SrcFile {
+  char *name;
+  char *text;
+  size_t len;
+  uint32_t *lines;   /* byte offset of the start of each line */
+  int nlines;
+} SrcFile;
+
+static SrcFile *files;
+static int nfiles, capfiles;
+
+typedef struct Diag {
+  Span sp;
+  char *msg;
+  char *note;        /* optional */
+  Span note_sp;
+  int seq;           /* insertion order, to keep sorting stable */
+} Diag;
+
+static Diag *diags;
+static int ndiags, capdiags;
+
+int diag_add_file(const char *name, char *text, size_t len) {
+  VEC_GROW(files, capfiles, nfiles + 1);
+  SrcFile *f = &files[nfiles];
+  f->name = mem_strndup(name, strlen(name));
+  f->text = text;
+  f->len = len;
+  int cap = 16, n = 0;
+  f->lines = mem_alloc(sizeof(uint32_t) * (size_t)cap);
+  f->lines[n++] = 0;
+  for (size_t i = 0; i < len; i++)
+    if (text[i] == '\n') {
+      VEC_GROW(f->lines, cap, n + 1);
+      f->lines[n++] = (uint32_t)(i + 1);
+    }
+  f->nlines = n;
+  return nfiles++;
+}
+
+const char *diag_file_name(int file) {
+  return file >= 0 && file < nfiles ? files[file].name : "<none>";
+}
+
+const char *diag_file_text(int file, size_t *len) {
+  if (file < 0 || file >= nfiles) { if (len) *len = 0; return ""; }
+  if (len) *len = files[file].len;
+  return files[file].text;
+}
+
+int diag_file_count(void) { return nfiles; }
+
+void diag_linecol(int file, uint32_t off, int *line, int *col) {
+  if (file < 0 || file >= nfiles) { *line = 0; *col = 0; return; }
+  SrcFile *f = &files[file];
+  int lo = 0, hi = f->nlines - 1;
+  while (lo < hi) {                    /* last line start <= off */
+    int mid = (lo + hi + 1) / 2;
+    if (f->lines[mid] <= off) lo = mid; else hi = mid - 1;
+  }
+  *line = lo + 1;
+  *col = (int)(off - f->lines[lo]) + 1;
+}
+
+Str diag_line_text(int file, int line) {
+  Str s = {"", 0};
+  if (file < 0 || file >= nfiles || line < 1 || line > files[file].nlines) return s;
+  SrcFile *f = &files[file];
+  uint32_t b = f->lines[line - 1];
+  uint32_t e = b;
+  while (e < f->len && f->text[e] != '\n') e++;
+  if (e > b && f->text[e - 1] == '\r') e--;
+  s.p = f->text + b;
+  s.n = (int)(e - b);
+  return s;
+}
+
+static char *vformat(const char *fmt, va_list ap) {
+  Buf b = {0};
+  va_list aq;
+  va_copy(aq, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  char *s = mem_alloc((size_t)n + 1);
+  vsnprintf(s, (size_t)n + 1, fmt, aq);
+  va_end(aq);
+  (void)b;
+  return s;
+}
+
+void diag_error(Span sp, const char *fmt, ...) {
+  VEC_GROW(diags, capdiags, ndiags + 1);
+  va_list ap;
+  va_start(ap, fmt);
+  Diag *d = &diags[ndiags];
+  d->sp = sp;
+  d->msg = vformat(fmt, ap);
+  d->note = NULL;
+  d->seq = ndiags;
+  ndiags++;
+  va_end(ap);
+}
+
+void diag_note(Span sp, const char *fmt, ...) {
+  if (!ndiags) return;
+  Diag *d = &diags[ndiags - 1];
+  if (d->note) return;
+  va_list ap;
+  va_start(ap, fmt);
+  d->note = vformat(fmt, ap);
+  d->note_sp = sp;
+  va_end(ap);
+}
+
+int diag_count(void) { return ndiags; }
+
+static int cmp_diag(const void *a, const void *b) {
+  const Diag *x = a, *y = b;
+  if (x->sp.file != y->sp.file) return x->sp.file < y->sp.file ? -1 : 1;
+  if (x->sp.off != y->sp.off) return x->sp.off < y->sp.off ? -1 : 1;
+  return x->seq - y->seq;
+}
+
+/* Print the "  7 | text" line and the caret line under the span. */
+static void print_excerpt(FILE *out, Span sp) {
+  int line, col;
+  diag_linecol(sp.file, sp.off, &line, &col);
+  Str text = diag_line_text(sp.file, line);
+  fprintf(out, "%5d | %.*s\n", line, text.n, text.p);
+  fputs("      | ", out);
+  for (int i = 0; i < col - 1 && i < text.n; i++) fputc(text.p[i] == '\t' ? '\t' : ' ', out);
+  int len = (int)sp.len;
+  if (col - 1 + len > text.n) len = text.n - (col - 1);  /* stay on this line */
+  if (len < 1) len = 1;
+  fputc('^', out);
+  for (int i = 1; i < len; i++) fputc('~', out);
+  fputc('\n', out);
+}
+
+void diag_print(FILE *out, Span sp, const char *kind, const char *msg) {
+  if (sp.file < 0) {
+    fprintf(out, "shmapi: %s: %s\n", kind, msg);
+    return;
+  }
+  int line, col;
+  diag_linecol(sp.file, sp.off, &line, &col);
+  fprintf(out, "%s:%d:%d: %s: %s\n", diag_file_name(sp.file), line, col, kind, msg);
+  print_excerpt(out, sp);
+}
+
+int diag_flush(FILE *out) {
+  qsort(diags, (size_t)ndiags, sizeof(Diag), cmp_diag);
+  for (int i = 0; i < ndiags; i++) {
+    diag_print(out, diags[i].sp, "error", diags[i].msg);
+    if (diags[i].note) diag_print(out, diags[i].note_sp, "note", diags[i].note);
+  }
+  int n = ndiags;
+  diag_clear();
+  return n;
+}
+
+void diag_clear(void) {
+  for (int i = 0; i < ndiags; i++) {
+    mem_free(diags[i].msg);
+    mem_free(diags[i].note);
+  }
+  ndiags = 0;
+}

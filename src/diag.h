@@ -1,0 +1,44 @@
+/*
+** diag.h — source files and diagnostics.
+**
+** Source text is loaded once into the file table and never moves, so the
+** front end can keep `Str` slices and `Span` byte ranges into it.  Static
+** errors are collected (not printed) while a file is parsed and checked;
+** diag_flush sorts them by position and prints each as
+**
+**   file:line:col: error: message
+**       7 |   return c_block
+**         |          ^~~~~~~
+**
+** Columns count bytes from 1.
+*/
+#ifndef SHM_DIAG_H
+#define SHM_DIAG_H
+
+#include <stdio.h>
+#include "common.h"
+
+/* Register a source; takes ownership of `text` (mem_alloc'd, NUL-terminated). */
+int diag_add_file(const char *name, char *text, size_t len);
+const char *diag_file_name(int file);
+const char *diag_file_text(int file, size_t *len);
+int diag_file_count(void);
+/* 1-based line and column of a byte offset. */
+void diag_linecol(int file, uint32_t off, int *line, int *col);
+/* The text of line `line` (1-based) of `file`, without its newline. */
+Str diag_line_text(int file, int line);
+
+/* Record a static error (collected until diag_flush). */
+void diag_error(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
+/* Attach a note to the last recorded error. */
+void diag_note(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
+int diag_count(void);               /* errors recorded since the last flush */
+/* Sort, print to `out` and forget the collected diagnostics; returns how many. */
+int diag_flush(FILE *out);
+/* Drop collected diagnostics without printing. */
+void diag_clear(void);
+
+/* Print one diagnostic right away (runtime errors use this). */
+void diag_print(FILE *out, Span sp, const char *kind, const char *msg);
+
+#endif

@@ -1,0 +1,538 @@
+/*
+** eval.c — running the checked program over all instances in lockstep.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include "diag.h"
+#include "err.h"
+#include "eval.h"
+#include "format.h"
+
+volatile sig_atomic_t eval_interrupted;
+
+struct Interp {
+  IrFunc *main;
+  Frame *top;
+  Frame *cur;              /* innermost running frame */
+  long steps, max_steps;
+  EvalHook hook;
+  void *hook_data;
+};
+
+/* ---- frames ------------------------------------------------------------------ */
+
+static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
+  Frame *F = mem_calloc(sizeof *F);
+  F->fn = fn;
+  F->nslots = fn->nslots;
+  F->slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
+  F->caller = caller;
+  F->space = *sp;
+  /* static link: the innermost frame of the function that defines fn */
+  Frame *s = caller;
+  while (s && s->fn != fn->parent) s = s->up;
+  F->up = s;
+  I->cur = F;
+  return F;
+}
+
+static void frame_free(Interp *I, Frame *F) {
+  for (int i = 0; i < F->nslots; i++) val_unref(F->slots[i]);
+  mem_free(F->slots);
+  I->cur = F->caller;
+  mem_free(F);
+}
+
+Val *eval_lookup(Frame *F, IrVar *v) {
+  while (F && F->fn != v->owner) F = F->up;
+  return F && v->slot < F->nslots ? F->slots[v->slot] : NULL;
+}
+
+static void set_slot(Frame *F, IrVar *v, Val *val) {
+  val_unref(F->slots[v->slot]);
+  F->slots[v->slot] = val;
+}
+
+/* The block of an atom that block b of a value of mask R needs. */
+static Array *atom_block(Frame *F, const IrAtom *a, uint32_t R, int64_t b) {
+  if (a->lit) return a->lit;
+  Val *v = eval_lookup(F, a->var);
+  return v->blk[val_project(F->space.mesh, R, b, v->mask)];
+}
+
+/* Which blocks of mask R some running instance needs; NULL: all of them. */
+static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
+  if (!sp->active) return NULL;
+  uint8_t *need = mem_calloc((size_t)nb);
+  for (int64_t i = 0; i < sp->ninst; i++)
+    if (sp->active[i]) need[val_block_of(sp->mesh, R, i)] = 1;
+  return need;
+}
+
+static void run_body(Interp *I, Frame *F);
+
+/* Call fn with argument values (borrowed); results are new references. */
+static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp) {
+  Frame *F = frame_new(I, fn, caller, sp);
+  for (int i = 0; i < fn->nparams; i++) F->slots[fn->params[i]->slot] = val_ref(args[i]);
+  run_body(I, F);
+  for (int i = 0; i < fn->nouts; i++) {
+    const IrAtom *o = &fn->outs[i];
+    outs[i] = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
+  }
+  frame_free(I, F);
+}
+
+/* ---- local primitives ----------------------------------------------------------- */
+
+static void exec_local(Frame *F, IrStmt *st) {
+  const Space *sp = &F->space;
+  uint32_t R = st->nout ? st->out[0]->t.vma : 0;
+  int64_t nb = val_nblk(sp->mesh, R);
+  Type outt[8];
+  Val *outs[8];
+  Array *res[8];
+  int nout = st->nout;
+  for (int j = 0; j < nout; j++) {
+    outt[j] = st->out[j]->t;
+    outs[j] = val_new(R, nb);
+    set_slot(F, st->out[j], outs[j]);
+  }
+  Array *inbuf[16];
+  Array **ins = st->nin <= 16 ? inbuf : mem_alloc(sizeof(Array *) * (size_t)st->nin);
+  uint8_t *need = needed_blocks(sp, R, nb);
+  KernFn k = prim_table[st->prim].kernel;
+  for (int64_t b = 0; b < nb; b++) {
+    if (need && !need[b]) continue;
+    for (int i = 0; i < st->nin; i++) ins[i] = atom_block(F, &st->in[i], R, b);
+    k(st->at, ins, st->nin, res, outt);
+    for (int j = 0; j < nout; j++) outs[j]->blk[b] = res[j];
+  }
+  mem_free(need);
+  if (ins != inbuf) mem_free(ins);
+}
+
+/* ---- shard_map ------------------------------------------------------------------- */
+
+/* The start of the block that instance coordinates select, per dimension. */
+static void block_start(const Mesh *m, const Spec *spc, const int64_t *coords, const int64_t *bshape,
+                        int rank, int64_t *start) {
+  for (int d = 0; d < rank; d++) {
+    int64_t idx = 0;
+    if (d < spc->ndims)
+      for (int k = 0; k < spc->dim[d].naxes; k++) {
+        int a = spc->dim[d].axes[k];
+        idx = idx * m->size[a] + coords[a];
+      }
+    start[d] = idx * bshape[d];
+  }
+}
+
+static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
+  ShardMap *sm = st->at->ext;
+  IrFunc *body = st->at->fns[0];
+  const Mesh *m = sm->mesh;
+  Space bs = {m, m->ndev, NULL};
+  int nin = st->nin, nout = st->nout;
+  Val **args = mem_calloc(sizeof(Val *) * (size_t)(nin + nout + 1));
+  Val **outs = args + nin;
+  int64_t coords[SHM_MAXAXES];
+  for (int i = 0; i < nin; i++) {
+    Array *g = atom_block(F, &st->in[i], 0, 0);
+    const Spec *spc = &sm->in[i];
+    const Type *bt = &body->params[i]->t;
+    int64_t nb = val_nblk(m, spc->mask);
+    Val *v = val_new(spc->mask, nb);
+    args[i] = v;
+    for (int64_t b = 0; b < nb; b++) {
+      if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
+      val_coords(m, val_first_inst(m, spc->mask, b), coords);
+      int64_t start[SHM_MAXRANK];
+      block_start(m, spc, coords, bt->shape, bt->rank, start);
+      v->blk[b] = arr_block(g, start, bt->shape);
+    }
+  }
+  call_fn(I, F, body, args, outs, &bs);
+  for (int i = 0; i < nout; i++) {
+    const Spec *spc = &sm->out[i];
+    Val *v = outs[i];
+    const Type *gt = &st->out[i]->t;
+    Array *g;
+    if (spc->mask == 0 && v->blk[0] && v->mask == 0) {
+      g = arr_ref(v->blk[0]);
+    } else {
+      g = arr_new((DType)gt->dt, gt->rank, gt->shape);
+      int64_t nb = val_nblk(m, spc->mask);
+      for (int64_t b = 0; b < nb; b++) {
+        int64_t inst = val_first_inst(m, spc->mask, b);
+        Array *blk = v->blk[val_block_of(m, v->mask, inst)];
+        val_coords(m, inst, coords);
+        int64_t start[SHM_MAXRANK];
+        block_start(m, spc, coords, blk->shape, blk->rank, start);
+        arr_put_block(g, start, blk);
+      }
+    }
+    Val *gv = val_of(g);
+    arr_unref(g);
+    set_slot(F, st->out[i], gv);
+  }
+  for (int i = 0; i < nin + nout; i++) val_unref(args[i]);
+  mem_free(args);
+}
+
+/* ---- control flow ------------------------------------------------------------------- */
+
+static void step(Interp *I) {
+  if (eval_interrupted) {
+    eval_interrupted = 0;
+    err_throw("interrupted");
+  }
+  if (I->max_steps && ++I->steps > I->max_steps)
+    err_throw("more than %ld loop iterations (the --max-steps limit)", I->max_steps);
+}
+
+/* The integer at instance `inst` of a scalar Val. */
+static int64_t scalar_at(const Space *sp, Val *v, int64_t inst) {
+  return arr_geti(v->blk[val_block_of(sp->mesh, v->mask, inst)], 0);
+}
+
+/* A new active set: the running instances where keep(inst) holds. */
+static uint8_t *narrow(const Space *sp, Val *v, int64_t want, bool is_pred, int64_t nbranch, int64_t *count) {
+  uint8_t *act = mem_alloc((size_t)sp->ninst);
+  *count = 0;
+  for (int64_t i = 0; i < sp->ninst; i++) {
+    bool on = !sp->active || sp->active[i];
+    if (on) {
+      int64_t x = scalar_at(sp, v, i);
+      if (is_pred) on = x != 0;
+      else {
+        if (x < 0) x = 0;
+        if (x >= nbranch) x = nbranch - 1;
+        on = x == want;
+      }
+    }
+    act[i] = on;
+    *count += on;
+  }
+  return act;
+}
+
+/* Merge branch results into `dst`: blocks needed by instances in `act`. */
+static void merge_into(const Space *sp, Val *dst, Val *src, const uint8_t *act) {
+  for (int64_t i = 0; i < sp->ninst; i++) {
+    if (!act[i]) continue;
+    int64_t b = val_block_of(sp->mesh, dst->mask, i);
+    Array *a = src->blk[val_block_of(sp->mesh, src->mask, i)];
+    if (dst->blk[b] != a) {
+      arr_unref(dst->blk[b]);
+      dst->blk[b] = arr_ref(a);
+    }
+  }
+}
+
+static Val **atom_vals(Frame *F, const IrAtom *a, int n) {
+  Val **v = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) v[i] = a[i].lit ? val_of(a[i].lit) : val_ref(eval_lookup(F, a[i].var));
+  return v;
+}
+
+static void free_vals(Val **v, int n) {
+  for (int i = 0; i < n; i++) val_unref(v[i]);
+  mem_free(v);
+}
+
+static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
+  const Space *sp = &F->space;
+  Val *idx = st->in[0].lit ? NULL : eval_lookup(F, st->in[0].var);
+  int nb = st->at->nfns, nargs = st->nin - 1, nout = st->nout;
+  Val **args = atom_vals(F, st->in + 1, nargs);
+  Val **res = mem_calloc(sizeof(Val *) * (size_t)(nout + 1));
+  int64_t uniform = -1;
+  if (!idx) uniform = arr_geti(st->in[0].lit, 0);
+  else if (idx->mask == 0 || idx->nblk == 1) {
+    int64_t i0 = 0;
+    while (sp->active && !sp->active[i0]) i0++;
+    uniform = scalar_at(sp, idx, i0);
+  }
+  if (uniform >= 0 || !idx) {
+    if (uniform < 0) uniform = 0;
+    if (uniform >= nb) uniform = nb - 1;
+    call_fn(I, F, st->at->fns[uniform], args, res, sp);
+    for (int j = 0; j < nout; j++) {
+      /* widen to the result's mask (the index's variance) without copies */
+      uint32_t R = st->out[j]->t.vma;
+      if (res[j]->mask != R) {
+        int64_t n = val_nblk(sp->mesh, R);
+        Val *w = val_new(R, n);
+        for (int64_t b = 0; b < n; b++) w->blk[b] = arr_ref(res[j]->blk[val_project(sp->mesh, R, b, res[j]->mask)]);
+        val_unref(res[j]);
+        res[j] = w;
+      }
+      set_slot(F, st->out[j], res[j]);
+    }
+  } else {
+    Val **out = mem_calloc(sizeof(Val *) * (size_t)(nout + 1));
+    for (int j = 0; j < nout; j++) {
+      uint32_t R = st->out[j]->t.vma;
+      out[j] = val_new(R, val_nblk(sp->mesh, R));
+      set_slot(F, st->out[j], out[j]);
+    }
+    for (int k = 0; k < nb; k++) {
+      int64_t count;
+      uint8_t *act = narrow(sp, idx, k, false, nb, &count);
+      if (count) {
+        Space bsp = *sp;
+        bsp.active = act;
+        call_fn(I, F, st->at->fns[k], args, res, &bsp);
+        for (int j = 0; j < nout; j++) {
+          merge_into(sp, out[j], res[j], act);
+          val_unref(res[j]);
+          res[j] = NULL;
+        }
+      }
+      mem_free(act);
+    }
+    mem_free(out);
+  }
+  mem_free(res);
+  free_vals(args, nargs);
+}
+
+static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
+  int n = st->nin;
+  Val **carry = atom_vals(F, st->in, n);
+  Val **next = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
+  Val **args = mem_calloc(sizeof(Val *) * (size_t)(n + 2));
+  IrFunc *body = st->at->fns[0];
+  for (int64_t i = st->at->i[0]; i < st->at->i[1]; i++) {
+    step(I);
+    Array *ia = arr_scalar_i(DT_I32, i);
+    args[0] = val_of(ia);
+    arr_unref(ia);
+    for (int k = 0; k < n; k++) args[k + 1] = carry[k];
+    call_fn(I, F, body, args, next, &F->space);
+    val_unref(args[0]);
+    for (int k = 0; k < n; k++) {
+      val_unref(carry[k]);
+      carry[k] = next[k];
+    }
+  }
+  for (int k = 0; k < n; k++) set_slot(F, st->out[k], carry[k]);
+  mem_free(carry);
+  mem_free(next);
+  mem_free(args);
+}
+
+static void exec_while(Interp *I, Frame *F, IrStmt *st) {
+  const Space *sp = &F->space;
+  int cn = (int)st->at->i[0], bn = (int)st->at->i[1];
+  int n = st->nin - cn - bn;
+  IrFunc *cf = st->at->fns[0], *bf = st->at->fns[1];
+  Val **all = atom_vals(F, st->in, st->nin);
+  Val **carry = all + cn + bn;
+  Val **cargs = mem_calloc(sizeof(Val *) * (size_t)(cn + n + 1));
+  Val **bargs = mem_calloc(sizeof(Val *) * (size_t)(bn + n + 1));
+  Val **next = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
+  uint8_t *act = NULL;
+  Space lsp = *sp;
+  for (;;) {
+    step(I);
+    for (int k = 0; k < cn; k++) cargs[k] = all[k];
+    for (int k = 0; k < n; k++) cargs[cn + k] = carry[k];
+    Val *pred;
+    call_fn(I, F, cf, cargs, &pred, &lsp);
+    bool varying = pred->mask != 0;
+    if (!varying) {
+      int64_t i0 = 0;
+      while (lsp.active && !lsp.active[i0]) i0++;
+      bool go = scalar_at(&lsp, pred, i0) != 0;
+      val_unref(pred);
+      if (!go) break;
+    } else {
+      int64_t count;
+      uint8_t *na = narrow(&lsp, pred, 0, true, 0, &count);
+      val_unref(pred);
+      mem_free(act);
+      act = na;
+      lsp.active = act;
+      if (!count) break;
+    }
+    for (int k = 0; k < bn; k++) bargs[k] = all[cn + k];
+    for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
+    call_fn(I, F, bf, bargs, next, &lsp);
+    for (int k = 0; k < n; k++) {
+      if (lsp.active) {
+        /* instances that have stopped keep their carry */
+        Val *m = val_new(carry[k]->mask, carry[k]->nblk);
+        for (int64_t b = 0; b < m->nblk; b++) m->blk[b] = arr_ref(carry[k]->blk[b]);
+        merge_into(&lsp, m, next[k], lsp.active);
+        val_unref(next[k]);
+        next[k] = m;
+      }
+      val_unref(carry[k]);
+      carry[k] = next[k];
+    }
+  }
+  for (int k = 0; k < n; k++) set_slot(F, st->out[k], val_ref(carry[k]));
+  mem_free(act);
+  free_vals(all, st->nin);
+  mem_free(cargs);
+  mem_free(bargs);
+  mem_free(next);
+}
+
+static void exec_call(Interp *I, Frame *F, IrStmt *st) {
+  Val **args = atom_vals(F, st->in, st->nin);
+  Val **outs = mem_calloc(sizeof(Val *) * (size_t)(st->nout + 1));
+  call_fn(I, F, st->callee, args, outs, &F->space);
+  for (int j = 0; j < st->nout; j++) set_slot(F, st->out[j], outs[j]);
+  mem_free(outs);
+  free_vals(args, st->nin);
+}
+
+/* ---- print ---------------------------------------------------------------------------- */
+
+void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
+  const Mesh *m = sp->mesh;
+  if (!m) {
+    fmt_array(b, v->blk[0]);
+    return;
+  }
+  if (!at_line_start) buf_putc(b, '\n');
+  int64_t coords[SHM_MAXAXES];
+  bool first = true;
+  for (int64_t d = 0; d < m->ndev; d++) {
+    if (sp->active && !sp->active[d]) continue;
+    if (!first) buf_putc(b, '\n');
+    first = false;
+    val_coords(m, d, coords);
+    buf_printf(b, "On device %lld at mesh coordinates (", (long long)d);
+    for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
+    buf_puts(b, m->naxes == 1 ? ",) = (" : ") = (");
+    for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)coords[k]);
+    buf_puts(b, m->naxes == 1 ? ",):\n" : "):\n");
+    fmt_array(b, v->blk[val_block_of(m, v->mask, d)]);
+  }
+}
+
+static void exec_print(Frame *F, IrStmt *st) {
+  Buf b = {0};
+  bool line_start = true;
+  for (int i = 0; i < st->nitems; i++) {
+    IrPrintItem *it = &st->items[i];
+    if (i && !line_start) buf_putc(&b, ' ');
+    if (!it->atom.var && !it->atom.lit) {
+      buf_put(&b, it->text.p, (size_t)it->text.n);
+      line_start = it->text.n > 0 && it->text.p[it->text.n - 1] == '\n';
+      if (it->text.n) line_start = b.n && b.p[b.n - 1] == '\n';
+      continue;
+    }
+    if (it->atom.lit) {
+      fmt_array(&b, it->atom.lit);
+      line_start = false;
+      continue;
+    }
+    Val *v = eval_lookup(F, it->atom.var);
+    eval_print_value(&b, &F->space, v, line_start || b.n == 0);
+    line_start = false;
+  }
+  buf_putc(&b, '\n');
+  fwrite(b.p, 1, b.n, stdout);
+  buf_free(&b);
+}
+
+/* ---- statements ------------------------------------------------------------------------- */
+
+static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
+  F->cur = st;
+  switch (st->k) {
+  case IS_CONST:
+    set_slot(F, st->out[0], val_of(st->value));
+    break;
+  case IS_PRINT:
+    exec_print(F, st);
+    break;
+  case IS_SHOW:
+    fputs(st->text, stdout);
+    break;
+  case IS_EQN:
+    if (st->prim < 0) exec_call(I, F, st);
+    else if (prim_table[st->prim].kernel) exec_local(F, st);
+    else if (fab_is_collective(st->prim)) {
+      Val *in = st->nin ? eval_lookup(F, st->in[0].var) : NULL;
+      set_slot(F, st->out[0], fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t));
+    } else if (st->prim == P_COND) exec_cond(I, F, st);
+    else if (st->prim == P_WHILE) exec_while(I, F, st);
+    else if (st->prim == P_FORI_LOOP) exec_fori(I, F, st);
+    else if (st->prim == P_SHARD_MAP) exec_shard_map(I, F, st);
+    break;
+  }
+}
+
+static void run_body(Interp *I, Frame *F) {
+  IrFunc *fn = F->fn;
+  for (int i = 0; i < fn->nbody; i++) {
+    IrStmt *st = fn->body[i];
+    if (I->hook) I->hook(I, F, st, I->hook_data);
+    exec_stmt(I, F, st);
+  }
+}
+
+/* ---- the interpreter --------------------------------------------------------------------- */
+
+Interp *eval_new(IrFunc *main) {
+  Interp *I = mem_calloc(sizeof *I);
+  I->main = main;
+  Space sp = {NULL, 1, NULL};
+  I->top = frame_new(I, main, NULL, &sp);
+  I->cur = NULL;
+  return I;
+}
+
+void eval_free(Interp *I) {
+  if (!I) return;
+  frame_free(I, I->top);
+  mem_free(I);
+}
+
+void eval_set_hook(Interp *I, EvalHook hook, void *data) {
+  I->hook = hook;
+  I->hook_data = data;
+}
+
+void eval_set_max_steps(Interp *I, long n) { I->max_steps = n; }
+
+Val *eval_global(Interp *I, IrVar *v) {
+  return v->slot < I->top->nslots ? I->top->slots[v->slot] : NULL;
+}
+
+bool eval_run(Interp *I, int start) {
+  Frame *T = I->top;
+  if (T->nslots < I->main->nslots) {
+    T->slots = mem_realloc(T->slots, sizeof(Val *) * (size_t)I->main->nslots);
+    for (int i = T->nslots; i < I->main->nslots; i++) T->slots[i] = NULL;
+    T->nslots = I->main->nslots;
+  }
+  volatile int i = start;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    for (; i < I->main->nbody; i++) {
+      IrStmt *st = I->main->body[i];
+      I->cur = T;
+      I->steps = 0;
+      if (I->hook) I->hook(I, T, st, I->hook_data);
+      exec_stmt(I, T, st);
+    }
+    err_end(&j);
+    fflush(stdout);
+    return true;
+  }
+  /* a runtime error: name the innermost statement, release the frames */
+  IrStmt *inner = I->cur && I->cur->cur ? I->cur->cur : NULL;
+  while (I->cur && I->cur != T) frame_free(I, I->cur);
+  I->cur = T;
+  fflush(stdout);
+  IrStmt *st = inner ? inner : i < I->main->nbody ? I->main->body[i] : NULL;
+  diag_print(stderr, st ? st->whole : span_none(), "error", err_message());
+  return false;
+}

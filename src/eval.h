@@ -1,0 +1,59 @@
+/*
+** eval.h — the tree-walking evaluator.
+**
+** The evaluator runs the checked program.  Outside any shard_map a value
+** is one array.  Inside, each equation is walked once for all instances of
+** the mesh (they run in lockstep): a local primitive is applied to each
+** distinct block (value.h), a collective is handed to the fabric.  When a
+** `cond` index or a `while` predicate differs between instances, each
+** group of instances runs its own path, in a fixed order.
+**
+** Runtime errors unwind (err.h) to eval_run, which prints them and releases
+** the frames of the failed statement.
+*/
+#ifndef SHM_EVAL_H
+#define SHM_EVAL_H
+
+#include <signal.h>
+#include <stdio.h>
+#include "buf.h"
+#include "fabric.h"
+#include "ir.h"
+#include "value.h"
+
+typedef struct Interp Interp;
+
+/* A frame of a running function (the debugger walks them). */
+typedef struct Frame {
+  IrFunc *fn;
+  Val **slots;
+  int nslots;
+  struct Frame *up;          /* static link: the frame of fn->parent */
+  struct Frame *caller;      /* dynamic link */
+  Space space;
+  IrStmt *cur;               /* statement being run */
+} Frame;
+
+/* Called before each statement when set (the debugger). */
+typedef void (*EvalHook)(Interp *I, Frame *F, IrStmt *st, void *data);
+
+Interp *eval_new(IrFunc *main);
+void eval_free(Interp *I);
+/* Run main's statements from index `from` to its current end.  Returns
+   false after a runtime error, which has been printed to stderr. */
+bool eval_run(Interp *I, int from);
+/* The current value of a top-level variable, or NULL. */
+Val *eval_global(Interp *I, IrVar *v);
+/* The value of a variable as seen from frame F. */
+Val *eval_lookup(Frame *F, IrVar *v);
+void eval_set_hook(Interp *I, EvalHook hook, void *data);
+/* --max-steps: bound on loop iterations (0: none). */
+void eval_set_max_steps(Interp *I, long n);
+
+/* Print a value as `print` does (one block per device inside a body). */
+void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start);
+
+/* Set by a SIGINT handler: the running statement stops at the next step. */
+extern volatile sig_atomic_t eval_interrupted;
+
+#endif

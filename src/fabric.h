@@ -1,0 +1,56 @@
+/*
+** fabric.h — the in-process fabric: the one module through which
+** instances of a shard_map exchange data.
+**
+** Every collective is a synchronisation point: the evaluator walks the
+** equation once for all instances and hands the operand (one Val, a block
+** per distinct instance) to fab_exec, which builds the result for every
+** group of instances named by the collective's axes.  Reductions add the
+** group's blocks in a fixed order — ascending group index, left to right —
+** so results are the same bytes on every run.
+**
+** The fabric also accounts for what the exchange would cost on real
+** hardware under the standard ring algorithms (n = bytes of one
+** instance's operand, p = group size):
+**   all-reduce (psum, pmax, pmin, pmean)   2(p-1)/p * n sent and received
+**   all-gather, reduce-scatter, all-to-all (p-1)/p * n  (n = the larger side)
+**   ppermute                               n per (source, destination) pair
+**   pbroadcast, pscatter, axis_index       0
+*/
+#ifndef SHM_FABRIC_H
+#define SHM_FABRIC_H
+
+#include <stdio.h>
+#include "prim.h"
+#include "value.h"
+
+/* Where an equation runs: the mesh of the enclosing shard_map (NULL at top
+   level) and which instances are running (NULL: all of them). */
+typedef struct Space {
+  const Mesh *mesh;
+  int64_t ninst;
+  const uint8_t *active;
+} Space;
+
+/* Shape rules of the collectives (rows of prims.def). */
+bool fab_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool fab_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool fab_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool fab_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool fab_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool fab_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool fab_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+
+/* Is `prim` one of the collectives the fabric runs? */
+bool fab_is_collective(int prim);
+/* Run a collective.  `in` is the operand (NULL for axis_index); `outt` the
+   result type (its vma is the result's mask).  Returns a new Val. */
+Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt);
+
+/* Communication statistics since the last reset. */
+void fab_stats_reset(void);
+void fab_stats_print(FILE *out);
+/* Total bytes sent by all devices (for tests and the debugger). */
+double fab_stats_total_bytes(void);
+
+#endif

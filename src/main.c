@@ -1,0 +1,110 @@
+/*
+** main.c — the shmapi command line.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "check.h"
+#include "diag.h"
+#include "err.h"
+#include "eval.h"
+#include "parse.h"
+#include "repl.h"
+
+static const char usage[] =
+    "usage: shmapi [options] [FILE.shm]\n"
+    "\n"
+    "  shmapi FILE.shm          run a script\n"
+    "  shmapi                   interactive REPL (prompt \"shm> \")\n"
+    "  shmapi -i FILE.shm       run FILE, then stay in the REPL with its definitions\n"
+    "  shmapi -c 'CODE'         run CODE\n"
+    "  shmapi --check FILE      parse and type-check only\n"
+    "  shmapi --version         print the version\n"
+    "  shmapi --help            print this help\n"
+    "\n"
+    "options:\n"
+    "  --stats                  after the run, print the communication each collective would take\n"
+    "  --max-memory BYTES       limit the memory a program may use (suffixes K, M, G)\n"
+    "  --max-steps N            stop after N loop iterations in one statement\n"
+    "\n"
+    "exit status: 0 success, 1 program error, 2 bad usage\n";
+
+static int bad_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "shmapi: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see shmapi --help)\n");
+  return 2;
+}
+
+static bool parse_size(const char *s, long long *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return false;
+  switch (*end) {
+  case 'k': case 'K': v *= 1024; end++; break;
+  case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
+  case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+  default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end) return false;
+  *out = (long long)v;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  const char *file = NULL, *code = NULL;
+  bool check_only = false, interactive = false, stats = false;
+  long long max_steps = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
+    if (!strcmp(a, "--version")) { printf("shmapi %s\n", SHM_VERSION); return 0; }
+    if (!strcmp(a, "--check")) check_only = true;
+    else if (!strcmp(a, "-i")) interactive = true;
+    else if (!strcmp(a, "--stats")) stats = true;
+    else if (!strcmp(a, "-c")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      code = argv[i];
+    } else if (!strcmp(a, "--max-memory") || !strcmp(a, "--max-steps")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      long long v;
+      if (!parse_size(argv[i], &v)) return bad_usage("bad number '%s'", argv[i]);
+      if (a[6] == 'm') mem_set_limit((size_t)v);
+      else max_steps = v;
+    } else if (a[0] == '-' && a[1]) {
+      return bad_usage("unknown option '%s'", a);
+    } else {
+      if (file) return bad_usage("more than one file given ('%s')", a);
+      file = a;
+    }
+  }
+  if (code && file) return bad_usage("%s", "give either a file or -c CODE, not both");
+  if ((check_only || interactive) && !file) return bad_usage("%s", "this mode needs a FILE");
+
+  ReplOptions ro = {stats, max_steps};
+  if (!file && !code) return repl_main(NULL, &ro);
+  if (interactive) return repl_main(file, &ro);
+
+  int f = code ? parse_load_text("<command line>", code, strlen(code)) : parse_load(file, span_none());
+  if (f < 0) return 2;
+  Checker *C = check_new();
+  int errs = check_file(C, f);
+  if (errs || diag_count()) {
+    diag_flush(stderr);
+    check_free(C);
+    return 1;
+  }
+  if (check_only) {
+    check_free(C);
+    return 0;
+  }
+  Interp *I = eval_new(check_main(C));
+  eval_set_max_steps(I, (long)max_steps);
+  fab_stats_reset();
+  bool ok = eval_run(I, 0);
+  if (ok && stats) fab_stats_print(stdout);
+  eval_free(I);
+  check_free(C);
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,54 @@
+/*
+** mem.h — the allocator.
+**
+** Every byte shmapi allocates comes from mem_alloc / mem_realloc, so that
+** one place can count memory, enforce the --max-memory limit and inject
+** failures in tests.  On failure these functions do not return NULL: they
+** raise a runtime error through err.h's boundary.
+**
+** An Arena is a bump allocator for things that live and die together (the
+** AST of a file, the checked program of a REPL statement).  Arena memory is
+** released all at once by arena_free.
+*/
+#ifndef SHM_MEM_H
+#define SHM_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *mem_alloc(size_t n);
+void *mem_calloc(size_t n);
+void *mem_realloc(void *p, size_t n);
+void mem_free(void *p);
+char *mem_strndup(const char *s, size_t n);
+
+/* Bytes currently allocated through mem_* (arrays included). */
+size_t mem_in_use(void);
+/* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
+void mem_set_limit(size_t bytes);
+size_t mem_limit(void);
+/* Test switch: make the Nth allocation from now fail (0 = off). */
+void mem_fail_after(long n);
+
+typedef struct ArenaChunk ArenaChunk;
+typedef struct Arena {
+  ArenaChunk *head;
+  size_t used, cap;
+} Arena;
+
+void *arena_alloc(Arena *a, size_t n);  /* zeroed, 16-byte aligned */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+void arena_free(Arena *a);
+
+/* Growable vector helper: ensure room for `need` items in *pv of *pcap. */
+#define VEC_GROW(pv, pcap, need)                                           \
+  do {                                                                     \
+    if ((need) > (pcap)) {                                                 \
+      int nc__ = (pcap) ? (pcap) * 2 : 8;                                  \
+      while (nc__ < (need)) nc__ *= 2;                                     \
+      (pv) = mem_realloc((pv), sizeof(*(pv)) * (size_t)nc__);              \
+      (pcap) = nc__;                                                       \
+    }                                                                      \
+  } while (0)
+
+#endif

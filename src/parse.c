@@ -1,0 +1,78 @@
+/*
+** parse.c — drives the re2c lexer and the Lemon parser over one file.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "diag.h"
+#include "lex.h"
+#include "parse.h"
+#include "parser.h"
+
+void *shmParseAlloc(void *(*alloc)(size_t), Parser *P);
+void shmParseFree(void *p, void (*dealloc)(void *));
+void shmParse(void *p, int major, Tok minor);
+
+/* Largest source file accepted. */
+#define MAX_SOURCE (64u << 20)
+
+int parse_load(const char *path, Span from) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "cannot open '%s': %s", path, strerror(errno));
+    if (from.file >= 0) diag_error(from, "%s", msg);
+    else fprintf(stderr, "shmapi: %s\n", msg);
+    return -1;
+  }
+  size_t cap = 4096, n = 0;
+  char *text = mem_alloc(cap);
+  for (;;) {
+    if (n + 1 >= cap) {
+      if (cap >= MAX_SOURCE) {
+        fclose(f);
+        mem_free(text);
+        char msg[512];
+        snprintf(msg, sizeof msg, "'%s' is larger than the %u MiB source limit", path, MAX_SOURCE >> 20);
+        if (from.file >= 0) diag_error(from, "%s", msg);
+        else fprintf(stderr, "shmapi: %s\n", msg);
+        return -1;
+      }
+      cap *= 2;
+      text = mem_realloc(text, cap);
+    }
+    size_t got = fread(text + n, 1, cap - n - 1, f);
+    if (got == 0) break;
+    n += got;
+  }
+  fclose(f);
+  text[n] = 0;
+  return diag_add_file(path, text, n);
+}
+
+int parse_load_text(const char *name, const char *text, size_t len) {
+  return diag_add_file(name, mem_strndup(text, len), len);
+}
+
+static void *parser_alloc(size_t n) { return mem_alloc(n); }
+
+AstList *parse_file(Arena *arena, int file) {
+  size_t len;
+  const char *text = diag_file_text(file, &len);
+  Parser P;
+  memset(&P, 0, sizeof P);
+  P.arena = arena;
+  P.file = file;
+  P.last_error = span_none();
+  Lexer L;
+  lex_init(&L, arena, file, text, len);
+  void *lp = shmParseAlloc(parser_alloc, &P);
+  Tok t;
+  do {
+    lex_next(&L, &t);
+    P.lex_error = L.error;
+    shmParse(lp, t.type, t);
+  } while (t.type != 0);
+  shmParseFree(lp, mem_free);
+  return P.stmts ? P.stmts : ast_list(&P);
+}

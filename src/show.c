@@ -1,0 +1,288 @@
+/*
+** show.c — printing checked functions in the jaxpr form.
+**
+** The output is valid shm: `def f = { lambda consts ; params . let ... in
+** (outs,) }`, every binder with its full type, inserted pbroadcasts
+** visible, nested functions (shard_map bodies, branches, loop bodies)
+** inline, parameters in the order of the primitive table.  Names are the
+** source names, made unique across the whole printout.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "show.h"
+
+void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) {
+  buf_putc(b, '{');
+  bool first = true;
+  for (int k = 0; mesh && k < mesh->naxes; k++)
+    if (vma & (1u << k)) {
+      buf_printf(b, "%s%.*s", first ? "" : ",", mesh->axis[k].n, mesh->axis[k].p);
+      first = false;
+    }
+  buf_putc(b, '}');
+}
+
+void show_type(Buf *b, const Type *t, const Mesh *mesh) {
+  buf_printf(b, "%s[", dtype_names[t->dt]);
+  for (int i = 0; i < t->rank; i++) buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+  buf_putc(b, ']');
+  if (t->vma && mesh) show_vma(b, t->vma, mesh);
+}
+
+/* A float as shm reads it back: shortest round-trip digits, always with a
+   point or exponent. */
+static void show_float(Buf *b, double f, bool is_f32) {
+  if (isnan(f)) { buf_puts(b, "nan"); return; }
+  if (isinf(f)) { buf_puts(b, f < 0 ? "-inf" : "inf"); return; }
+  char s[64];
+  for (int p = 1; p <= 17; p++) {
+    snprintf(s, sizeof s, "%.*g", p, f);
+    if (is_f32 ? (float)strtod(s, NULL) == (float)f : strtod(s, NULL) == f) break;
+  }
+  buf_puts(b, s);
+  if (!strpbrk(s, ".eEn")) buf_puts(b, ".0");
+}
+
+/* ---- naming ------------------------------------------------------------------ */
+
+typedef struct Names {
+  const IrVar **vars;
+  char **names;
+  int n, cap;
+} Names;
+
+static bool taken(Names *N, const char *s) {
+  for (int i = 0; i < N->n; i++)
+    if (!strcmp(N->names[i], s)) return true;
+  return false;
+}
+
+static const char *name_of(Names *N, const IrVar *v) {
+  for (int i = 0; i < N->n; i++)
+    if (N->vars[i] == v) return N->names[i];
+  char base[128], cand[160];
+  snprintf(base, sizeof base, "%.*s", v->name.n ? v->name.n : 1, v->name.n ? v->name.p : "t");
+  snprintf(cand, sizeof cand, "%s", base);
+  for (int k = 1; taken(N, cand); k++) snprintf(cand, sizeof cand, "%s_%d", base, k);
+  if (N->n == N->cap) {
+    N->cap = N->cap ? N->cap * 2 : 32;
+    N->vars = mem_realloc(N->vars, sizeof(IrVar *) * (size_t)N->cap);
+    N->names = mem_realloc(N->names, sizeof(char *) * (size_t)N->cap);
+  }
+  N->vars[N->n] = v;
+  N->names[N->n] = mem_strndup(cand, strlen(cand));
+  return N->names[N->n++];
+}
+
+static void names_free(Names *N) {
+  for (int i = 0; i < N->n; i++) mem_free(N->names[i]);
+  mem_free(N->vars);
+  mem_free(N->names);
+}
+
+/* ---- values and parameters ---------------------------------------------------------- */
+
+static void show_scalar(Buf *b, const Array *a, int64_t i) {
+  switch ((DType)a->dt) {
+  case DT_BOOL: buf_puts(b, arr_geti(a, i) ? "True" : "False"); break;
+  case DT_F32: show_float(b, arr_getf(a, i), true); break;
+  case DT_F64: show_float(b, arr_getf(a, i), false); break;
+  default: buf_printf(b, "%lld", (long long)arr_geti(a, i)); break;
+  }
+}
+
+static void show_nested(Buf *b, const Array *a, int d, int64_t *pos) {
+  if (d == a->rank) { show_scalar(b, a, (*pos)++); return; }
+  buf_putc(b, '[');
+  for (int64_t i = 0; i < a->shape[d]; i++) {
+    if (i) buf_puts(b, ", ");
+    show_nested(b, a, d + 1, pos);
+  }
+  buf_putc(b, ']');
+}
+
+static void show_str(Buf *b, Str s) {
+  buf_putc(b, '\'');
+  for (int i = 0; i < s.n; i++) {
+    char c = s.p[i];
+    if (c == '\n') buf_puts(b, "\\n");
+    else if (c == '\t') buf_puts(b, "\\t");
+    else if (c == '\'' || c == '\\') { buf_putc(b, '\\'); buf_putc(b, c); }
+    else buf_putc(b, c);
+  }
+  buf_putc(b, '\'');
+}
+
+typedef struct Show {
+  Buf *b;
+  Names names;
+} Show;
+
+static void show_fn(Show *S, const IrFunc *f, int indent);
+
+static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, int indent) {
+  Buf *b = S->b;
+  switch (v->k) {
+  case PV_INT: buf_printf(b, "%lld", (long long)v->i); break;
+  case PV_FLOAT: show_float(b, v->f, false); break;
+  case PV_STR: show_str(b, v->s); break;
+  case PV_NAME: buf_printf(b, "%.*s", v->s.n, v->s.p); break;
+  case PV_NONE: buf_puts(b, "None"); break;
+  case PV_BOOL: buf_puts(b, v->i ? "True" : "False"); break;
+  case PV_TUPLE:
+  case PV_LIST:
+  case PV_SPEC: {
+    bool fns = v->n && v->items[0]->k == PV_FUNC;
+    buf_puts(b, v->k == PV_TUPLE ? "(" : v->k == PV_LIST ? "[" : "P(");
+    for (int i = 0; i < v->n; i++) {
+      if (fns) buf_printf(b, "\n%*s", indent + 2, "");
+      else if (i) buf_puts(b, ", ");
+      show_pv(S, v->items[i], at, mesh, indent + 2);
+    }
+    if (fns) buf_printf(b, "\n%*s", indent, "");
+    else if (v->k == PV_TUPLE && v->n == 1) buf_putc(b, ',');
+    buf_putc(b, v->k == PV_LIST ? ']' : ')');
+    break;
+  }
+  case PV_FUNC:
+    if (at && v->i < at->nfns) show_fn(S, at->fns[v->i], indent);
+    else buf_puts(b, "<function>");
+    break;
+  }
+}
+
+void show_pval(Buf *b, const PVal *v, const Mesh *mesh, int indent) {
+  Show S = {b, {0}};
+  show_pv(&S, v, NULL, mesh, indent);
+  names_free(&S.names);
+}
+
+/* ---- functions -------------------------------------------------------------------------- */
+
+static void show_binder(Show *S, const IrVar *v, const Mesh *mesh) {
+  buf_printf(S->b, "%s:", name_of(&S->names, v));
+  show_type(S->b, &v->t, mesh);
+}
+
+static void show_atom(Show *S, const IrAtom *a, const Mesh *mesh) {
+  if (a->var) { buf_puts(S->b, name_of(&S->names, a->var)); return; }
+  show_scalar(S->b, a->lit, 0);
+  buf_putc(S->b, ':');
+  show_type(S->b, &a->t, mesh);
+}
+
+/* Does the parameter `key` appear in the space-separated list `list`? */
+static int key_rank(const char *list, const char *key) {
+  int r = 0;
+  size_t kl = strlen(key);
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ') p++;
+    const char *e = p;
+    while (*e && *e != ' ') e++;
+    if ((size_t)(e - p) == kl && !memcmp(p, key, kl)) return r;
+    r++;
+    p = e;
+  }
+  return 1000;
+}
+
+static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
+  if (!st->nparams) return;
+  const char *order = prim_table[st->prim].params;
+  int idx[64], n = st->nparams < 64 ? st->nparams : 64;
+  for (int i = 0; i < n; i++) idx[i] = i;
+  for (int i = 1; i < n; i++)       /* stable insertion sort by table order */
+    for (int j = i; j > 0 && key_rank(order, st->params[idx[j]].key) < key_rank(order, st->params[idx[j - 1]].key); j--) {
+      int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
+    }
+  bool multiline = false;
+  for (int i = 0; i < n; i++)
+    if (st->params[i].v->k == PV_FUNC || (st->params[i].v->n && st->params[i].v->items[0]->k == PV_FUNC))
+      multiline = true;
+  buf_putc(S->b, '[');
+  for (int i = 0; i < n; i++) {
+    const IrParam *p = &st->params[idx[i]];
+    if (multiline) buf_printf(S->b, "\n%*s", indent + 2, "");
+    else if (i) buf_putc(S->b, ' ');
+    buf_printf(S->b, "%s=", p->key);
+    show_pv(S, p->v, st->at, mesh, indent + 2);
+  }
+  if (multiline) buf_printf(S->b, "\n%*s", indent, "");
+  buf_putc(S->b, ']');
+}
+
+static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
+  Buf *b = S->b;
+  buf_printf(b, "%*s", indent, "");
+  switch (st->k) {
+  case IS_EQN:
+    for (int i = 0; i < st->nout; i++) {
+      if (i) buf_putc(b, ' ');
+      show_binder(S, st->out[i], mesh);
+    }
+    buf_puts(b, " = ");
+    if (st->prim < 0) buf_puts(b, st->callee->name);
+    else {
+      buf_puts(b, prim_table[st->prim].name);
+      show_params(S, st, mesh, indent);
+    }
+    for (int i = 0; i < st->nin; i++) {
+      buf_putc(b, ' ');
+      show_atom(S, &st->in[i], mesh);
+    }
+    break;
+  case IS_CONST: {
+    show_binder(S, st->out[0], mesh);
+    buf_puts(b, " = ");
+    int64_t pos = 0;
+    show_nested(b, st->value, 0, &pos);
+    break;
+  }
+  case IS_PRINT:
+    buf_puts(b, "print");
+    for (int i = 0; i < st->nitems; i++) {
+      buf_puts(b, i ? ", " : " ");
+      if (!st->items[i].atom.var && !st->items[i].atom.lit) show_str(b, st->items[i].text);
+      else show_atom(S, &st->items[i].atom, mesh);
+    }
+    break;
+  case IS_SHOW: {
+    const char *t = st->text + 4, *e = strchr(t, ' ');
+    buf_printf(b, "show %.*s", (int)(e ? e - t : 0), t);
+    break;
+  }
+  }
+  buf_putc(b, '\n');
+}
+
+static void show_fn(Show *S, const IrFunc *f, int indent) {
+  Buf *b = S->b;
+  const Mesh *mesh = f->mesh;
+  buf_puts(b, "{ lambda ");
+  for (int i = 0; i < f->ncaptured; i++) {
+    if (i) buf_putc(b, ' ');
+    show_binder(S, f->captured[i], f->captured[i]->owner ? f->captured[i]->owner->mesh : NULL);
+  }
+  buf_puts(b, "; ");
+  for (int i = 0; i < f->nparams; i++) {
+    if (i) buf_putc(b, ' ');
+    show_binder(S, f->params[i], mesh);
+  }
+  buf_puts(b, ". let\n");
+  for (int i = 0; i < f->nbody; i++) show_stmt(S, f->body[i], mesh, indent + 4);
+  buf_printf(b, "%*sin (", indent + 2, "");
+  for (int i = 0; i < f->nouts; i++) {
+    if (i) buf_puts(b, ", ");
+    show_atom(S, &f->outs[i], mesh);
+  }
+  buf_puts(b, f->nouts == 1 ? ",) }" : ") }");
+}
+
+void show_func(Buf *b, const IrFunc *f, const char *name) {
+  Show S = {b, {0}};
+  buf_printf(b, "def %s = ", name);
+  show_fn(&S, f, 0);
+  buf_putc(b, '\n');
+  names_free(&S.names);
+}

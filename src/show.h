@@ -1,0 +1,20 @@
+/*
+** show.h — printing types, parameter values and checked functions in the
+** jaxpr form that the parser reads back.
+*/
+#ifndef SHM_SHOW_H
+#define SHM_SHOW_H
+
+#include "buf.h"
+#include "ir.h"
+
+/* `f32[2,4]{i,j}` (the variance set omitted when empty, or when mesh is NULL). */
+void show_type(Buf *b, const Type *t, const Mesh *mesh);
+/* A variance set `{i,j}` (prints `{}` when empty). */
+void show_vma(Buf *b, uint32_t vma, const Mesh *mesh);
+/* A parameter value as Python-like text. */
+void show_pval(Buf *b, const PVal *v, const Mesh *mesh, int indent);
+/* `def NAME = { lambda ... }` for a checked function, ending in a newline. */
+void show_func(Buf *b, const IrFunc *f, const char *name);
+
+#endif

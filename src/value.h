@@ -1,0 +1,51 @@
+/*
+** value.h — runtime values: one block per distinct instance.
+**
+** Inside a shard_map body a value is held by every instance (device) of
+** the mesh, but instances along the axes the value does not vary over hold
+** the same block.  So a Val stores exactly one Array per combination of
+** coordinates along the axes of its variance mask `mask`: an invariant
+** value has one block shared by all instances (never copied per device),
+** a value varying over {i} on a 4x2 mesh has 4 blocks, and so on.  Outside
+** any shard_map, mask is 0 and the one block is the whole array.
+**
+** Block numbering: the coordinates of the mask's axes, in mesh order,
+** row-major.  An instance's block is val_block_of(mesh, mask, instance).
+** Vals are reference counted and immutable once built, like their arrays;
+** a block may be NULL only where no running instance needs it (inside a
+** branch taken by some instances only).
+*/
+#ifndef SHM_VALUE_H
+#define SHM_VALUE_H
+
+#include "array.h"
+#include "ir.h"
+
+typedef struct Val {
+  int32_t refc;
+  uint32_t mask;
+  int64_t nblk;
+  Array *blk[];
+} Val;
+
+/* A Val with nblk NULL blocks. */
+Val *val_new(uint32_t mask, int64_t nblk);
+/* A one-block (invariant) Val holding a new reference to `a`. */
+Val *val_of(Array *a);
+static inline Val *val_ref(Val *v) { if (v) v->refc++; return v; }
+void val_free_(Val *v);
+static inline void val_unref(Val *v) { if (v && --v->refc == 0) val_free_(v); }
+
+/* Number of blocks of a mask on a mesh (1 when mesh is NULL). */
+int64_t val_nblk(const Mesh *m, uint32_t mask);
+/* The block of `mask` that instance `inst` holds. */
+int64_t val_block_of(const Mesh *m, uint32_t mask, int64_t inst);
+/* Block `b` of mask `from` seen through mask `to` (to a subset of from):
+   the block of `to` held by the instances holding block b of `from`. */
+int64_t val_project(const Mesh *m, uint32_t from, int64_t b, uint32_t to);
+/* Coordinates of an instance along every mesh axis. */
+void val_coords(const Mesh *m, int64_t inst, int64_t *coords);
+/* An instance holding block b of mask (its coordinates off-mask are 0). */
+int64_t val_first_inst(const Mesh *m, uint32_t mask, int64_t b);
+
+#endif
