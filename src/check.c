@@ -17,6 +17,7 @@
 #include "err.h"
 #include "parse.h"
 #include "show.h"
+#include "transpose.h"
 
 /* ---- scopes and function definitions ---------------------------------------- */
 
@@ -50,6 +51,9 @@ typedef struct FuncDef {
   Instance *inst;
   bool checking;           /* recursion guard */
   IrFunc *latest;          /* most recent successful instance, for show */
+  struct FuncDef *target;  /* linear_transpose: the function transposed */
+  IntList lin;             /* linear_transpose: linear=(...) */
+  bool lin_given;
 } FuncDef;
 
 typedef struct ImportedFile {
@@ -480,7 +484,8 @@ static PVal *unparen(PVal *v) {
   return v;
 }
 
-bool rule_has(RuleCtx *r, const char *key) { return find_param(r, key, NULL) != NULL; }
+/* Accepted (and ignored) parameters count as used. */
+bool rule_has(RuleCtx *r, const char *key) { return get(r, key) != NULL; }
 
 int64_t *rule_alloc_ints(RuleCtx *r, int n) { return NEWN(r->cx->C, int64_t, n); }
 
@@ -967,6 +972,12 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
     cx->scope->var = v;
     return;
   }
+  for (IrFunc *f = cx->fn; !b && f && f != cx->C->main; f = f->parent)
+    if (f->name && str_eqc(s->callee, f->name)) {   /* a function does not see itself */
+      diag_error(s->callee_sp, "%.*s calls itself: recursion is not supported (use while or fori_loop)", s->callee.n, s->callee.p);
+      bind_bad(cx, s);
+      return;
+    }
   if (b)
     diag_error(s->callee_sp, "'%.*s' is a value, not a function or primitive", s->callee.n, s->callee.p);
   else
@@ -996,7 +1007,7 @@ static void lit_shape(const AstALit *a, int depth, LitShape *ls) {
     if (a->lit.k == LIT_FLOAT) ls->any_float = true;
     else if (a->lit.k == LIT_BOOL) ls->any_bool = true;
     else ls->any_int = true;
-    if (a->lit.type) {
+    if (a->lit.type && depth > 0) {
       diag_error(a->lit.sp, "elements of an array literal take no type; annotate the binder instead");
       ls->ok = false;
     }
@@ -1065,6 +1076,18 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   t.rank = (uint8_t)ls.rank;
   for (int i = 0; i < ls.rank; i++) t.shape[i] = ls.shape[i] < 0 ? 0 : ls.shape[i];
   t.dt = ls.any_bool ? DT_BOOL : ls.any_float ? DT_F32 : DT_I32;
+  AstType *lty = s->alit->is_list ? NULL : s->alit->lit.type;   /* `a = 1.0:f64[]` */
+  if (lty) {
+    Type lt;
+    bool lv;
+    if (!resolve_type(cx, lty, &lt, &lv)) { bind_bad(cx, s); return; }
+    if (lt.rank != 0) {
+      diag_error(lty->sp, "a literal must have a scalar type, not %s", type_text(cx, &lt));
+      bind_bad(cx, s);
+      return;
+    }
+    t.dt = lt.dt;
+  }
   AstBinder *b = s->outs[0];
   if (b->type) {
     Type an;
@@ -1078,6 +1101,12 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
     }
     if (has_vma && an.vma) {
       diag_error(b->type->axes_sp, "a literal is invariant: it cannot have the variance %s", vma_text(cx, an.vma));
+      bind_bad(cx, s);
+      return;
+    }
+    if (lty && an.dt != t.dt) {
+      diag_error(b->type->sp, "%.*s is annotated %s but the literal is %s", b->name.n, b->name.p,
+                 type_text(cx, &an), type_text(cx, &t));
       bind_bad(cx, s);
       return;
     }
@@ -1479,6 +1508,210 @@ static void check_top(Checker *C, AstList *stmts, int file) {
   }
 }
 
+/* ---- building functions (transformations) ---------------------------------------------- */
+
+struct Builder {
+  Ctx cx;
+  Span where;
+  int capparams;
+};
+
+Builder *bld_new(Checker *C, const char *name, IrFunc *parent, Mesh *mesh, Span where) {
+  Builder *B = NEW(C, Builder);
+  IrFunc *f = NEW(C, IrFunc);
+  f->name = arena_strndup(&C->arena, name, strlen(name));
+  f->sp = where;
+  f->parent = parent;
+  f->mesh = mesh;
+  B->cx.C = C;
+  B->cx.fn = f;
+  B->cx.mesh = mesh;
+  B->cx.file = where.file;
+  B->where = where;
+  return B;
+}
+
+IrFunc *bld_func(Builder *B) { return B->cx.fn; }
+void *bld_alloc(Builder *B, size_t n) { return arena_alloc(&B->cx.C->arena, n); }
+
+IrVar *bld_param(Builder *B, Str name, Type t) {
+  IrFunc *f = B->cx.fn;
+  if (f->nparams == B->capparams) {
+    int nc = B->capparams ? B->capparams * 2 : 8;
+    IrVar **n = NEWN(B->cx.C, IrVar *, nc);
+    if (f->nparams) memcpy(n, f->params, sizeof(IrVar *) * (size_t)f->nparams);
+    f->params = n;
+    B->capparams = nc;
+  }
+  IrVar *v = new_var(&B->cx, name, t, B->where);
+  f->params[f->nparams++] = v;
+  return v;
+}
+
+static void bld_captures(Builder *B, IrAtom *in, int nin) {
+  for (int k = 0; k < nin; k++)
+    if (in[k].var && in[k].var->owner != B->cx.fn) note_capture(&B->cx, in[k].var);
+}
+
+static IrStmt *bld_stmt(Builder *B, int prim, IrAtom *in, int nin, const Type *outt, int nout, IrAtom *out) {
+  IrStmt *st = new_stmt(&B->cx, IS_EQN, B->where);
+  st->prim = prim;
+  st->in = NEWN(B->cx.C, IrAtom, nin);
+  for (int k = 0; k < nin; k++) st->in[k] = in[k];
+  st->nin = nin;
+  st->out = NEWN(B->cx.C, IrVar *, nout);
+  st->nout = nout;
+  for (int i = 0; i < nout; i++) {
+    st->out[i] = new_var(&B->cx, str_c(""), outt[i], B->where);
+    memset(&out[i], 0, sizeof(IrAtom));
+    out[i].var = st->out[i];
+    out[i].t = outt[i];
+    out[i].sp = B->where;
+  }
+  return st;
+}
+
+bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
+  const PrimInfo *pi = &prim_table[prim];
+  Ctx *cx = &B->cx;
+  AstParam **aps = NEWN(cx->C, AstParam *, nparams);
+  for (int i = 0; i < nparams; i++) {
+    aps[i] = NEW(cx->C, AstParam);
+    aps[i]->key = str_c(params[i].key);
+    aps[i]->sp = B->where;
+    aps[i]->v = params[i].v;
+  }
+  RuleCtx r;
+  rule_init(&r, cx, pi->name, B->where, aps, nparams);
+  Attrs *at = NEW(cx->C, Attrs);
+  at->dtype = -1;
+  IrAtom *ins = NEWN(cx->C, IrAtom, nin);
+  for (int k = 0; k < nin; k++) ins[k] = in[k];
+  Type *intypes = NEWN(cx->C, Type, nin);
+  for (int k = 0; k < nin; k++) intypes[k] = ins[k].t;
+  int nout = pi->nout > 0 ? pi->nout : 1;
+  Type *outt = NEWN(cx->C, Type, nout);
+  if (!pi->shape(&r, intypes, nin, at, outt) || r.failed || !rule_unused(&r, pi->params)) return false;
+  if (cx->mesh && !apply_vrule(cx, prim, ins, nin, at, outt, nout, B->where)) return false;
+  if (!cx->mesh && prim_table[prim].vrule != VR_ELEM && !apply_vrule(cx, prim, ins, nin, at, outt, nout, B->where))
+    return false;
+  bld_captures(B, ins, nin);
+  IrStmt *st = bld_stmt(B, prim, ins, nin, outt, nout, out);
+  st->at = at;
+  st->params = r.canon;
+  st->nparams = r.ncanon;
+  emit(cx, st);
+  return true;
+}
+
+bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out) {
+  Type *outt = NEWN(B->cx.C, Type, callee->nouts);
+  for (int i = 0; i < callee->nouts; i++) outt[i] = callee->outs[i].t;
+  bld_captures(B, in, nin);
+  IrStmt *st = bld_stmt(B, -1, in, nin, outt, callee->nouts, out);
+  st->callee = callee;
+  emit(&B->cx, st);
+  return true;
+}
+
+bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int nparams, IrAtom *in, int nin,
+                const Type *outt, int nout, IrAtom *out) {
+  bld_captures(B, in, nin);
+  IrStmt *st = bld_stmt(B, prim, in, nin, outt, nout, out);
+  st->at = at;
+  st->params = NEWN(B->cx.C, IrParam, nparams);
+  if (nparams) memcpy(st->params, params, sizeof(IrParam) * (size_t)nparams);
+  st->nparams = nparams;
+  emit(&B->cx, st);
+  return true;
+}
+
+IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma) { return lift(&B->cx, a, vma, B->where); }
+
+PVal *bld_pv_int(Builder *B, int64_t v) {
+  PVal *p = NEW(B->cx.C, PVal);
+  p->k = PV_INT;
+  p->i = v;
+  p->f = (double)v;
+  p->sp = span_none();
+  return p;
+}
+
+PVal *bld_pv_bool(Builder *B, bool v) {
+  PVal *p = bld_pv_int(B, v);
+  p->k = PV_BOOL;
+  return p;
+}
+
+PVal *bld_pv_name(Builder *B, const char *s) {
+  PVal *p = NEW(B->cx.C, PVal);
+  p->k = PV_NAME;
+  p->s = str_c(arena_strndup(&B->cx.C->arena, s, strlen(s)));
+  p->sp = span_none();
+  return p;
+}
+
+PVal *bld_pv_tuple(Builder *B, PVal **items, int n) {
+  PVal *p = NEW(B->cx.C, PVal);
+  p->k = PV_TUPLE;
+  p->items = NEWN(B->cx.C, PVal *, n);
+  if (n) memcpy(p->items, items, sizeof(PVal *) * (size_t)n);
+  p->n = n;
+  p->sp = span_none();
+  return p;
+}
+
+PVal *bld_pv_ints(Builder *B, const int64_t *v, int n) {
+  PVal **items = NEWN(B->cx.C, PVal *, n);
+  for (int i = 0; i < n; i++) items[i] = bld_pv_int(B, v[i]);
+  return bld_pv_tuple(B, items, n);
+}
+
+IrAtom bld_zeros(Builder *B, const Type *t) {
+  IrAtom z;
+  memset(&z, 0, sizeof z);
+  z.lit = keep(arr_scalar_i((DType)t->dt, 0));
+  z.t = *t;
+  z.t.rank = 0;
+  z.t.vma = 0;
+  z.sp = B->where;
+  if (t->rank == 0 && !t->vma) return z;
+  IrParam ps[2];
+  ps[0].key = "shape";
+  ps[0].v = bld_pv_ints(B, t->shape, t->rank);
+  ps[1].key = "broadcast_dimensions";
+  ps[1].v = bld_pv_ints(B, NULL, 0);
+  IrAtom out;
+  if (!bld_prim(B, prim_lookup(str_c("broadcast_in_dim")), ps, 2, &z, 1, &out)) return z;
+  return bld_lift(B, out, t->vma);
+}
+
+void bld_const(Builder *B, Array *value, IrAtom *out) {
+  Type t;
+  memset(&t, 0, sizeof t);
+  t.dt = value->dt;
+  t.rank = value->rank;
+  for (int i = 0; i < value->rank; i++) t.shape[i] = value->shape[i];
+  IrStmt *st = new_stmt(&B->cx, IS_CONST, B->where);
+  st->value = value;
+  st->out = NEWN(B->cx.C, IrVar *, 1);
+  st->nout = 1;
+  st->out[0] = new_var(&B->cx, str_c(""), t, B->where);
+  memset(out, 0, sizeof *out);
+  out->var = st->out[0];
+  out->t = t;
+  emit(&B->cx, st);
+}
+
+IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
+  IrFunc *f = B->cx.fn;
+  f->outs = NEWN(B->cx.C, IrAtom, nouts);
+  for (int k = 0; k < nouts; k++) f->outs[k] = outs[k];
+  f->nouts = nouts;
+  bld_captures(B, f->outs, nouts);
+  return f;
+}
+
 /* ---- public interface -------------------------------------------------------------------- */
 
 Checker *check_new(void) {
@@ -1696,7 +1929,10 @@ static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   if (!rule_int(r, "lower", true, 0, &lo) || !rule_int(r, "upper", true, 0, &hi)) { bind_bad(cx, s); return; }
   PVal *bv = get(r, "body");
   if (!bv) { missing(r, "body"); bind_bad(cx, s); return; }
-  if (!rule_unused(r, "lower upper body")) { bind_bad(cx, s); return; }
+  bool rev;
+  if (!rule_bool(r, "reverse", false, &rev)) { bind_bad(cx, s); return; }
+  at->b[0] = rev;
+  if (!rule_unused(r, "lower upper body reverse")) { bind_bad(cx, s); return; }
   at->i[0] = lo;
   at->i[1] = hi;
   int n = s->nargs;
@@ -2171,14 +2407,120 @@ static void shard_map_define(Ctx *cx, FuncDef *fd) {
 
 /* ---- function transformations ------------------------------------------------------------ */
 
+/* `def g = linear_transpose[linear=(...)] f`: which parameters of f are linear. */
+static bool transpose_linear(Ctx *cx, FuncDef *fd, FuncDef *target, bool **out) {
+  AstFunc *af = fd->ast;
+  int np = target->ast->form == FN_TRANSPOSE ? -1 : target->ast->nparams;
+  RuleCtx r;
+  rule_init(&r, cx, "linear_transpose", af->sp, af->tparams, af->ntparams);
+  IntList lin;
+  bool given = rule_has(&r, "linear");
+  if (!rule_ints(&r, "linear", false, &lin) || !rule_unused(&r, "linear")) return false;
+  fd->lin_given = given;
+  fd->lin = lin;
+  (void)np;
+  *out = NULL;
+  return true;
+}
+
 static void transpose_define(Ctx *cx, FuncDef *fd) {
   AstFunc *af = fd->ast;
-  diag_error(span_join(af->sp, af->target_sp), "'%.*s' is not a function transformation shm knows",
-             af->tprim.n, af->tprim.p);
-  (void)cx;
+  if (!str_eqc(af->tprim, "linear_transpose")) {
+    diag_error(span_join(af->sp, af->target_sp), "'%.*s' is not a function transformation shm knows (it knows linear_transpose)",
+               af->tprim.n, af->tprim.p);
+    return;
+  }
+  Binding *b = lookup(fd->scope, B_FUNC, af->target);
+  if (!b) {
+    diag_error(af->target_sp, "unknown function '%.*s'", af->target.n, af->target.p);
+    return;
+  }
+  fd->target = b->fn;
+  bool *unused;
+  if (!transpose_linear(cx, fd, b->fn, &unused)) { fd->target = NULL; return; }
+  /* transpose the instances the target already has (an annotated function
+     has one from its definition) */
+  for (Instance *i = b->fn->inst; i; i = i->next)
+    if (i->ir) {
+      IrFunc *f = i->ir;
+      int nl = 0;
+      for (int k = 0; k < f->nparams; k++) {
+        bool l = !fd->lin_given;
+        for (int j = 0; j < fd->lin.n; j++) if (fd->lin.v[j] == k) l = true;
+        nl += !l;
+      }
+      Type *args = NEWN(cx->C, Type, nl + f->nouts);
+      int n = 0;
+      for (int k = 0; k < f->nparams; k++) {
+        bool l = !fd->lin_given;
+        for (int j = 0; j < fd->lin.n; j++) if (fd->lin.v[j] == k) l = true;
+        if (!l) args[n++] = f->params[k]->t;
+      }
+      for (int j = 0; j < f->nouts; j++) args[n++] = f->outs[j].t;
+      Ctx sub = *cx;
+      sub.mesh = i->mesh;
+      sub.ctrl = i->ctrl;
+      transpose_instance(&sub, fd, args, n, af->sp);
+      break;
+    }
 }
 
 static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
-  (void)cx; (void)fd; (void)args; (void)nargs; (void)call;
+  AstFunc *af = fd->ast;
+  FuncDef *t = fd->target;
+  if (!t) return NULL;
+  for (Instance *i = t->inst; i; i = i->next) {
+    IrFunc *f = i->ir;
+    if (!f || i->mesh != cx->mesh) continue;
+    bool *lin = NEWN(cx->C, bool, f->nparams);
+    bool bad = false;
+    for (int j = 0; j < fd->lin.n; j++) {
+      int64_t k = fd->lin.v[j];
+      if (k < 0 || k >= f->nparams) {
+        diag_error(af->sp, "linear=(...) names parameter %lld, but %.*s has %d parameter%s", (long long)k,
+                   t->name.n, t->name.p, f->nparams, f->nparams == 1 ? "" : "s");
+        return NULL;
+      }
+      if (lin[k]) bad = true;
+      lin[k] = true;
+    }
+    if (bad) {
+      diag_error(af->sp, "linear=(...) names a parameter twice");
+      return NULL;
+    }
+    if (!fd->lin_given)
+      for (int k = 0; k < f->nparams; k++) lin[k] = true;
+    /* the instance must match: non-linear parameter types, then result types */
+    int n = 0;
+    bool match = true;
+    for (int k = 0; k < f->nparams && match; k++)
+      if (!lin[k]) match = n < nargs && types_equal(&f->params[k]->t, &args[n++]);
+    for (int j = 0; j < f->nouts && match; j++) match = n < nargs && types_equal(&f->outs[j].t, &args[n++]);
+    if (!match || n != nargs) continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
+    IrFunc *g = tr_linear_transpose(cx->C, f, lin, name, af->sp);
+    Instance *inst = NEW(cx->C, Instance);
+    inst->args = NEWN(cx->C, Type, nargs);
+    memcpy(inst->args, args, sizeof(Type) * (size_t)nargs);
+    inst->nargs = nargs;
+    inst->mesh = cx->mesh;
+    inst->ctrl = cx->ctrl;
+    inst->ir = g;
+    inst->next = fd->inst;
+    fd->inst = inst;
+    if (g) fd->latest = g;
+    else if (call.off != af->sp.off) diag_note(af->sp, "while transposing %.*s", t->name.n, t->name.p);
+    return g;
+  }
+  Buf b = {0};
+  for (int i = 0; i < nargs; i++) {
+    if (i) buf_puts(&b, ", ");
+    show_type(&b, &args[i], cx->mesh);
+  }
+  diag_error(call, "%.*s transposes %.*s, but %.*s has no checked version whose non-linear parameters and results "
+             "are (%s): annotate its parameters or call it first",
+             fd->name.n, fd->name.p, t->name.n, t->name.p, t->name.n, t->name.p, buf_cstr(&b));
+  buf_free(&b);
   return NULL;
 }

@@ -30,7 +30,7 @@ static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
   F->space = *sp;
   /* static link: the innermost frame of the function that defines fn */
   Frame *s = caller;
-  while (s && s->fn != fn->parent) s = s->up;
+  while (s && s->fn != fn->parent && (!s->fn->scope_as || s->fn->scope_as != fn->parent)) s = s->up;
   F->up = s;
   I->cur = F;
   return F;
@@ -304,7 +304,9 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   Val **next = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
   Val **args = mem_calloc(sizeof(Val *) * (size_t)(n + 2));
   IrFunc *body = st->at->fns[0];
-  for (int64_t i = st->at->i[0]; i < st->at->i[1]; i++) {
+  int64_t lo = st->at->i[0], hi = st->at->i[1];
+  for (int64_t it = lo; it < hi; it++) {
+    int64_t i = st->at->b[0] ? lo + hi - 1 - it : it;   /* reverse=True runs the iterations backwards */
     step(I);
     Array *ia = arr_scalar_i(DT_I32, i);
     args[0] = val_of(ia);
@@ -459,8 +461,11 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     if (st->prim < 0) exec_call(I, F, st);
     else if (prim_table[st->prim].kernel) exec_local(F, st);
     else if (fab_is_collective(st->prim)) {
-      Val *in = st->nin ? eval_lookup(F, st->in[0].var) : NULL;
+      /* a literal operand (psum[axes=i] 1 after its inserted pbroadcast) has no variable */
+      Val *lit = st->nin && st->in[0].lit ? val_of(st->in[0].lit) : NULL;
+      Val *in = lit ? lit : st->nin ? eval_lookup(F, st->in[0].var) : NULL;
       set_slot(F, st->out[0], fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t));
+      val_unref(lit);
     } else if (st->prim == P_COND) exec_cond(I, F, st);
     else if (st->prim == P_WHILE) exec_while(I, F, st);
     else if (st->prim == P_FORI_LOOP) exec_fori(I, F, st);

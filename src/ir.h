@@ -128,6 +128,7 @@ typedef struct IrFunc {
   IrVar **captured;            /* outer variables read by the body (for show) */
   int ncaptured, capcaptured;
   bool is_shard_map_wrapper;
+  struct IrFunc *scope_as;     /* a transpose runs where the function it came from would */
   int end_line;
 } IrFunc;
 

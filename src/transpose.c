@@ -1,0 +1,960 @@
+/*
+** transpose.c — linear transposition of checked functions.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include "diag.h"
+#include "transpose.h"
+
+typedef struct Tr {
+  Checker *C;
+  Builder *B;
+  IrFunc *f;
+  Span where;
+  bool *lin;          /* by slot of f: depends linearly on the linear parameters */
+  IrAtom *prim;       /* by slot of f: the value in the transpose (non-linear) */
+  IrAtom *ct;         /* by slot of f: accumulated cotangent */
+  bool *has;
+  bool failed;
+} Tr;
+
+struct TrCtx {
+  Tr *T;
+  IrStmt *st;
+  bool checking;
+  bool *lin_in;       /* per operand */
+  IrAtom *cts;        /* per result */
+  bool *has_ct;
+};
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static bool atom_lin(Tr *T, const IrAtom *a) {
+  return a->var && a->var->owner == T->f && T->lin[a->var->slot];
+}
+
+static IrAtom map_atom(Tr *T, const IrAtom *a) {
+  if (a->var && a->var->owner == T->f) return T->prim[a->var->slot];
+  return *a;
+}
+
+/* Name a cotangent after its primal: x -> xbar, and xbar -> x (so that
+   transposing twice gives back the original names). */
+static void name_after(Tr *T, IrAtom *a, Str base) {
+  if (!a->var || a->var->name.n || !base.n) return;
+  if (base.n > 3 && !memcmp(base.p + base.n - 3, "bar", 3)) {
+    a->var->name.p = base.p;
+    a->var->name.n = base.n - 3;
+    return;
+  }
+  char *s = bld_alloc(T->B, (size_t)base.n + 4);
+  memcpy(s, base.p, (size_t)base.n);
+  memcpy(s + base.n, "bar", 4);
+  a->var->name = str_c(s);
+}
+
+/* Add ct to the cotangent of variable v (lifting to v's variance). */
+static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
+  if (ct.t.vma != v->t.vma) ct = bld_lift(T->B, ct, v->t.vma);
+  name_after(T, &ct, v->name);
+  int s = v->slot;
+  if (!T->has[s]) {
+    T->ct[s] = ct;
+    T->has[s] = true;
+    return;
+  }
+  IrAtom in[2] = {T->ct[s], ct}, out;
+  if (!bld_prim(T->B, prim_lookup(str_c("add")), NULL, 0, in, 2, &out)) { T->failed = true; return; }
+  name_after(T, &out, v->name);
+  T->ct[s] = out;
+}
+
+static PVal *param(const IrStmt *st, const char *key) {
+  for (int i = 0; i < st->nparams; i++)
+    if (!strcmp(st->params[i].key, key)) return st->params[i].v;
+  return NULL;
+}
+
+/* A tuple/list PVal of ints into v[]; returns the count. */
+static int pv_ints(const PVal *p, int64_t *v, int max) {
+  if (!p || p->k == PV_NONE) return 0;
+  if (p->k == PV_INT) { v[0] = p->i; return 1; }
+  int n = 0;
+  for (int i = 0; i < p->n && n < max; i++)
+    if (p->items[i]->k == PV_INT) v[n++] = p->items[i]->i;
+  return n;
+}
+
+static int64_t pv_int(const PVal *p, int64_t dflt) {
+  while (p && p->k == PV_TUPLE && p->n == 1) p = p->items[0];
+  return p && (p->k == PV_INT || p->k == PV_BOOL) ? p->i : dflt;
+}
+
+/* ---- the rule context ------------------------------------------------------------- */
+
+bool tr_checking(TrCtx *cx) { return cx->checking; }
+const IrStmt *tr_stmt(TrCtx *cx) { return cx->st; }
+bool tr_lin(TrCtx *cx, int k) { return cx->lin_in[k]; }
+IrAtom tr_in(TrCtx *cx, int k) { return map_atom(cx->T, &cx->st->in[k]); }
+const Type *tr_in_type(TrCtx *cx, int k) { return &cx->st->in[k].t; }
+Builder *tr_builder(TrCtx *cx) { return cx->T->B; }
+
+IrAtom tr_ct(TrCtx *cx, int j) {
+  if (!cx->has_ct[j]) {
+    cx->cts[j] = bld_zeros(cx->T->B, &cx->st->out[j]->t);
+    cx->has_ct[j] = true;
+  }
+  return cx->cts[j];
+}
+
+void tr_give(TrCtx *cx, int k, IrAtom ct) {
+  const IrAtom *a = &cx->st->in[k];
+  if (atom_lin(cx->T, a)) accumulate(cx->T, a->var, ct);
+}
+
+bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
+  if (!bld_prim(cx->T->B, prim, params, nparams, in, nin, out)) {
+    cx->T->failed = true;
+    return false;
+  }
+  return true;
+}
+
+bool tr_error(TrCtx *cx, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  diag_error(cx->st->sp, "%s", msg);
+  cx->T->failed = true;
+  return false;
+}
+
+#define P(name) prim_lookup(str_c(name))
+
+/* Emit prim with one parameter list, one result. */
+static IrAtom emit1(TrCtx *cx, const char *prim, const IrParam *ps, int np, IrAtom *in, int nin) {
+  IrAtom out;
+  memset(&out, 0, sizeof out);
+  if (!tr_emit(cx, P(prim), ps, np, in, nin, &out)) return in[0];
+  return out;
+}
+
+static IrParam kv(const char *k, PVal *v) {
+  IrParam p = {k, v};
+  return p;
+}
+
+static IrAtom lit_of(TrCtx *cx, const Type *t, double v) {
+  IrAtom a;
+  memset(&a, 0, sizeof a);
+  a.lit = dtype_is_float((DType)t->dt) ? arr_scalar_f((DType)t->dt, v) : arr_scalar_i((DType)t->dt, (int64_t)v);
+  a.t.dt = t->dt;
+  a.sp = cx->st->sp;
+  return a;
+}
+
+/* Sum a cotangent down to a scalar operand's shape (scalar broadcast). */
+static IrAtom unbroadcast(TrCtx *cx, IrAtom ct, int k) {
+  const Type *t = tr_in_type(cx, k);
+  if (t->rank != 0 || ct.t.rank == 0) return ct;
+  int64_t ax[SHM_MAXRANK];
+  for (int i = 0; i < ct.t.rank; i++) ax[i] = i;
+  IrParam ps[1] = {kv("axes", bld_pv_ints(tr_builder(cx), ax, ct.t.rank))};
+  return emit1(cx, "reduce_sum", ps, 1, &ct, 1);
+}
+
+/* Every operand must be linear (sums of linear values and constants are
+   affine, not linear). */
+static bool all_linear(TrCtx *cx, int from, int to) {
+  for (int k = from; k < to; k++)
+    if (!cx->lin_in[k])
+      return tr_error(cx, "%s of a linear value and a constant is not linear",
+                      prim_table[cx->st->prim].name);
+  return true;
+}
+
+/* ---- elementwise ------------------------------------------------------------------- */
+
+bool tr_add(TrCtx *cx) {
+  if (cx->checking) return all_linear(cx, 0, 2);
+  for (int k = 0; k < 2; k++) tr_give(cx, k, unbroadcast(cx, tr_ct(cx, 0), k));
+  return true;
+}
+
+bool tr_sub(TrCtx *cx) {
+  if (cx->checking) return all_linear(cx, 0, 2);
+  IrAtom ct = tr_ct(cx, 0);
+  tr_give(cx, 0, unbroadcast(cx, ct, 0));
+  IrAtom n = emit1(cx, "neg", NULL, 0, &ct, 1);
+  tr_give(cx, 1, unbroadcast(cx, n, 1));
+  return true;
+}
+
+bool tr_neg(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  tr_give(cx, 0, emit1(cx, "neg", NULL, 0, &ct, 1));
+  return true;
+}
+
+bool tr_copy(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  tr_give(cx, 0, emit1(cx, "copy", NULL, 0, &ct, 1));
+  return true;
+}
+
+bool tr_mul(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[0] && cx->lin_in[1]) return tr_error(cx, "mul of two linear values is not linear");
+    return true;
+  }
+  int k = cx->lin_in[0] ? 0 : 1;
+  IrAtom in[2] = {tr_ct(cx, 0), tr_in(cx, 1 - k)};
+  tr_give(cx, k, unbroadcast(cx, emit1(cx, "mul", NULL, 0, in, 2), k));
+  return true;
+}
+
+bool tr_div(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[1]) return tr_error(cx, "div by a linear value is not linear");
+    return true;
+  }
+  IrAtom in[2] = {tr_ct(cx, 0), tr_in(cx, 1)};
+  tr_give(cx, 0, unbroadcast(cx, emit1(cx, "div", NULL, 0, in, 2), 0));
+  return true;
+}
+
+bool tr_convert_element_type(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("new_dtype", bld_pv_name(tr_builder(cx), dtype_names[tr_in_type(cx, 0)->dt]))};
+  tr_give(cx, 0, emit1(cx, "convert_element_type", ps, 1, &ct, 1));
+  return true;
+}
+
+bool tr_select_n(TrCtx *cx) {
+  int n = cx->st->nin;
+  if (cx->checking) {
+    if (cx->lin_in[0]) return tr_error(cx, "select_n with a linear predicate is not linear");
+    return all_linear(cx, 1, n);
+  }
+  IrAtom ct = tr_ct(cx, 0);
+  IrAtom *in = bld_alloc(tr_builder(cx), sizeof(IrAtom) * (size_t)n);
+  in[0] = tr_in(cx, 0);
+  IrAtom z = bld_zeros(tr_builder(cx), &cx->st->out[0]->t);
+  for (int k = 1; k < n; k++) {
+    for (int j = 1; j < n; j++) in[j] = j == k ? ct : z;
+    tr_give(cx, k, emit1(cx, "select_n", NULL, 0, in, n));
+  }
+  return true;
+}
+
+bool tr_cumsum(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  Builder *B = tr_builder(cx);
+  IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(param(cx->st, "axis"), 0))),
+                   kv("reverse", bld_pv_bool(B, !pv_int(param(cx->st, "reverse"), 0)))};
+  tr_give(cx, 0, emit1(cx, "cumsum", ps, 2, &ct, 1));
+  return true;
+}
+
+bool tr_rev(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
+  tr_give(cx, 0, emit1(cx, "rev", ps, 1, &ct, 1));
+  return true;
+}
+
+/* ---- dot_general ------------------------------------------------------------------ */
+
+typedef struct Dims {
+  int64_t lc[SHM_MAXRANK], rc[SHM_MAXRANK], lb[SHM_MAXRANK], rb[SHM_MAXRANK];
+  int nc, nb;
+} Dims;
+
+static void read_dims(const IrStmt *st, Dims *d) {
+  PVal *dn = param(st, "dimension_numbers");
+  memset(d, 0, sizeof *d);
+  if (!dn || dn->n != 2) return;
+  d->nc = pv_ints(dn->items[0]->items[0], d->lc, SHM_MAXRANK);
+  pv_ints(dn->items[0]->items[1], d->rc, SHM_MAXRANK);
+  d->nb = pv_ints(dn->items[1]->items[0], d->lb, SHM_MAXRANK);
+  pv_ints(dn->items[1]->items[1], d->rb, SHM_MAXRANK);
+}
+
+static bool in_list(const int64_t *l, int n, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (l[i] == x) return true;
+  return false;
+}
+
+static PVal *dimnums_pv(Builder *B, const int64_t *a, const int64_t *b, int nc, const int64_t *c, const int64_t *d, int nb) {
+  PVal *x[2] = {bld_pv_ints(B, a, nc), bld_pv_ints(B, b, nc)};
+  PVal *y[2] = {bld_pv_ints(B, c, nb), bld_pv_ints(B, d, nb)};
+  for (int i = 0; i < 2; i++) { x[i]->k = PV_LIST; y[i]->k = PV_LIST; }
+  PVal *g[2] = {bld_pv_tuple(B, x, 2), bld_pv_tuple(B, y, 2)};
+  return bld_pv_tuple(B, g, 2);
+}
+
+/* JAX's rule: the cotangent of the lhs `x` is g contracted with y over
+   y's free dimensions, then transposed back into x's layout. */
+static IrAtom dot_transpose_lhs(TrCtx *cx, IrAtom g, IrAtom y, int xrank, int yrank,
+                                const int64_t *xc, const int64_t *yc, int nc,
+                                const int64_t *xb, const int64_t *yb, int nb, bool swap_ans) {
+  Builder *B = tr_builder(cx);
+  int64_t xk[SHM_MAXRANK], yk[SHM_MAXRANK];
+  int nxk = 0, nyk = 0;
+  for (int i = 0; i < xrank; i++) if (!in_list(xc, nc, i) && !in_list(xb, nb, i)) xk[nxk++] = i;
+  for (int i = 0; i < yrank; i++) if (!in_list(yc, nc, i) && !in_list(yb, nb, i)) yk[nyk++] = i;
+  int64_t ans_batch[SHM_MAXRANK], ans_y[SHM_MAXRANK];
+  for (int i = 0; i < nb; i++) ans_batch[i] = i;
+  for (int i = 0; i < nyk; i++) ans_y[i] = swap_ans ? nb + i : nb + nxk + i;
+  IrParam ps[2] = {kv("dimension_numbers", dimnums_pv(B, ans_y, yk, nyk, ans_batch, yb, nb)),
+                   kv("preferred_element_type", bld_pv_name(B, dtype_names[g.t.dt]))};
+  ps[1].v->k = PV_NONE;
+  IrAtom in[2] = {g, y};
+  IrAtom r = emit1(cx, "dot_general", ps, 2, in, 2);
+  /* out_axes = argsort(xb + xk + xc sorted by yc) */
+  int64_t order[SHM_MAXRANK], perm[SHM_MAXRANK];
+  int n = 0;
+  for (int i = 0; i < nb; i++) order[n++] = xb[i];
+  for (int i = 0; i < nxk; i++) order[n++] = xk[i];
+  int64_t idx[SHM_MAXRANK];
+  for (int i = 0; i < nc; i++) idx[i] = i;
+  for (int i = 1; i < nc; i++)
+    for (int j = i; j > 0 && yc[idx[j]] < yc[idx[j - 1]]; j--) { int64_t t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t; }
+  for (int i = 0; i < nc; i++) order[n++] = xc[idx[i]];
+  bool ident = true;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++)
+      if (order[j] == i) perm[i] = j;
+    if (perm[i] != i) ident = false;
+  }
+  if (ident) return r;
+  IrParam tp[1] = {kv("permutation", bld_pv_ints(B, perm, n))};
+  return emit1(cx, "transpose", tp, 1, &r, 1);
+}
+
+bool tr_dot_general(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[0] && cx->lin_in[1]) return tr_error(cx, "dot_general of two linear values is not linear");
+    return true;
+  }
+  Dims d;
+  read_dims(cx->st, &d);
+  IrAtom g = tr_ct(cx, 0);
+  int xr = tr_in_type(cx, 0)->rank, yr = tr_in_type(cx, 1)->rank;
+  if (cx->lin_in[0])
+    tr_give(cx, 0, dot_transpose_lhs(cx, g, tr_in(cx, 1), xr, yr, d.lc, d.rc, d.nc, d.lb, d.rb, d.nb, false));
+  else
+    tr_give(cx, 1, dot_transpose_lhs(cx, g, tr_in(cx, 0), yr, xr, d.rc, d.lc, d.nc, d.rb, d.lb, d.nb, true));
+  return true;
+}
+
+/* ---- shapes ----------------------------------------------------------------------- */
+
+bool tr_reshape(TrCtx *cx) {
+  if (cx->checking) return true;
+  const Type *t = tr_in_type(cx, 0);
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("new_sizes", bld_pv_ints(tr_builder(cx), t->shape, t->rank))};
+  tr_give(cx, 0, emit1(cx, "reshape", ps, 1, &ct, 1));
+  return true;
+}
+
+bool tr_transpose(TrCtx *cx) {
+  if (cx->checking) return true;
+  int64_t p[SHM_MAXRANK], inv[SHM_MAXRANK];
+  int n = pv_ints(param(cx->st, "permutation"), p, SHM_MAXRANK);
+  for (int i = 0; i < n; i++) inv[p[i]] = i;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("permutation", bld_pv_ints(tr_builder(cx), inv, n))};
+  tr_give(cx, 0, emit1(cx, "transpose", ps, 1, &ct, 1));
+  return true;
+}
+
+bool tr_broadcast_in_dim(TrCtx *cx) {
+  if (cx->checking) return true;
+  const Type *t = tr_in_type(cx, 0);
+  const Type *o = &cx->st->out[0]->t;
+  int64_t bd[SHM_MAXRANK], ax[SHM_MAXRANK];
+  int nb = pv_ints(param(cx->st, "broadcast_dimensions"), bd, SHM_MAXRANK), na = 0;
+  bool unit = false;
+  for (int d = 0; d < o->rank; d++) {
+    int src = -1;
+    for (int i = 0; i < nb; i++) if (bd[i] == d) src = i;
+    if (src < 0) ax[na++] = d;
+    else if (t->shape[src] == 1 && o->shape[d] != 1) { ax[na++] = d; unit = true; }
+  }
+  IrAtom r = tr_ct(cx, 0);
+  if (na) {
+    IrParam ps[1] = {kv("axes", bld_pv_ints(tr_builder(cx), ax, na))};
+    r = emit1(cx, "reduce_sum", ps, 1, &r, 1);
+  }
+  if (unit) {
+    IrParam ps[1] = {kv("new_sizes", bld_pv_ints(tr_builder(cx), t->shape, t->rank))};
+    r = emit1(cx, "reshape", ps, 1, &r, 1);
+  }
+  tr_give(cx, 0, r);
+  return true;
+}
+
+bool tr_reduce_sum(TrCtx *cx) {
+  if (cx->checking) return true;
+  const Type *t = tr_in_type(cx, 0);
+  int64_t ax[SHM_MAXRANK], keep[SHM_MAXRANK];
+  int na = pv_ints(param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
+  for (int d = 0; d < t->rank; d++) if (!in_list(ax, na, d)) keep[nk++] = d;
+  IrAtom ct = tr_ct(cx, 0);
+  Builder *B = tr_builder(cx);
+  IrParam ps[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, keep, nk))};
+  tr_give(cx, 0, emit1(cx, "broadcast_in_dim", ps, 2, &ct, 1));
+  return true;
+}
+
+bool tr_squeeze(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
+  tr_give(cx, 0, emit1(cx, "expand_dims", ps, 1, &ct, 1));
+  return true;
+}
+
+bool tr_expand_dims(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
+  tr_give(cx, 0, emit1(cx, "squeeze", ps, 1, &ct, 1));
+  return true;
+}
+
+static bool is_zero_lit(const IrAtom *a) { return a->lit && arr_getf(a->lit, 0) == 0; }
+
+bool tr_slice(TrCtx *cx) {
+  if (cx->checking) return true;
+  const Type *t = tr_in_type(cx, 0);
+  const Type *o = &cx->st->out[0]->t;
+  int64_t st[SHM_MAXRANK], str[SHM_MAXRANK];
+  pv_ints(param(cx->st, "start_indices"), st, SHM_MAXRANK);
+  int ns = pv_ints(param(cx->st, "strides"), str, SHM_MAXRANK);
+  Builder *B = tr_builder(cx);
+  PVal **cfg = bld_alloc(B, sizeof(PVal *) * (size_t)(t->rank + 1));
+  for (int d = 0; d < t->rank; d++) {
+    int64_t s = ns ? str[d] : 1, n = o->shape[d];
+    int64_t lo = st[d], in = n > 0 ? s - 1 : 0;
+    int64_t hi = n > 0 ? t->shape[d] - (lo + (n - 1) * s + 1) : t->shape[d] - lo;
+    int64_t c[3] = {lo, hi, in};
+    cfg[d] = bld_pv_ints(B, c, 3);
+  }
+  IrParam ps[1] = {kv("padding_config", bld_pv_tuple(B, cfg, t->rank))};
+  IrAtom in[2] = {tr_ct(cx, 0), lit_of(cx, t, 0)};
+  tr_give(cx, 0, emit1(cx, "pad", ps, 1, in, 2));
+  return true;
+}
+
+bool tr_pad(TrCtx *cx) {
+  if (cx->checking) {
+    if (!cx->lin_in[0]) return tr_error(cx, "pad of a constant operand is not linear");
+    if (!cx->lin_in[1] && !is_zero_lit(&cx->st->in[1]))
+      return tr_error(cx, "pad of a linear value with a non-zero constant padding value is not linear");
+    return true;
+  }
+  const Type *t = tr_in_type(cx, 0);
+  int64_t cfg[3 * SHM_MAXRANK];
+  PVal *pc = param(cx->st, "padding_config");
+  for (int d = 0; d < t->rank; d++) pv_ints(pc->items[d], cfg + 3 * d, 3);
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  /* negative low/high padding cropped the operand: pad the cotangent back */
+  bool neg = false;
+  for (int d = 0; d < t->rank; d++) if (cfg[3 * d] < 0 || cfg[3 * d + 1] < 0) neg = true;
+  if (neg) {
+    PVal **c = bld_alloc(B, sizeof(PVal *) * (size_t)(t->rank + 1));
+    for (int d = 0; d < t->rank; d++) {
+      int64_t x[3] = {cfg[3 * d] < 0 ? -cfg[3 * d] : 0, cfg[3 * d + 1] < 0 ? -cfg[3 * d + 1] : 0, 0};
+      c[d] = bld_pv_ints(B, x, 3);
+      if (cfg[3 * d] < 0) cfg[3 * d] = 0;
+      if (cfg[3 * d + 1] < 0) cfg[3 * d + 1] = 0;
+    }
+    IrParam ps[1] = {kv("padding_config", bld_pv_tuple(B, c, t->rank))};
+    IrAtom in[2] = {ct, lit_of(cx, t, 0)};
+    ct = emit1(cx, "pad", ps, 1, in, 2);
+  }
+  int64_t st[SHM_MAXRANK], lim[SHM_MAXRANK], str[SHM_MAXRANK];
+  bool unit = true;
+  for (int d = 0; d < t->rank; d++) {
+    st[d] = cfg[3 * d];
+    str[d] = cfg[3 * d + 2] + 1;
+    lim[d] = t->shape[d] ? st[d] + (t->shape[d] - 1) * str[d] + 1 : st[d];
+    if (str[d] != 1) unit = false;
+  }
+  IrParam ps[3] = {kv("start_indices", bld_pv_ints(B, st, t->rank)), kv("limit_indices", bld_pv_ints(B, lim, t->rank)),
+                   kv("strides", unit ? NULL : bld_pv_ints(B, str, t->rank))};
+  IrAtom x = emit1(cx, "slice", ps, unit ? 2 : 3, &ct, 1);
+  tr_give(cx, 0, x);
+  if (cx->lin_in[1]) {
+    int64_t ax[SHM_MAXRANK];
+    for (int i = 0; i < t->rank; i++) ax[i] = i;
+    IrParam rs[1] = {kv("axes", bld_pv_ints(B, ax, t->rank))};
+    IrAtom all = emit1(cx, "reduce_sum", rs, 1, &ct, 1);
+    IrAtom part = emit1(cx, "reduce_sum", rs, 1, &x, 1);
+    IrAtom in[2] = {all, part};
+    tr_give(cx, 1, emit1(cx, "sub", NULL, 0, in, 2));
+  }
+  return true;
+}
+
+bool tr_concatenate(TrCtx *cx) {
+  if (cx->checking) return all_linear(cx, 0, cx->st->nin);
+  int64_t dim = pv_int(param(cx->st, "dimension"), 0);
+  const Type *o = &cx->st->out[0]->t;
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  int64_t off = 0;
+  for (int k = 0; k < cx->st->nin; k++) {
+    const Type *t = tr_in_type(cx, k);
+    int64_t st[SHM_MAXRANK] = {0}, lim[SHM_MAXRANK];
+    for (int d = 0; d < o->rank; d++) lim[d] = o->shape[d];
+    st[dim] = off;
+    lim[dim] = off + t->shape[dim];
+    off += t->shape[dim];
+    IrParam ps[2] = {kv("start_indices", bld_pv_ints(B, st, o->rank)), kv("limit_indices", bld_pv_ints(B, lim, o->rank))};
+    tr_give(cx, k, emit1(cx, "slice", ps, 2, &ct, 1));
+  }
+  return true;
+}
+
+bool tr_dynamic_slice(TrCtx *cx) {
+  if (cx->checking) {
+    for (int k = 1; k < cx->st->nin; k++)
+      if (cx->lin_in[k]) return tr_error(cx, "dynamic_slice with a linear start index is not linear");
+    return true;
+  }
+  int n = cx->st->nin;
+  IrAtom *in = bld_alloc(tr_builder(cx), sizeof(IrAtom) * (size_t)(n + 1));
+  in[0] = bld_zeros(tr_builder(cx), tr_in_type(cx, 0));
+  in[1] = tr_ct(cx, 0);
+  for (int k = 1; k < n; k++) in[k + 1] = tr_in(cx, k);
+  tr_give(cx, 0, emit1(cx, "dynamic_update_slice", NULL, 0, in, n + 1));
+  return true;
+}
+
+bool tr_dynamic_update_slice(TrCtx *cx) {
+  int n = cx->st->nin;
+  if (cx->checking) {
+    for (int k = 2; k < n; k++)
+      if (cx->lin_in[k]) return tr_error(cx, "dynamic_update_slice with a linear start index is not linear");
+    return all_linear(cx, 0, 2);
+  }
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  const Type *u = tr_in_type(cx, 1);
+  IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  in[0] = ct;
+  in[1] = bld_zeros(B, u);
+  for (int k = 2; k < n; k++) in[k] = tr_in(cx, k);
+  tr_give(cx, 0, emit1(cx, "dynamic_update_slice", NULL, 0, in, n));
+  IrAtom *sin = bld_alloc(B, sizeof(IrAtom) * (size_t)n);
+  sin[0] = ct;
+  for (int k = 2; k < n; k++) sin[k - 1] = tr_in(cx, k);
+  IrParam ps[1] = {kv("slice_sizes", bld_pv_ints(B, u->shape, u->rank))};
+  tr_give(cx, 1, emit1(cx, "dynamic_slice", ps, 1, sin, n - 1));
+  return true;
+}
+
+/* ---- collectives ----------------------------------------------------------------------- */
+
+static bool swap_collective(TrCtx *cx, const char *to, const char *dim_from, const char *dim_to) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  Builder *B = tr_builder(cx);
+  IrParam ps[3];
+  int n = 0;
+  ps[n++] = kv("axis_name", param(cx->st, "axis_name"));
+  ps[n++] = kv(dim_to, bld_pv_int(B, pv_int(param(cx->st, dim_from), 0)));
+  ps[n++] = kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)));
+  tr_give(cx, 0, emit1(cx, to, ps, n, &ct, 1));
+  return true;
+}
+
+bool tr_psum(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  tr_give(cx, 0, emit1(cx, "pbroadcast", ps, 1, &ct, 1));
+  return true;
+}
+
+bool tr_pbroadcast(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  tr_give(cx, 0, emit1(cx, "psum", ps, 1, &ct, 1));
+  return true;
+}
+
+bool tr_pmean(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  IrAtom b = emit1(cx, "pbroadcast", ps, 1, &ct, 1);
+  int64_t p = 1;
+  const Mesh *m = bld_func(tr_builder(cx))->mesh;
+  for (int k = 0; m && k < cx->st->at->naxes; k++) p *= m->size[cx->st->at->axes[k]];
+  IrAtom in[2] = {b, lit_of(cx, &b.t, (double)p)};
+  tr_give(cx, 0, emit1(cx, "div", NULL, 0, in, 2));
+  return true;
+}
+
+bool tr_all_gather(TrCtx *cx) { return swap_collective(cx, "psum_scatter", "axis", "scatter_dimension"); }
+bool tr_psum_scatter(TrCtx *cx) { return swap_collective(cx, "all_gather", "scatter_dimension", "axis"); }
+bool tr_all_gather_invariant(TrCtx *cx) { return swap_collective(cx, "pscatter", "axis", "axis"); }
+bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, "all_gather_invariant", "axis", "axis"); }
+
+bool tr_ppermute(TrCtx *cx) {
+  if (cx->checking) return true;
+  Builder *B = tr_builder(cx);
+  PVal *perm = param(cx->st, "perm");
+  PVal **pairs = bld_alloc(B, sizeof(PVal *) * (size_t)(perm->n + 1));
+  for (int i = 0; i < perm->n; i++) {
+    int64_t sd[2];
+    pv_ints(perm->items[i], sd, 2);
+    int64_t ds[2] = {sd[1], sd[0]};
+    pairs[i] = bld_pv_ints(B, ds, 2);
+  }
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
+  tr_give(cx, 0, emit1(cx, "ppermute", ps, 2, &ct, 1));
+  return true;
+}
+
+bool tr_all_to_all(TrCtx *cx) {
+  if (cx->checking) return true;
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[4] = {kv("axis_name", param(cx->st, "axis_name")),
+                   kv("split_axis", bld_pv_int(B, pv_int(param(cx->st, "concat_axis"), 0))),
+                   kv("concat_axis", bld_pv_int(B, pv_int(param(cx->st, "split_axis"), 0))),
+                   kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)))};
+  tr_give(cx, 0, emit1(cx, "all_to_all", ps, 4, &ct, 1));
+  return true;
+}
+
+/* ---- calls and higher-order primitives ------------------------------------------------ */
+
+static IrFunc *transpose_fn(Tr *T, IrFunc *f, const bool *lin) {
+  return tr_linear_transpose(T->C, f, lin, f->name, T->where);
+}
+
+/* Operands of a transposed call: the non-linear operands, then one
+   cotangent per result. */
+static IrAtom *t_operands(TrCtx *cx, int first, int *n) {
+  int nin = cx->st->nin, nout = cx->st->nout, k = 0;
+  IrAtom *in = bld_alloc(tr_builder(cx), sizeof(IrAtom) * (size_t)(nin + nout + 1));
+  for (int i = 0; i < first; i++) in[k++] = tr_in(cx, i);
+  for (int i = first; i < nin; i++)
+    if (!cx->lin_in[i]) in[k++] = tr_in(cx, i);
+  for (int j = 0; j < nout; j++) in[k++] = tr_ct(cx, j);
+  *n = k;
+  return in;
+}
+
+static void give_results(TrCtx *cx, int first, IrAtom *out) {
+  int k = 0;
+  for (int i = first; i < cx->st->nin; i++)
+    if (cx->lin_in[i]) tr_give(cx, i, out[k++]);
+}
+
+static bool captures_locals(Tr *T, const IrFunc *g) {
+  for (int i = 0; i < g->ncaptured; i++)
+    if (g->captured[i]->owner == T->f) return true;
+  return false;
+}
+
+static bool tr_call(TrCtx *cx) {
+  IrFunc *g = cx->st->callee;
+  if (cx->checking) {
+    if (captures_locals(cx->T, g))
+      return tr_error(cx, "cannot transpose a call of %s: it reads local values of %s", g->name, cx->T->f->name);
+    return true;
+  }
+  IrFunc *tg = transpose_fn(cx->T, g, cx->lin_in);
+  if (!tg) { cx->T->failed = true; return false; }
+  int n;
+  IrAtom *in = t_operands(cx, 0, &n);
+  IrAtom *out = bld_alloc(tr_builder(cx), sizeof(IrAtom) * (size_t)(tg->nouts + 1));
+  bld_call(tr_builder(cx), tg, in, n, out);
+  give_results(cx, 0, out);
+  return true;
+}
+
+static PVal *fn_pv(Builder *B, int k) {
+  PVal *v = bld_pv_int(B, k);
+  v->k = PV_FUNC;
+  return v;
+}
+
+bool tr_cond(TrCtx *cx) {
+  const IrStmt *st = cx->st;
+  if (cx->checking) {
+    if (cx->lin_in[0]) return tr_error(cx, "cond with a linear index is not linear");
+    if (st->in[0].t.vma) return tr_error(cx, "cannot transpose a cond whose index varies across devices");
+    for (int b = 0; b < st->at->nfns; b++)
+      if (captures_locals(cx->T, st->at->fns[b]))
+        return tr_error(cx, "cannot transpose cond: a branch reads local values of %s", cx->T->f->name);
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  int nb = st->at->nfns;
+  Attrs *at = bld_alloc(B, sizeof(Attrs));
+  at->dtype = -1;
+  at->fns = bld_alloc(B, sizeof(IrFunc *) * (size_t)nb);
+  at->nfns = nb;
+  PVal **br = bld_alloc(B, sizeof(PVal *) * (size_t)nb);
+  for (int b = 0; b < nb; b++) {
+    at->fns[b] = transpose_fn(cx->T, st->at->fns[b], cx->lin_in + 1);
+    if (!at->fns[b]) { cx->T->failed = true; return false; }
+    br[b] = fn_pv(B, b);
+  }
+  int n;
+  IrAtom *in = t_operands(cx, 1, &n);
+  IrFunc *t0 = at->fns[0];
+  Type *outt = bld_alloc(B, sizeof(Type) * (size_t)(t0->nouts + 1));
+  for (int j = 0; j < t0->nouts; j++) outt[j] = t0->outs[j].t;
+  IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(t0->nouts + 1));
+  IrParam ps[1] = {kv("branches", bld_pv_tuple(B, br, nb))};
+  bld_higher(B, P_COND, at, ps, 1, in, n, outt, t0->nouts, out);
+  give_results(cx, 1, out);
+  return true;
+}
+
+bool tr_fori_loop(TrCtx *cx) {
+  const IrStmt *st = cx->st;
+  if (cx->checking) {
+    for (int k = 0; k < st->nin; k++)
+      if (!cx->lin_in[k]) return tr_error(cx, "fori_loop with both linear and constant carries cannot be transposed");
+    if (captures_locals(cx->T, st->at->fns[0]))
+      return tr_error(cx, "cannot transpose fori_loop: its body reads local values of %s", cx->T->f->name);
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  IrFunc *body = st->at->fns[0];
+  bool *lin = bld_alloc(B, sizeof(bool) * (size_t)(body->nparams + 1));
+  for (int k = 1; k < body->nparams; k++) lin[k] = true;
+  Attrs *at = bld_alloc(B, sizeof(Attrs));
+  at->dtype = -1;
+  at->i[0] = st->at->i[0];
+  at->i[1] = st->at->i[1];
+  at->b[0] = !st->at->b[0];
+  at->fns = bld_alloc(B, sizeof(IrFunc *));
+  at->fns[0] = transpose_fn(cx->T, body, lin);
+  at->nfns = 1;
+  if (!at->fns[0]) { cx->T->failed = true; return false; }
+  int n = st->nout;
+  IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  Type *outt = bld_alloc(B, sizeof(Type) * (size_t)(n + 1));
+  for (int j = 0; j < n; j++) {
+    in[j] = tr_ct(cx, j);
+    outt[j] = st->in[j].t;
+    if (in[j].t.vma != outt[j].vma) in[j] = bld_lift(B, in[j], outt[j].vma);
+  }
+  IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  IrParam ps[4] = {kv("lower", bld_pv_int(B, at->i[0])), kv("upper", bld_pv_int(B, at->i[1])),
+                   kv("body", fn_pv(B, 0)), kv("reverse", bld_pv_bool(B, at->b[0]))};
+  bld_higher(B, P_FORI_LOOP, at, ps, 4, in, n, outt, n, out);
+  give_results(cx, 0, out);
+  return true;
+}
+
+bool tr_shard_map(TrCtx *cx) {
+  const IrStmt *st = cx->st;
+  ShardMap *sm = st->at->ext;
+  IrFunc *body = st->at->fns[0];
+  if (cx->checking) {
+    if (captures_locals(cx->T, body))
+      return tr_error(cx, "cannot transpose shard_map: its body reads local values of %s", cx->T->f->name);
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  IrFunc *tb = transpose_fn(cx->T, body, cx->lin_in);
+  if (!tb) { cx->T->failed = true; return false; }
+  ShardMap *ts = bld_alloc(B, sizeof(ShardMap));
+  ts->mesh = sm->mesh;
+  ts->check_vma = sm->check_vma;
+  int nlin = 0;
+  for (int i = 0; i < st->nin; i++) nlin += cx->lin_in[i];
+  ts->nin = st->nin - nlin + st->nout;
+  ts->in = bld_alloc(B, sizeof(Spec) * (size_t)(ts->nin + 1));
+  ts->nout = nlin;
+  ts->out = bld_alloc(B, sizeof(Spec) * (size_t)(nlin + 1));
+  PVal **ins = bld_alloc(B, sizeof(PVal *) * (size_t)(ts->nin + 1));
+  PVal **outs = bld_alloc(B, sizeof(PVal *) * (size_t)(nlin + 1));
+  int a = 0, b = 0;
+  for (int i = 0; i < st->nin; i++) {
+    if (cx->lin_in[i]) { ts->out[b] = sm->in[i]; outs[b++] = sm->in[i].src; }
+    else { ts->in[a] = sm->in[i]; ins[a++] = sm->in[i].src; }
+  }
+  for (int j = 0; j < st->nout; j++) { ts->in[a] = sm->out[j]; ins[a++] = sm->out[j].src; }
+  Attrs *at = bld_alloc(B, sizeof(Attrs));
+  at->dtype = -1;
+  at->ext = ts;
+  at->fns = bld_alloc(B, sizeof(IrFunc *));
+  at->fns[0] = tb;
+  at->nfns = 1;
+  Type *outt = bld_alloc(B, sizeof(Type) * (size_t)(nlin + 1));
+  b = 0;
+  for (int i = 0; i < st->nin; i++)
+    if (cx->lin_in[i]) outt[b++] = st->in[i].t;
+  int n;
+  IrAtom *in = t_operands(cx, 0, &n);
+  IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nlin + 1));
+  char mname[128];
+  snprintf(mname, sizeof mname, "%.*s", sm->mesh->name.n, sm->mesh->name.p);
+  IrParam ps[5] = {kv("f", fn_pv(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
+                   kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma))};
+  bld_higher(B, P_SHARD_MAP, at, ps, 5, in, n, outt, nlin, out);
+  give_results(cx, 0, out);
+  return true;
+}
+
+/* ---- the transformation ------------------------------------------------------------------ */
+
+static bool run_rule(Tr *T, IrStmt *st, bool checking, IrAtom *cts, bool *has) {
+  TrCtx cx;
+  cx.T = T;
+  cx.st = st;
+  cx.checking = checking;
+  cx.lin_in = bld_alloc(T->B, sizeof(bool) * (size_t)(st->nin + 1));
+  for (int k = 0; k < st->nin; k++) cx.lin_in[k] = atom_lin(T, &st->in[k]);
+  cx.cts = cts;
+  cx.has_ct = has;
+  if (st->prim < 0) return tr_call(&cx);
+  TransFn fn = prim_table[st->prim].transpose;
+  if (!fn) {
+    diag_error(st->sp, "%s is not linear: it cannot be transposed", prim_table[st->prim].name);
+    T->failed = true;
+    return false;
+  }
+  return fn(&cx);
+}
+
+/* Copy a non-linear equation into the transpose. */
+static void copy_forward(Tr *T, IrStmt *st) {
+  IrAtom *in = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(st->nin + 1));
+  IrAtom *out = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(st->nout + 1));
+  for (int k = 0; k < st->nin; k++) in[k] = map_atom(T, &st->in[k]);
+  bool ok;
+  if (st->prim < 0) ok = bld_call(T->B, st->callee, in, st->nin, out);
+  else if (prim_table[st->prim].vrule == VR_SPECIAL) {
+    for (int k = 0; k < st->at->nfns; k++)
+      if (captures_locals(T, st->at->fns[k])) {
+        diag_error(st->sp, "cannot transpose %s: %s reads local values of the function", T->f->name,
+                   prim_table[st->prim].name);
+        T->failed = true;
+        return;
+      }
+    Type *outt = bld_alloc(T->B, sizeof(Type) * (size_t)(st->nout + 1));
+    for (int j = 0; j < st->nout; j++) outt[j] = st->out[j]->t;
+    ok = bld_higher(T->B, st->prim, st->at, st->params, st->nparams, in, st->nin, outt, st->nout, out);
+  } else {
+    ok = bld_prim(T->B, st->prim, st->params, st->nparams, in, st->nin, out);
+  }
+  if (!ok) { T->failed = true; return; }
+  for (int j = 0; j < st->nout; j++) {
+    if (out[j].var) out[j].var->name = st->out[j]->name;
+    T->prim[st->out[j]->slot] = out[j];
+  }
+}
+
+IrFunc *tr_linear_transpose(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where) {
+  Tr T;
+  memset(&T, 0, sizeof T);
+  T.C = C;
+  T.f = f;
+  T.where = where;
+  T.B = bld_new(C, name, f->parent, f->mesh, where);
+  IrFunc *g = bld_func(T.B);
+  g->scope_as = f->scope_as ? f->scope_as : f;
+  int ns = f->nslots + 1;
+  T.lin = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
+  T.prim = bld_alloc(T.B, sizeof(IrAtom) * (size_t)ns);
+  T.ct = bld_alloc(T.B, sizeof(IrAtom) * (size_t)ns);
+  T.has = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
+  int errs = diag_count();
+  /* parameters: the non-linear ones, then a cotangent per result */
+  for (int i = 0; i < f->nparams; i++) {
+    IrVar *p = f->params[i];
+    if (linear[i]) { T.lin[p->slot] = true; continue; }
+    IrVar *v = bld_param(T.B, p->name, p->t);
+    memset(&T.prim[p->slot], 0, sizeof(IrAtom));
+    T.prim[p->slot].var = v;
+    T.prim[p->slot].t = v->t;
+  }
+  IrVar **cts = bld_alloc(T.B, sizeof(IrVar *) * (size_t)(f->nouts + 1));
+  for (int j = 0; j < f->nouts; j++) {
+    const IrAtom *o = &f->outs[j];
+    cts[j] = bld_param(T.B, str_c(""), o->t);
+    IrAtom a;
+    memset(&a, 0, sizeof a);
+    a.var = cts[j];
+    name_after(&T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
+  }
+  /* forward: keep what is not linear, check what is */
+  IrStmt **linear_eqns = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
+  int nlin = 0;
+  for (int i = 0; i < f->nbody && !T.failed; i++) {
+    IrStmt *st = f->body[i];
+    if (st->k == IS_CONST) {
+      IrAtom a;
+      bld_const(T.B, st->value, &a);
+      a.var->name = st->out[0]->name;
+      T.prim[st->out[0]->slot] = a;
+      continue;
+    }
+    if (st->k != IS_EQN) continue;
+    bool any = false;
+    for (int k = 0; k < st->nin; k++) any |= atom_lin(&T, &st->in[k]);
+    if (!any) { copy_forward(&T, st); continue; }
+    if (!run_rule(&T, st, true, NULL, NULL)) break;
+    for (int j = 0; j < st->nout; j++) T.lin[st->out[j]->slot] = true;
+    linear_eqns[nlin++] = st;
+  }
+  if (T.failed || diag_count() != errs) return NULL;
+  /* seed the cotangents of the results */
+  for (int j = 0; j < f->nouts; j++) {
+    const IrAtom *o = &f->outs[j];
+    if (!atom_lin(&T, o)) continue;
+    IrAtom a;
+    memset(&a, 0, sizeof a);
+    a.var = cts[j];
+    a.t = cts[j]->t;
+    accumulate(&T, o->var, a);
+  }
+  /* backward */
+  for (int i = nlin - 1; i >= 0 && !T.failed; i--) {
+    IrStmt *st = linear_eqns[i];
+    IrAtom *ct = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(st->nout + 1));
+    bool *has = bld_alloc(T.B, sizeof(bool) * (size_t)(st->nout + 1));
+    bool any = false;
+    for (int j = 0; j < st->nout; j++) {
+      int s = st->out[j]->slot;
+      if (T.has[s]) { ct[j] = T.ct[s]; has[j] = true; any = true; }
+    }
+    if (!any) continue;
+    run_rule(&T, st, false, ct, has);
+  }
+  if (T.failed || diag_count() != errs) return NULL;
+  IrAtom *outs = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
+  int n = 0;
+  for (int i = 0; i < f->nparams; i++) {
+    if (!linear[i]) continue;
+    IrVar *p = f->params[i];
+    outs[n++] = T.has[p->slot] ? T.ct[p->slot] : bld_zeros(T.B, &p->t);
+  }
+  return bld_finish(T.B, outs, n);
+}
