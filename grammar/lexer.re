@@ -45,12 +45,18 @@ static Str decode_string(Lexer *L, const char *b, const char *e) {
 }
 
 static bool newline_significant(const Lexer *L) {
+  if (L->depth > LEX_MAXNEST) return false;   /* already an error */
   return L->depth == 0 || L->nest[L->depth - 1] == '{';
 }
 
-static void push(Lexer *L, char c) {
-  if (L->depth < (int)sizeof L->nest) L->nest[L->depth] = c;
+/* Open a bracket; false (an error token) beyond LEX_MAXNEST levels.  The
+   depth still counts it, so the closing brackets stay balanced. */
+static bool push(Lexer *L, char c) {
+  if (L->depth < LEX_MAXNEST) L->nest[L->depth] = c;
   L->depth++;
+  if (L->depth <= LEX_MAXNEST) return true;
+  L->error = "brackets nested too deeply (the limit is " LEX_MAXNEST_TEXT " levels)";
+  return false;
 }
 
 static void pop(Lexer *L) {
@@ -102,7 +108,7 @@ void lex_next(Lexer *L, Tok *t) {
       "nan" { t->fval = NAN; TOK(TK_FLOAT); }
       "inf" { t->fval = INFINITY; TOK(TK_FLOAT); }
       "-inf" { t->fval = -INFINITY; TOK(TK_FLOAT); }
-      "P(" | "PartitionSpec(" { push(L, '('); TOK(TK_PSPEC); }
+      "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
       ident {
         Str w = {(const char *)start, (int)(YYCURSOR - start)};
         for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
@@ -118,11 +124,11 @@ void lex_next(Lexer *L, Tok *t) {
         return;
       }
       "'" | "\"" { L->error = "unterminated string"; TOK(TK_ILLEGAL); }
-      "(" { push(L, '('); TOK(TK_LPAREN); }
+      "(" { TOK(push(L, '(') ? TK_LPAREN : TK_ILLEGAL); }
       ")" { pop(L); TOK(TK_RPAREN); }
-      "[" { push(L, '['); TOK(TK_LBRACK); }
+      "[" { TOK(push(L, '[') ? TK_LBRACK : TK_ILLEGAL); }
       "]" { pop(L); TOK(TK_RBRACK); }
-      "{" { push(L, '{'); TOK(TK_LBRACE); }
+      "{" { TOK(push(L, '{') ? TK_LBRACE : TK_ILLEGAL); }
       "}" { pop(L); TOK(TK_RBRACE); }
       "," { TOK(TK_COMMA); }
       ":" { TOK(TK_COLON); }

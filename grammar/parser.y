@@ -20,7 +20,10 @@
 }
 
 %syntax_error { ast_syntax_error(P, TOKEN); }
-%stack_overflow { ast_syntax_error(P, yypParser->yystack[0].minor.yy0); }
+%stack_overflow { ast_stack_overflow(P); }
+/* Deep enough for LEX_MAXNEST levels of the most stack-hungry nesting
+   (lambdas in parameters of equations in lambdas); tests/limits checks. */
+%stack_size 2000
 
 %token ILLEGAL.
 %token NL SEMI IDENT INT FLOAT STRING.
@@ -57,7 +60,7 @@
 %type lambda {AstFunc*}
 %type lbinders {AstList*}
 %type outs {AstList*}
-%type block {AstList*}
+%type last {AstStmt*}
 
 program ::= stmt_list(L).                  { P->stmts = L; }
 
@@ -65,12 +68,16 @@ stmt_list(A) ::= .                         { A = ast_list(P); }
 stmt_list(A) ::= stmt_list(L) sep.         { A = L; }
 stmt_list(A) ::= stmt_list(L) stmt(S) sep. { A = ast_list_add(P, L, S); }
 
-sep ::= NL.
-sep ::= SEMI.
+/* A new statement starts: report its syntax error even if the last
+   statement's error was fewer than three tokens ago (Lemon's yyerrcnt). */
+sep ::= NL.                                { yypParser->yyerrcnt = -1; }
+sep ::= SEMI.                              { yypParser->yyerrcnt = -1; }
 
-/* A block's last statement may run into the closing brace. */
-block(A) ::= stmt_list(L).                 { A = L; }
-block(A) ::= stmt_list(L) stmt(S).         { A = ast_list_add(P, L, S); }
+/* A block's last statement may run into the closing brace.  Bodies read
+   `stmt_list last`, never a reduced block, so that a syntax error inside a
+   body recovers there (stmt ::= error) and the def survives. */
+last(A) ::= .                              { A = 0; }
+last(A) ::= stmt(S).                       { A = S; }
 
 stmt(A) ::= simple(S).                     { A = S; }
 stmt(A) ::= error.                         { A = ast_error_stmt(P); }
@@ -194,10 +201,10 @@ simple(A) ::= DEF(K) def(F).               { A = ast_def(P, K, F); }
 simple(A) ::= AT(K) IDENT(N) opt_params(Q) sep DEF def(F).
     { A = ast_def(P, K, ast_decorate(P, K, N, Q, F)); }
 
-def(A) ::= IDENT(N) LPAREN fparams(L) RPAREN LBRACE block(B) RBRACE(C).
-    { A = ast_func_readable(P, N, L, B, C); }
-def(A) ::= IDENT(N) LPAREN fparams(L) COMMA RPAREN LBRACE block(B) RBRACE(C).
-    { A = ast_func_readable(P, N, L, B, C); }
+def(A) ::= IDENT(N) LPAREN fparams(L) RPAREN LBRACE stmt_list(B) last(S) RBRACE(C).
+    { A = ast_func_readable(P, N, L, S ? ast_list_add(P, B, S) : B, C); }
+def(A) ::= IDENT(N) LPAREN fparams(L) COMMA RPAREN LBRACE stmt_list(B) last(S) RBRACE(C).
+    { A = ast_func_readable(P, N, L, S ? ast_list_add(P, B, S) : B, C); }
 def(A) ::= IDENT(N) EQ lambda(F).          { A = ast_func_named(P, N, F); }
 def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G).
     { A = ast_func_transpose(P, N, T, Q, G); }
@@ -207,8 +214,8 @@ fparams(A) ::= binder(X).                  { A = ast_list_add(P, ast_list(P), X)
 fparams(A) ::= fparams(L) COMMA binder(X). { A = ast_list_add(P, L, X); }
 
 /* JAX's printed form: { lambda consts ; params . let eqns in outs } */
-lambda(A) ::= LBRACE(O) LAMBDA lbinders(K) SEMI lbinders(X) DOT LET block(B) IN outs(R) RBRACE(C).
-    { A = ast_lambda(P, O, K, X, B, R, C); }
+lambda(A) ::= LBRACE(O) LAMBDA lbinders(K) SEMI lbinders(X) DOT LET stmt_list(B) last(S) IN outs(R) RBRACE(C).
+    { A = ast_lambda(P, O, K, X, S ? ast_list_add(P, B, S) : B, R, C); }
 
 lbinders(A) ::= .                          { A = ast_list(P); }
 lbinders(A) ::= lbinders(L) binder(X).     { A = ast_list_add(P, L, X); }

@@ -312,6 +312,12 @@ AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn)
 
 /* ---- syntax errors ------------------------------------------------------------------ */
 
+void ast_stack_overflow(Parser *P) {
+  P->nerrors++;
+  P->last_error = P->at;
+  diag_error(P->at, "statement nested too deeply for the parser");
+}
+
 void ast_syntax_error(Parser *P, Tok t) {
   P->nerrors++;
   Span sp = t.sp;
@@ -323,8 +329,11 @@ void ast_syntax_error(Parser *P, Tok t) {
     else
       diag_error(sp, "%s", m);
   } else if (t.type == TK_NL || t.type == 0) {
+    bool eof = t.type == 0 || sp.len == 0;   /* the lexer's last NL is empty */
     if (sp.len == 0 && sp.off > 0) { sp.off--; sp.len = 1; }
-    diag_error(sp, "syntax error: unexpected end of line");
+    diag_error(sp, "syntax error: unexpected end of %s", eof ? "file" : "line");
+  } else if (t.type == TK_STRING) {  /* quote the source, not the decoded text */
+    diag_error(sp, "syntax error: unexpected %.*s", (int)sp.len, diag_file_text(sp.file, NULL) + sp.off);
   } else {
     diag_error(sp, "syntax error: unexpected '%.*s'", t.text.n, t.text.p);
   }

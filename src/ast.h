@@ -191,6 +191,7 @@ typedef struct Parser {
   int nerrors;
   Span last_error;       /* suppresses a second error in the same statement */
   const char *lex_error; /* message for a TK_ILLEGAL token */
+  Span at;               /* the token being parsed (a stack overflow names it) */
 } Parser;
 
 
@@ -237,5 +238,7 @@ AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok 
 AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn);
 
 void ast_syntax_error(Parser *P, Tok t);
+/* The parser's stack is full: the statement nests too deeply. */
+void ast_stack_overflow(Parser *P);
 
 #endif

@@ -487,6 +487,12 @@ static PVal *unparen(PVal *v) {
 /* Accepted (and ignored) parameters count as used. */
 bool rule_has(RuleCtx *r, const char *key) { return get(r, key) != NULL; }
 
+int rule_number_kind(RuleCtx *r, const char *key) {
+  AstParam *p = find_param(r, key, NULL);
+  PVal *v = p ? unparen(p->v) : NULL;
+  return !v ? -1 : v->k == PV_BOOL ? DT_BOOL : v->k == PV_INT ? DT_I32 : v->k == PV_FLOAT ? DT_F32 : -1;
+}
+
 int64_t *rule_alloc_ints(RuleCtx *r, int n) { return NEWN(r->cx->C, int64_t, n); }
 
 static bool missing(RuleCtx *r, const char *key) {
@@ -859,7 +865,7 @@ static bool resolve_args(Ctx *cx, AstStmt *s, IrAtom *in, bool *silent) {
   bool ok = true;
   *silent = false;
   for (int k = 0; k < s->nargs; k++) {
-    if (!resolve_arg(cx, s->args[k], &in[k])) ok = false;
+    if (!resolve_arg(cx, s->args[k], &in[k])) return false;   /* one error per statement */
     else if (in[k].t.bad) { ok = false; *silent = true; }
   }
   if (!ok && !*silent) *silent = false;
@@ -1026,7 +1032,7 @@ static void lit_shape(const AstALit *a, int depth, LitShape *ls) {
   }
   if (ls->shape[depth] < 0) ls->shape[depth] = a->n;
   else if (ls->shape[depth] != a->n) {
-    diag_error(a->sp, "array literal is ragged: %d elements where %lld are expected", a->n, (long long)ls->shape[depth]);
+    diag_error(a->sp, "array literal is ragged: %d element%s where %lld are expected", a->n, a->n == 1 ? "" : "s", (long long)ls->shape[depth]);
     ls->ok = false;
     return;
   }
@@ -1322,7 +1328,7 @@ static bool resolve_outs(Ctx *cx, AstFunc *af) {
   f->nouts = n;
   bool ok = true;
   for (int i = 0; i < n; i++) {
-    if (!resolve_arg(cx, outs[i], &f->outs[i])) { ok = false; continue; }
+    if (!resolve_arg(cx, outs[i], &f->outs[i])) { ok = false; break; }   /* one error per statement */
     if (f->outs[i].t.bad) { ok = false; continue; }
     if (!f->outs[i].var && !f->outs[i].lit) {
       if (!lit_value(cx, &outs[i]->lit, f->outs[i].t.dt, &f->outs[i].lit)) { ok = false; continue; }
@@ -1381,7 +1387,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
   sub.mesh = mesh;
   sub.ctrl = cx->ctrl;
   sub.file = af->sp.file;
-  int errs = diag_count();
+  int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
   bool ok = true;
   /* lambda constvars name variables of the enclosing scope */
   for (int i = 0; i < af->nconsts; i++) {
@@ -1406,8 +1412,9 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
       else {
         if (!has_vma) an.vma = t.vma;
         if (!types_equal(&an, &t) && !t.bad) {
-          diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
-                     fd->name.n, fd->name.p, type_text(&sub, &t), b->name.n, b->name.p, type_text(&sub, &an));
+          if (!argerrs++)   /* the first mismatch only: one error per statement */
+            diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
+                       fd->name.n, fd->name.p, type_text(&sub, &t), b->name.n, b->name.p, type_text(&sub, &an));
           ok = false;
         }
         if (t.bad) t = an;
@@ -1430,7 +1437,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
     if (!resolve_outs(&sub, af)) ok = false;
   }
   if (diag_count() != errs) ok = false;
-  if (!ok && call.file >= 0 && call.off != af->sp.off && diag_count() > errs) {
+  if (!ok && call.file >= 0 && call.off != af->sp.off && diag_count() > errs + (argerrs > 0)) {
     Buf b = {0};
     for (int i = 0; i < nargs; i++) {
       if (i) buf_puts(&b, ", ");
@@ -2111,8 +2118,11 @@ static bool parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
       for (int i = 0; i < m->naxes; i++)
         if (str_eq(m->axis[i], a->s)) idx = i;
       if (idx < 0) {
+        Buf ax = {0};     /* name the mesh's axes: "has axes i, j" */
+        for (int i = 0; i < m->naxes; i++) buf_printf(&ax, "%s%.*s", i ? ", " : "axes ", m->axis[i].n, m->axis[i].p);
         diag_error(a->sp, "unknown mesh axis '%.*s' in a partition spec (mesh %.*s has %s)", a->s.n, a->s.p,
-                   m->name.n, m->name.p, m->naxes ? "axes listed in its definition" : "no axes");
+                   m->name.n, m->name.p, m->naxes ? buf_cstr(&ax) : "no axes");
+        buf_free(&ax);
         return false;
       }
       if (out->mask & (1u << idx)) {
@@ -2169,8 +2179,8 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     if (spc->ndims > args[i].rank) {
       Buf b = {0};
       spec_text(&b, spc, m);
-      diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp, "in_specs[%d] %s has %d entries, but argument %d is %s of rank %d",
-                 i, buf_cstr(&b), spc->ndims, i + 1, type_text(cx, &args[i]), args[i].rank);
+      diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp, "in_specs[%d] %s has %d entr%s, but argument %d is %s of rank %d",
+                 i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, type_text(cx, &args[i]), args[i].rank);
       buf_free(&b);
       r->failed = true;
       return NULL;
@@ -2210,8 +2220,8 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     Buf b = {0};
     spec_text(&b, spc, m);
     if (spc->ndims > o->t.rank) {
-      diag_error(outs[i]->sp.file >= 0 ? outs[i]->sp : sp, "out_specs[%d] %s has %d entries, but result %d is %s of rank %d",
-                 i, buf_cstr(&b), spc->ndims, i + 1, type_text(&sub, &o->t), o->t.rank);
+      diag_error(outs[i]->sp.file >= 0 ? outs[i]->sp : sp, "out_specs[%d] %s has %d entr%s, but result %d is %s of rank %d",
+                 i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, type_text(&sub, &o->t), o->t.rank);
       buf_free(&b);
       r->failed = true;
       return NULL;
@@ -2523,4 +2533,197 @@ static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
              fd->name.n, fd->name.p, t->name.n, t->name.p, t->name.n, t->name.p, buf_cstr(&b));
   buf_free(&b);
   return NULL;
+}
+
+/* ---- the REPL's and the debugger's questions ---------------------------------------------
+** Appended for repl.c and debug.c: compiling one expression against the
+** variables visible where the debugger stopped, and listing what the
+** top-level scope holds.
+*/
+
+/* The number of results a function's syntax promises (-1: unknown). */
+static int ast_func_nouts(const AstFunc *af) {
+  if (af->form == FN_LAMBDA) return af->nouts;
+  if (af->form != FN_READABLE) return -1;
+  for (int i = 0; i < af->nbody; i++)
+    if (af->body[i]->k == ST_RETURN) return af->body[i]->nargs;
+  return 0;
+}
+
+/* The number of results a function parameter of a special equation gives. */
+static int pval_func_nouts(Ctx *cx, PVal *v) {
+  v = unparen(v);
+  if (v && (v->k == PV_TUPLE || v->k == PV_LIST) && v->n) v = unparen(v->items[0]);
+  if (!v) return -1;
+  if (v->k == PV_FUNC && v->fn) return ast_func_nouts(v->fn);
+  if (v->k == PV_NAME) {
+    Binding *b = lookup(cx->scope, B_FUNC, v->s);
+    if (b) return ast_func_nouts(b->fn->ast);
+  }
+  return -1;
+}
+
+static int64_t param_int(AstStmt *s, const char *key) {
+  for (int i = 0; i < s->nparams; i++)
+    if (str_eqc(s->params[i]->key, key)) {
+      PVal *v = unparen(s->params[i]->v);
+      if (v && v->k == PV_INT) return v->i;
+    }
+  return 0;
+}
+
+/* How many results the right-hand side of `s` gives (1 when unsure: the
+   checker then says what it found). */
+static int expr_nouts(Ctx *cx, AstStmt *s) {
+  if (s->k != ST_EQN) return 1;
+  Binding *b = lookup(cx->scope, B_FUNC, s->callee);
+  if (b) {
+    IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
+    bool silent;
+    if (!resolve_args(cx, s, in, &silent)) return -1;
+    Type *at = NEWN(cx->C, Type, s->nargs);
+    for (int k = 0; k < s->nargs; k++) {
+      at[k] = in[k].t;
+      at[k].weak = false;
+    }
+    IrFunc *f = instantiate(cx, b->fn, at, s->nargs, s->callee_sp);
+    return f ? f->nouts : -1;
+  }
+  int prim = prim_lookup(s->callee);
+  if (prim < 0 || prim_table[prim].nout > 0) return 1;
+  int n = -1;
+  for (int i = 0; i < s->nparams; i++) {
+    const char *k = NULL;
+    if (prim == P_COND && str_eqc(s->params[i]->key, "branches")) k = "branches";
+    if (prim == P_SHARD_MAP && str_eqc(s->params[i]->key, "f")) k = "f";
+    if (k) n = pval_func_nouts(cx, s->params[i]->v);
+  }
+  if (prim == P_FORI_LOOP) n = s->nargs;
+  if (prim == P_WHILE) n = s->nargs - (int)param_int(s, "cond_nconsts") - (int)param_int(s, "body_nconsts");
+  return n < 1 ? 1 : n;
+}
+
+IrFunc *check_expr(Checker *C, const char *text, IrFunc *parent, IrVar *const *vars, int nvars, uint32_t ctrl) {
+  Buf src = {0};
+  buf_puts(&src, "__v = ");
+  buf_puts(&src, text);
+  buf_putc(&src, '\n');
+  int file = parse_load_text("<expression>", buf_cstr(&src), src.n);
+  buf_free(&src);
+  int errs = diag_count();
+  AstList *stmts = parse_file(&C->arena, file);
+  if (diag_count() > errs) return NULL;
+  AstStmt *s = stmts->n == 1 ? stmts->v[0] : NULL;
+  if (!s || (s->k != ST_EQN && s->k != ST_LIT) || s->nouts != 1) {
+    diag_error(s ? s->sp : span_none(), "expected an expression: a name, a literal, or `callee[params] args`");
+    return NULL;
+  }
+  IrFunc *f = NEW(C, IrFunc);
+  f->name = "<expression>";
+  f->sp = span_none();
+  f->parent = parent;
+  f->mesh = parent ? parent->mesh : NULL;
+  Ctx cx;
+  memset(&cx, 0, sizeof cx);
+  cx.C = C;
+  cx.fn = f;
+  cx.mesh = f->mesh;
+  cx.ctrl = ctrl;
+  cx.file = file;
+  if (nvars < 0) {
+    cx.scope = C->top;
+  } else {
+    /* the functions and meshes of the top-level scope, in their order,
+       then the visible variables (later ones shadow earlier ones) */
+    Binding *head = NULL, **tail = &head;
+    for (Binding *b = C->top; b; b = b->next) {
+      if (b->k == B_VAR) continue;
+      Binding *c = NEW(C, Binding);
+      *c = *b;
+      c->next = NULL;
+      *tail = c;
+      tail = &c->next;
+    }
+    cx.scope = head;
+    for (int i = 0; i < nvars; i++) {
+      if (!vars[i]->name.n) continue;
+      cx.scope = bind(C, cx.scope, B_VAR, vars[i]->name);
+      cx.scope->var = vars[i];
+    }
+  }
+  /* reading outer variables must not change what `show` prints for them */
+  int saved[64], nsaved = 0;
+  for (IrFunc *p = parent; p && nsaved < 64; p = p->parent) saved[nsaved++] = p->ncaptured;
+  int n = expr_nouts(&cx, s);
+  if (n > 1) {
+    AstBinder **outs = NEWN(C, AstBinder *, n);
+    for (int i = 0; i < n; i++) {
+      outs[i] = NEW(C, AstBinder);
+      *outs[i] = *s->outs[0];
+      char nm[32];
+      snprintf(nm, sizeof nm, "__v%d", i);
+      outs[i]->name = str_c(arena_strndup(&C->arena, nm, strlen(nm)));
+    }
+    s->outs = outs;
+    s->nouts = n;
+  }
+  if (n > 0) check_stmt(&cx, s);
+  int k = 0;
+  for (IrFunc *p = parent; p && k < nsaved; p = p->parent) p->ncaptured = saved[k++];
+  if (diag_count() > errs || n < 1) {
+    if (diag_count() == errs) diag_error(s->sp, "the expression has no value");
+    return NULL;
+  }
+  f->outs = NEWN(C, IrAtom, s->nouts);
+  f->nouts = s->nouts;
+  for (int i = 0; i < s->nouts; i++) {
+    Binding *b = lookup(cx.scope, B_VAR, s->outs[i]->name);
+    if (!b || b->var->t.bad) return NULL;
+    f->outs[i].var = b->var;
+    f->outs[i].t = b->var->t;
+    f->outs[i].sp = s->sp;
+  }
+  return f;
+}
+
+int check_list_names(Checker *C, CheckName *out, int max) {
+  int n = 0;
+  for (Binding *b = C->top; b && n < max; b = b->next) {
+    bool dup = false;
+    for (Binding *c = C->top; c != b && !dup; c = c->next)
+      if (c->k == b->k && str_eq(c->name, b->name)) dup = true;
+    if (b->k != B_MESH)
+      for (Binding *c = C->top; c != b && !dup; c = c->next)
+        if (c->k != B_MESH && str_eq(c->name, b->name)) dup = true;
+    if (dup) continue;
+    CheckName *e = &out[n++];
+    memset(e, 0, sizeof *e);
+    e->name = b->name;
+    if (b->k == B_VAR) {
+      e->kind = CN_VAR;
+      e->var = b->var;
+    } else if (b->k == B_MESH) {
+      e->kind = CN_MESH;
+      e->mesh = b->mesh;
+    } else {
+      FuncDef *fd = b->fn;
+      e->kind = CN_FUNC;
+      e->fn = fd->latest;
+      e->ast = fd->ast;
+      if (fd->latest && fd->latest->is_shard_map_wrapper && fd->latest->nbody) {
+        IrStmt *st = fd->latest->body[0];
+        if (st->prim == P_SHARD_MAP && st->at && st->at->ext) e->mesh = ((ShardMap *)st->at->ext)->mesh;
+      }
+    }
+  }
+  return n;
+}
+
+bool check_show_func(Checker *C, Str name, Buf *out) {
+  Binding *b = lookup(C->top, B_FUNC, name);
+  if (!b || !b->fn->latest) return false;
+  char nm[256];
+  snprintf(nm, sizeof nm, "%.*s", name.n, name.p);
+  show_func(out, b->fn->latest, nm);
+  return true;
 }

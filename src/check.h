@@ -45,6 +45,32 @@ bool check_has_func(Checker *C, Str name);
 /* Every name bound at top level (variables and functions), newest first. */
 int check_names(Checker *C, const char **names, int max, bool *is_func);
 
+/* A debugger expression — a name, a literal, or one equation's right-hand
+   side `callee[params] args` — checked as the body of a new function of
+   no parameters whose parent is `parent` (the function of the frame the
+   debugger looks at; check_main(C) at top level) and whose results are
+   the expression's values.  It sees the top-level functions and meshes
+   and the variables `vars` (later ones shadow earlier ones), or, when
+   nvars < 0, the whole top-level scope.  `ctrl` is the variance of the
+   predicates around it (collectives over those axes are refused).  Run
+   it with eval_call.  NULL after errors, recorded with diag_error. */
+IrFunc *check_expr(Checker *C, const char *text, IrFunc *parent, IrVar *const *vars, int nvars, uint32_t ctrl);
+
+/* What the top-level scope binds, newest first, one entry per name. */
+typedef enum { CN_VAR, CN_FUNC, CN_MESH } CheckNameKind;
+typedef struct CheckName {
+  Str name;
+  CheckNameKind kind;
+  IrVar *var;                 /* CN_VAR */
+  IrFunc *fn;                 /* CN_FUNC: the latest checked instance, or NULL */
+  AstFunc *ast;               /* CN_FUNC */
+  const Mesh *mesh;           /* CN_MESH; CN_FUNC: a shard_map's mesh, or NULL */
+} CheckName;
+int check_list_names(Checker *C, CheckName *out, int max);
+
+/* `show NAME` into out; false when NAME is no function checked yet. */
+bool check_show_func(Checker *C, Str name, Buf *out);
+
 /* ---- building functions (for transformations) ------------------------------
 ** A Builder makes a new checked function equation by equation.  Each
 ** primitive equation goes through the same shape and variance rules as

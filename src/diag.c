@@ -158,6 +158,8 @@ void diag_print(FILE *out, Span sp, const char *kind, const char *msg) {
 int diag_flush(FILE *out) {
   qsort(diags, (size_t)ndiags, sizeof(Diag), cmp_diag);
   for (int i = 0; i < ndiags; i++) {
+    /* one error per place: a body checked for several calls fails once */
+    if (i && diags[i].sp.file == diags[i - 1].sp.file && diags[i].sp.off == diags[i - 1].sp.off) continue;
     diag_print(out, diags[i].sp, "error", diags[i].msg);
     if (diags[i].note) diag_print(out, diags[i].note_sp, "note", diags[i].note);
   }
@@ -172,4 +174,19 @@ void diag_clear(void) {
     mem_free(diags[i].note);
   }
   ndiags = 0;
+}
+
+void diag_reset(void) {
+  diag_clear();
+  mem_free(diags);
+  diags = NULL;
+  capdiags = 0;
+  for (int i = 0; i < nfiles; i++) {
+    mem_free(files[i].name);
+    mem_free(files[i].text);
+    mem_free(files[i].lines);
+  }
+  mem_free(files);
+  files = NULL;
+  nfiles = capfiles = 0;
 }

@@ -37,6 +37,9 @@ int diag_count(void);               /* errors recorded since the last flush */
 int diag_flush(FILE *out);
 /* Drop collected diagnostics without printing. */
 void diag_clear(void);
+/* Forget every diagnostic and every registered file, releasing their
+   memory (fuzzers and leak checks start each run from nothing). */
+void diag_reset(void);
 
 /* Print one diagnostic right away (runtime errors use this). */
 void diag_print(FILE *out, Span sp, const char *kind, const char *msg);

@@ -18,13 +18,24 @@
 typedef struct ErrJmp {
   jmp_buf jb;
   struct ErrJmp *prev;
+  int ndefer;                       /* cleanups pending when it was set */
 } ErrJmp;
 
 extern ErrJmp *err_top;
+extern int err_ndefer;
 
 /* Usage:  ErrJmp j; if (ERR_TRY(&j)) { ...; err_end(&j); } else { handle; } */
-#define ERR_TRY(j) ((j)->prev = err_top, err_top = (j), setjmp((j)->jb) == 0)
+#define ERR_TRY(j) ((j)->prev = err_top, (j)->ndefer = err_ndefer, err_top = (j), setjmp((j)->jb) == 0)
 void err_end(ErrJmp *j);            /* leave the protected region normally */
+
+/* Cleanups: what a function holds only in local variables while it calls
+   something that may throw (a scratch buffer, a value not yet stored in a
+   frame).  err_defer(fn, p) arranges for fn(p) to run if an error unwinds
+   past this point; err_undefer(p) cancels that once p is released or
+   handed on.  err_throw runs the cleanups registered since the boundary
+   it jumps to, newest first, before jumping.  Cleanups must not throw. */
+void err_defer(void (*fn)(void *), void *p);
+void err_undefer(void *p);
 
 SHM_NORETURN void err_throw(const char *fmt, ...) SHM_PRINTF(1, 2);
 

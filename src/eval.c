@@ -17,6 +17,9 @@ struct Interp {
   long steps, max_steps;
   EvalHook hook;
   void *hook_data;
+  EvalTrace trace;
+  void *trace_data;
+  bool abandon;            /* eval_abandon: unwind without a message */
 };
 
 /* ---- frames ------------------------------------------------------------------ */
@@ -76,6 +79,7 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
   Frame *F = frame_new(I, fn, caller, sp);
   for (int i = 0; i < fn->nparams; i++) F->slots[fn->params[i]->slot] = val_ref(args[i]);
   run_body(I, F);
+  if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
   for (int i = 0; i < fn->nouts; i++) {
     const IrAtom *o = &fn->outs[i];
     outs[i] = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
@@ -479,7 +483,9 @@ static void run_body(Interp *I, Frame *F) {
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->hook) I->hook(I, F, st, I->hook_data);
+    if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
     exec_stmt(I, F, st);
+    if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
   }
 }
 
@@ -511,7 +517,9 @@ Val *eval_global(Interp *I, IrVar *v) {
   return v->slot < I->top->nslots ? I->top->slots[v->slot] : NULL;
 }
 
-bool eval_run(Interp *I, int start) {
+bool eval_run(Interp *I, int start) { return eval_run_to(I, start, -1); }
+
+bool eval_run_to(Interp *I, int start, int to) {
   Frame *T = I->top;
   if (T->nslots < I->main->nslots) {
     T->slots = mem_realloc(T->slots, sizeof(Val *) * (size_t)I->main->nslots);
@@ -521,12 +529,14 @@ bool eval_run(Interp *I, int start) {
   volatile int i = start;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    for (; i < I->main->nbody; i++) {
+    for (; i < (to < 0 || to > I->main->nbody ? I->main->nbody : to); i++) {
       IrStmt *st = I->main->body[i];
       I->cur = T;
       I->steps = 0;
       if (I->hook) I->hook(I, T, st, I->hook_data);
+      if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
       exec_stmt(I, T, st);
+      if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
     }
     err_end(&j);
     fflush(stdout);
@@ -537,7 +547,53 @@ bool eval_run(Interp *I, int start) {
   while (I->cur && I->cur != T) frame_free(I, I->cur);
   I->cur = T;
   fflush(stdout);
+  if (I->abandon) {
+    I->abandon = false;
+    return false;
+  }
   IrStmt *st = inner ? inner : i < I->main->nbody ? I->main->body[i] : NULL;
   diag_print(stderr, st ? st->whole : span_none(), "error", err_message());
   return false;
+}
+
+/* ---- the debugger's entry points ------------------------------------------------------- */
+
+void eval_set_trace(Interp *I, EvalTrace trace, void *data) {
+  I->trace = trace;
+  I->trace_data = data;
+}
+
+Frame *eval_top(Interp *I) { return I->top; }
+
+void eval_abandon(Interp *I) {
+  I->abandon = true;
+  err_throw("abandoned");
+}
+
+bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *where) {
+  EvalTrace trace = I->trace;
+  EvalHook hook = I->hook;
+  if (!traced) {
+    I->trace = NULL;
+    I->hook = NULL;
+  }
+  Frame *saved = I->cur;
+  long steps = I->steps;
+  volatile bool ok = true;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    I->cur = F;
+    call_fn(I, F, fn, NULL, outs, &F->space);
+    err_end(&j);
+  } else {
+    ok = false;
+    if (where) *where = I->cur && I->cur != F && I->cur->cur ? I->cur->cur->whole : span_none();
+    while (I->cur && I->cur != F) frame_free(I, I->cur);
+    I->abandon = false;       /* a quit: the caller knows it asked */
+  }
+  I->cur = saved;
+  I->steps = steps;
+  I->trace = trace;
+  I->hook = hook;
+  return ok;
 }

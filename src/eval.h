@@ -47,6 +47,29 @@ Val *eval_global(Interp *I, IrVar *v);
 /* The value of a variable as seen from frame F. */
 Val *eval_lookup(Frame *F, IrVar *v);
 void eval_set_hook(Interp *I, EvalHook hook, void *data);
+
+/* The debugger's view of a run, a superset of the hook: told before and
+   after each statement and when a function's body is done. */
+typedef enum EvalEvent {
+  EV_LINE,                   /* before statement st of frame F */
+  EV_DONE,                   /* after statement st of frame F */
+  EV_RETURN                  /* F's body has run, its results are set (st NULL) */
+} EvalEvent;
+typedef void (*EvalTrace)(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data);
+void eval_set_trace(Interp *I, EvalTrace trace, void *data);
+/* Run main's statements [from, to) (eval_run runs to the end). */
+bool eval_run_to(Interp *I, int from, int to);
+/* The frame of main (top-level variables). */
+Frame *eval_top(Interp *I);
+/* Call fn, a function of no parameters whose parent is F->fn, in a new
+   frame called from F and running where F runs; its results go to outs
+   (new references).  The trace sees the call only if `traced`.  A runtime
+   error is caught here: returns false, err_message() says why and *where
+   (when not NULL) names the innermost statement; nothing is printed. */
+bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *where);
+/* Abandon the running statement (the debugger's quit): unwinds like a
+   runtime error, but eval_run and eval_call print nothing. */
+SHM_NORETURN void eval_abandon(Interp *I);
 /* --max-steps: bound on loop iterations (0: none). */
 void eval_set_max_steps(Interp *I, long n);
 

@@ -12,13 +12,18 @@
 #include "ast.h"
 #include "mem.h"
 
+/* Deepest nesting of brackets accepted (a clear error beyond, rather than
+   running the parser's stack or the checker's recursion out). */
+#define LEX_MAXNEST 64
+#define LEX_MAXNEST_TEXT "64"
+
 typedef struct Lexer {
   const char *src;       /* start of the file text */
   const char *cur;       /* next character */
   const char *lim;       /* end of the text (a NUL is stored there) */
   int file;
   Arena *arena;          /* decoded strings live here */
-  char nest[256];        /* open brackets: '(' '[' '{' */
+  char nest[LEX_MAXNEST]; /* open brackets: '(' '[' '{' */
   int depth;
   bool at_line_start;    /* no token yet since the last NL */
   const char *error;     /* message of the last TK_ILLEGAL */

@@ -52,7 +52,18 @@ static bool parse_size(const char *s, long long *out) {
   return true;
 }
 
+/* The default --max-memory: half of the machine's physical memory, so a
+   program asking for too much gets an error instead of the OOM killer. */
+static size_t default_memory_limit(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : 0;
+}
+
 int main(int argc, char **argv) {
+  mem_set_limit(default_memory_limit());
+  /* Debug switch: make the Nth allocation fail (tests/limits/fail_alloc.test.sh). */
+  const char *fail = getenv("SHMAPI_FAIL_ALLOC");
+  if (fail && *fail) mem_fail_after(atol(fail));
   const char *file = NULL, *code = NULL;
   bool check_only = false, interactive = false, stats = false;
   long long max_steps = 0;
@@ -86,25 +97,40 @@ int main(int argc, char **argv) {
   if (!file && !code) return repl_main(NULL, &ro);
   if (interactive) return repl_main(file, &ro);
 
-  int f = code ? parse_load_text("<command line>", code, strlen(code)) : parse_load(file, span_none());
-  if (f < 0) return 2;
-  Checker *C = check_new();
-  int errs = check_file(C, f);
-  if (errs || diag_count()) {
-    diag_flush(stderr);
-    check_free(C);
-    return 1;
+  /* eval_run catches runtime errors of the program; this boundary catches
+     those of the front end and the set-up (running out of memory). */
+  Checker *volatile C = NULL;
+  Interp *volatile I = NULL;
+  volatile int status = 1;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    int f = code ? parse_load_text("<command line>", code, strlen(code)) : parse_load(file, span_none());
+    if (f < 0) {
+      status = 2;
+    } else {
+      C = check_new();
+      int errs = check_file(C, f);
+      if (errs || diag_count()) {
+        diag_flush(stderr);
+      } else if (check_only) {
+        status = 0;
+      } else {
+        I = eval_new(check_main(C));
+        eval_set_max_steps(I, (long)max_steps);
+        fab_stats_reset();
+        bool ok = eval_run(I, 0);
+        if (ok && stats) fab_stats_print(stdout);
+        status = ok ? 0 : 1;
+      }
+    }
+    err_end(&j);
+  } else {
+    fflush(stdout);
+    diag_clear();
+    diag_print(stderr, span_none(), "error", err_message());
   }
-  if (check_only) {
-    check_free(C);
-    return 0;
-  }
-  Interp *I = eval_new(check_main(C));
-  eval_set_max_steps(I, (long)max_steps);
-  fab_stats_reset();
-  bool ok = eval_run(I, 0);
-  if (ok && stats) fab_stats_print(stdout);
   eval_free(I);
   check_free(C);
-  return ok ? 0 : 1;
+  diag_reset();
+  return status;
 }

@@ -71,6 +71,7 @@ AstList *parse_file(Arena *arena, int file) {
   do {
     lex_next(&L, &t);
     P.lex_error = L.error;
+    P.at = t.sp;
     shmParse(lp, t.type, t);
   } while (t.type != 0);
   shmParseFree(lp, mem_free);

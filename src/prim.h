@@ -119,6 +119,9 @@ bool rule_dimnums(RuleCtx *cx, const char *key, IntList out[4]);
    an error.  rule_group_size is the product of those axes' sizes. */
 bool rule_axes(RuleCtx *cx, const char *key, bool required, Attrs *at);
 int64_t rule_group_size(RuleCtx *cx, const Attrs *at);
+/* The dtype a numeric parameter's literal suggests (DT_BOOL, DT_I32 or
+   DT_F32), as JAX infers from a Python scalar; -1 if absent. */
+int rule_number_kind(RuleCtx *cx, const char *key);
 /* Is the parameter present? */
 bool rule_has(RuleCtx *cx, const char *key);
 /* Memory that lives as long as the checked program. */

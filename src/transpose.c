@@ -53,8 +53,28 @@ static void name_after(Tr *T, IrAtom *a, Str base) {
   a->var->name = str_c(s);
 }
 
+/* A psum of ct over the axes in `mask` (a cotangent that varies where its
+   primal is invariant: an invariant result returned through an out_spec
+   that mentions axes). */
+static IrAtom sum_over(Tr *T, IrAtom ct, uint32_t mask) {
+  const Mesh *m = bld_func(T->B)->mesh;
+  PVal *names[SHM_MAXAXES];
+  int n = 0;
+  char buf[128];
+  for (int k = 0; m && k < m->naxes; k++)
+    if (mask & (1u << k)) {
+      snprintf(buf, sizeof buf, "%.*s", m->axis[k].n, m->axis[k].p);
+      names[n++] = bld_pv_name(T->B, buf);
+    }
+  IrParam ps[1] = {{"axes", bld_pv_tuple(T->B, names, n)}};
+  IrAtom out;
+  if (!bld_prim(T->B, prim_lookup(str_c("psum")), ps, 1, &ct, 1, &out)) { T->failed = true; return ct; }
+  return out;
+}
+
 /* Add ct to the cotangent of variable v (lifting to v's variance). */
 static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
+  if (ct.t.vma & ~v->t.vma) ct = sum_over(T, ct, ct.t.vma & ~v->t.vma);
   if (ct.t.vma != v->t.vma) ct = bld_lift(T->B, ct, v->t.vma);
   name_after(T, &ct, v->name);
   int s = v->slot;
@@ -647,6 +667,9 @@ bool tr_all_to_all(TrCtx *cx) {
 
 /* ---- calls and higher-order primitives ------------------------------------------------ */
 
+static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where,
+                            const uint32_t *ct_vma);
+
 static IrFunc *transpose_fn(Tr *T, IrFunc *f, const bool *lin) {
   return tr_linear_transpose(T->C, f, lin, f->name, T->where);
 }
@@ -781,7 +804,11 @@ bool tr_shard_map(TrCtx *cx) {
     return true;
   }
   Builder *B = tr_builder(cx);
-  IrFunc *tb = transpose_fn(cx->T, body, cx->lin_in);
+  /* a cotangent comes in through the out_spec: it varies over every axis
+     the spec mentions, even where the body's result is invariant */
+  uint32_t *ct_vma = bld_alloc(B, sizeof(uint32_t) * (size_t)(st->nout + 1));
+  for (int j = 0; j < st->nout; j++) ct_vma[j] = sm->out[j].mask;
+  IrFunc *tb = transpose_ex(cx->T->C, body, cx->lin_in, body->name, cx->T->where, ct_vma);
   if (!tb) { cx->T->failed = true; return false; }
   ShardMap *ts = bld_alloc(B, sizeof(ShardMap));
   ts->mesh = sm->mesh;
@@ -872,6 +899,12 @@ static void copy_forward(Tr *T, IrStmt *st) {
 }
 
 IrFunc *tr_linear_transpose(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where) {
+  return transpose_ex(C, f, linear, name, where, NULL);
+}
+
+/* ct_vma (for a shard_map body): the variance of each result's cotangent. */
+static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where,
+                            const uint32_t *ct_vma) {
   Tr T;
   memset(&T, 0, sizeof T);
   T.C = C;
@@ -898,7 +931,9 @@ IrFunc *tr_linear_transpose(Checker *C, IrFunc *f, const bool *linear, const cha
   IrVar **cts = bld_alloc(T.B, sizeof(IrVar *) * (size_t)(f->nouts + 1));
   for (int j = 0; j < f->nouts; j++) {
     const IrAtom *o = &f->outs[j];
-    cts[j] = bld_param(T.B, str_c(""), o->t);
+    Type ctt = o->t;
+    if (ct_vma) ctt.vma = ct_vma[j];
+    cts[j] = bld_param(T.B, str_c(""), ctt);
     IrAtom a;
     memset(&a, 0, sizeof a);
     a.var = cts[j];

@@ -1,0 +1,486 @@
+#!/usr/bin/python3
+"""bench/harness.py -- run the shmapi benchmark suite and its references.
+
+bench/run builds shmapi (release) and bench/ref/ref, then calls
+
+    harness.py --shmapi BIN --ref REFBIN [--reps N] [--out RESULTS.md]
+
+Every workload is a .shm program under bench/workloads/.  What is timed
+inside a program is marked by lines it prints: `print "@@ begin"` and
+`print "@@ end"` (and any other "@@ NAME" pairs).  shmapi runs under
+`stdbuf -oL`, so each print reaches the pipe as it happens; the harness
+stamps every line the moment it arrives, and a region's time is the gap
+between its two stamps.  Input creation, splitting into blocks and output
+assembly stay outside the region; start-up is measured on its own.
+
+Each reference is measured in the same run, interleaved with shmapi's
+repetitions (shmapi, reference, shmapi, reference, ...), so a ratio holds
+on a noisy machine.  Medians are reported; peak RSS is the child's
+ru_maxrss from wait4.
+
+Exit status: 0 when every workload ran and produced the expected values
+(whether or not it met its target), 1 otherwise.
+"""
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WL = os.path.join(HERE, "workloads")
+MiB = 1 << 20
+
+
+class Failure(Exception):
+    pass
+
+
+# ---- running things ---------------------------------------------------------
+
+def run_marked(ref, argv, timeout=300):
+    """Run argv with stdout line-buffered into a pipe, through `ref spawn`
+    (which reports the peak RSS of argv alone).  Returns (stamps, text,
+    stderr, rc, maxrss_kib, wall): stamps maps each "@@ NAME" line to the
+    perf_counter time it arrived."""
+    with tempfile.TemporaryFile() as errf, tempfile.NamedTemporaryFile("r") as rssf:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([ref, "spawn", rssf.name, "stdbuf", "-oL"] + argv, stdout=subprocess.PIPE,
+                             stderr=errf, stdin=subprocess.DEVNULL, bufsize=0)
+        fd = p.stdout.fileno()
+        stamps, chunks, pending = {}, [], b""
+        deadline = t0 + timeout
+        while True:
+            data = os.read(fd, 1 << 16)
+            t = time.perf_counter()
+            if not data:
+                break
+            chunks.append(data)
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for ln in lines:
+                if ln.startswith(b"@@ "):
+                    stamps.setdefault(ln[3:].decode().strip(), t)
+            if t > deadline:
+                p.kill()
+                break
+        _, status, _ = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        p.stdout.close()
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
+        rss = rssf.read().strip()
+    text = b"".join(chunks).decode(errors="replace")
+    return stamps, text, err, p.returncode, int(rss) if rss else None, wall
+
+
+def run_plain(argv, timeout=300):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise Failure(f"{' '.join(argv)} exited {r.returncode}: {r.stderr.strip()[-500:]}")
+    return r.stdout
+
+
+def spawn_wall(argv):
+    """Wall time of one spawn-to-exit of argv (stdout to /dev/null)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        fa = [(os.POSIX_SPAWN_DUP2, devnull, 1)]
+        t0 = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=fa)
+        _, status, _ = os.wait4(pid, 0)
+        t1 = time.perf_counter()
+    finally:
+        os.close(devnull)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise Failure(f"{' '.join(argv)} failed")
+    return t1 - t0
+
+
+def numbers(text):
+    """The numbers of the last printed array: the text after the last "@@" line."""
+    tail = text.rsplit("@@ ", 1)[-1].split("\n", 1)[-1] if "@@ " in text else text
+    return np.array([float(x) for x in re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", tail)])
+
+
+# ---- expected values (NumPy, small) -------------------------------------------
+
+f32 = np.float32
+
+
+def exp_matmul():
+    a2 = (np.arange(2 * 4096, dtype=f32) * f32(5.9604645e-08)).reshape(2, 4096)
+    b = (np.arange(4194304, dtype=f32) * f32(2.3841858e-07)).reshape(4096, 1024)
+    return (a2.astype(np.float64) @ b.astype(np.float64))[:, :4].ravel(), 1e-4
+
+
+def _x():
+    return np.arange(33554432, dtype=f32)
+
+
+def exp_psum():
+    blocks = _x().reshape(8, -1)
+    return sum(blocks[k, :4] for k in range(8)), 1e-6
+
+
+def exp_all_gather():
+    return np.tile(_x()[4194300:4194304], 8), 0
+
+
+def exp_psum_scatter():
+    tot = sum(_x().reshape(8, -1)[k] for k in range(8))
+    return np.concatenate([tot[k * 524288:k * 524288 + 2] for k in range(8)]), 1e-6
+
+
+def exp_all_to_all():
+    xb = _x().reshape(8, 2048, 2048)         # device j's block
+    out = []
+    for k in range(8):                       # receiver k: concat_j xb[j][:, k*256:(k+1)*256]
+        y = np.concatenate([xb[j][:, k * 256:(k + 1) * 256] for j in range(8)], axis=0)
+        out.append(y[2047:2049, 0:2])
+    return np.concatenate(out).ravel(), 0
+
+
+def exp_ppermute():
+    xb = _x().reshape(8, -1)
+    return np.concatenate([xb[(k - 1) % 8][:2] for k in range(8)]), 0
+
+
+def exp_big_mesh():
+    x = np.arange(262144, dtype=f32).reshape(256, 256, 4)
+    y = np.roll(x, 1, axis=1)
+    return np.array([(x + y).astype(np.float64).sum()]), 1e-5
+
+
+def exp_replicated():
+    x = np.arange(1048576, dtype=f32) * f32(9.536743e-07)
+    a = x * f32(2.0)
+    b = a + f32(1.0)
+    c = np.tanh(b)
+    d = c - x
+    e = d * d
+    g = np.exp(e)
+    h = np.maximum(g, f32(1.5))
+    p = h / f32(3.0)
+    q = np.sqrt(p)
+    r = q + x
+    return np.array([r.astype(np.float64).sum()]), 1e-5
+
+
+# name, program, MiB the collective must read, MiB it must write, expected values
+COLLECTIVES = (
+    ("psum", "psum.shm", 128, 16, exp_psum),
+    ("all_gather", "all_gather.shm", 128, 128, exp_all_gather),
+    ("psum_scatter", "psum_scatter.shm", 128, 16, exp_psum_scatter),
+    ("all_to_all", "all_to_all.shm", 128, 128, exp_all_to_all),
+    ("ppermute", "ppermute.shm", 128, 128, exp_ppermute),
+)
+
+
+def check(name, text, expected):
+    want, rtol = expected
+    got = numbers(text)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=0):
+        raise Failure(f"{name}: wrong result\n  got  {got[:8]}...\n  want {want[:8]}...")
+
+
+# ---- the suite ------------------------------------------------------------------
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def fmt_t(s):
+    if s is None:
+        return "—"
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+class Suite:
+    def __init__(self, a):
+        self.shm = a.shmapi
+        self.ref = a.ref
+        self.reps = a.reps
+        self.rows = []
+        self.failed = []
+        self.extra = []
+
+    def shm_run(self, wl, regions=("begin", "end")):
+        path = os.path.join(WL, wl)
+        stamps, text, err, rc, rss, wall = run_marked(self.ref, [self.shm, path])
+        if rc != 0:
+            raise Failure(f"shmapi {wl} exited {rc}:\n{err.strip()[-800:]}")
+        if rss is None:
+            raise Failure(f"shmapi {wl}: no peak RSS reported by `ref spawn`")
+        t = {}
+        for k in range(0, len(regions), 2):
+            b, e = regions[k], regions[k + 1]
+            if b not in stamps or e not in stamps:
+                raise Failure(f"shmapi {wl}: markers '@@ {b}' / '@@ {e}' not printed")
+            t[b] = stamps[e] - stamps[b]
+        return t, text, rss, wall
+
+    def row(self, workload, shm_t, refname, ref_t, ratio, target, ok, rss_kib, note=""):
+        self.rows.append(dict(workload=workload, shm=shm_t, refname=refname, ref=ref_t, ratio=ratio,
+                              target=target, ok=ok, rss=rss_kib, note=note))
+        flag = "—" if ok is None else ("PASS" if ok else "MISS")
+        rs = "—" if ratio is None else f"{ratio:.2f}×"
+        print(f"  {workload:<34} shmapi {fmt_t(shm_t):>10}  ref {fmt_t(ref_t):>10}  {rs:>8}  {flag}",
+              flush=True)
+
+    def guarded(self, name, fn):
+        try:
+            fn()
+        except (Failure, subprocess.SubprocessError, OSError, ValueError) as e:
+            print(f"  {name}: FAILED: {e}", flush=True)
+            self.failed.append(f"{name}: {e}")
+            self.rows.append(dict(workload=name, shm=None, refname="", ref=None, ratio=None,
+                                  target="", ok=False, rss=None, note="failed to run"))
+
+    # -- matmul_basic
+    def matmul(self):
+        shm_body, shm_stmt, refs, rss = [], [], [], []
+        text = ""
+        for _ in range(self.reps):
+            t, text, r, _ = self.shm_run("matmul_basic.shm", ("begin", "end", "stmt-begin", "stmt-end"))
+            shm_body.append(t["begin"])
+            shm_stmt.append(t["stmt-begin"])
+            rss.append(r)
+            out = run_plain([self.ref, "gemm", "1024", "2048", "1024", "8", "2", "3"])
+            refs.append(min(float(x) for x in out.split()))
+        check("matmul_basic", text, exp_matmul())
+        ref = med(refs)
+        gflop = 8 * 2 * 1024 * 2048 * 1024 / 1e9
+        self.row("matmul_basic 8 dev (4096²·4096×1024)", med(shm_body), "OpenBLAS: 8 sgemm + psum adds", ref,
+                 ref / med(shm_body), "≥ 0.9×", ref / med(shm_body) >= 0.9, max(rss),
+                 f"{gflop / med(shm_body):.0f} GFLOP/s vs {gflop / ref:.0f}")
+        self.row("  └ whole shard_map statement", med(shm_stmt), "same", ref, ref / med(shm_stmt),
+                 "(info)", None, max(rss), "includes splitting a, b into blocks and assembling c")
+
+    # -- collectives vs the memcpy floor
+    def collective(self, name, wl, read_mib, write_mib, expected):
+        copy = (read_mib + write_mib) * MiB // 2
+        shm, refs, rss = [], [], []
+        text = ""
+        for _ in range(self.reps):
+            t, text, r, _ = self.shm_run(wl)
+            shm.append(t["begin"])
+            rss.append(r)
+            out = run_plain([self.ref, "memcpy", str(copy), "3"])
+            refs.append(min(float(x) for x in out.split()))
+        check(name, text, expected())
+        ref = med(refs)
+        gbs = (read_mib + write_mib) * MiB / 1e9
+        self.row(f"{name} 8 × 16 MiB", med(shm), f"memcpy {copy // MiB} MiB (= {read_mib}R+{write_mib}W)",
+                 ref, ref / med(shm), "≥ 0.5×", ref / med(shm) >= 0.5, max(rss),
+                 f"{gbs / med(shm):.1f} GB/s of minimal traffic vs {gbs / ref:.1f}")
+
+    def page_faults(self):
+        fresh, warm = [], []
+        for _ in range(3):
+            fresh.append(min(float(x) for x in run_plain([self.ref, "memcpy-fresh", str(16 * MiB), "5"]).split()))
+            warm.append(min(float(x) for x in run_plain([self.ref, "memcpy", str(16 * MiB), "5"]).split()))
+        self.extra.append(("memcpy of 16 MiB into memory already touched", med(warm)))
+        self.extra.append(("memcpy of 16 MiB into freshly mapped memory (page faults included)", med(fresh)))
+
+    # -- 100,000 small equations vs the NumPy model
+    def small(self):
+        shm, refs, rss = [], [], []
+        text = out = ""
+        model = os.path.join(HERE, "ref", "small_numpy.py")
+        for _ in range(self.reps):
+            t, text, r, _ = self.shm_run("small_eqns.shm")
+            shm.append(t["begin"])
+            rss.append(r)
+            out = run_plain([sys.executable, model, "10000"])
+            refs.append(float(out.split()[1]))
+        want = numbers(out.split("\n", 1)[1])
+        check("small_eqns", text, (want, 1e-5))
+        ref = med(refs)
+        self.row("100k small eqns (f32[16], 8 dev)", med(shm), "NumPy model (per-device lists)", ref,
+                 ref / med(shm), "≥ 20×", ref / med(shm) >= 20, max(rss),
+                 f"{med(shm) / 1e5 * 1e9:.0f} ns/equation vs {ref / 1e5 * 1e9:.0f}")
+
+    # -- 65,536 instances
+    def big_mesh(self):
+        walls, body, rss = [], [], []
+        text = ""
+        for _ in range(self.reps):
+            t, text, r, w = self.shm_run("big_mesh.shm")
+            walls.append(w)
+            body.append(t["begin"])
+            rss.append(r)
+        check("big_mesh", text, exp_big_mesh())
+        w, r = med(walls), max(rss)
+        self.row("mesh 256×256, psum+ppermute f32[4]", w, "—", None, None, "< 2 s, RSS < 512 MiB",
+                 w < 2 and r < 512 * 1024, r, f"whole run; the body alone {fmt_t(med(body))}")
+
+    # -- replicated input on 4096 instances vs 1
+    def replicated(self):
+        many, one, rss = [], [], []
+        text = ""
+        for _ in range(self.reps):
+            t, text, r, _ = self.shm_run("replicated_4096.shm")
+            many.append(t["begin"])
+            rss.append(r)
+            t1, text1, _, _ = self.shm_run("replicated_1.shm")
+            one.append(t1["begin"])
+        check("replicated_4096", text, exp_replicated())
+        check("replicated_1", text1, exp_replicated())
+        a, b = med(many), med(one)
+        self.row("P() f32[1M], 10 ops, 4096 instances", a, "same on 1 instance", b, b / a,
+                 "≤ 2× slower (≥ 0.5×)", b / a >= 0.5, max(rss))
+
+    # -- start-up
+    def startup(self):
+        shm, true = [], []
+        n = max(30, 6 * self.reps)
+        for _ in range(n):
+            shm.append(spawn_wall([self.shm, "-c", "print 1"]))
+            true.append(spawn_wall(["/bin/true"]))
+        a, b = med(shm), med(true)
+        self.row("start-up: shmapi -c 'print 1'", a, "/bin/true", b, None, "< 5 ms median", a < 5e-3, None,
+                 f"{fmt_t(a - b)} more than /bin/true")
+
+    def run_all(self):
+        print(f"bench: {self.reps} repetitions each", flush=True)
+        self.guarded("matmul_basic", self.matmul)
+        for name, wl, r, w, e in COLLECTIVES:
+            self.guarded(name, lambda: self.collective(name, wl, r, w, e))
+        self.guarded("page faults", self.page_faults)
+        self.guarded("small_eqns", self.small)
+        self.guarded("big_mesh", self.big_mesh)
+        self.guarded("replicated", self.replicated)
+        self.guarded("startup", self.startup)
+
+
+# ---- the report -------------------------------------------------------------------
+
+def machine(ref):
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    cpu = ln.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    def cmd(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "?"
+    blas = cmd([ref, "config"]).split("\n")
+    return [
+        ("CPU", cpu),
+        ("cores", str(os.cpu_count())),
+        ("kernel", platform.release()),
+        ("memory", f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB"),
+        ("OpenBLAS", f"{cmd(['pkg-config', '--modversion', 'openblas'])} ({blas[0]}; "
+                     f"{blas[1] if len(blas) > 1 else '?'} threads)"),
+        ("gcc", cmd(["gcc", "-dumpfullversion"])),
+        ("NumPy", f"{np.__version__} (Python {platform.python_version()})"),
+    ]
+
+
+def report(s, out, started):
+    lines = []
+    w = lines.append
+    w("# shmapi benchmark results")
+    w("")
+    w(f"Written by `bench/run` on {time.strftime('%Y-%m-%d %H:%M:%S %Z')} "
+      f"({s.reps} repetitions per workload, medians; the run took {time.time() - started:.0f} s).")
+    w("")
+    w("| | |")
+    w("|---|---|")
+    for k, v in machine(s.ref):
+        w(f"| {k} | {v} |")
+    w("")
+    w("Ratio is reference time ÷ shmapi time: above 1, shmapi is faster.")
+    w("")
+    w("| workload | shmapi median | reference | reference median | ratio | target | result | peak RSS | notes |")
+    w("|---|---:|---|---:|---:|---|---|---:|---|")
+    for r in s.rows:
+        flag = "—" if r["ok"] is None else ("PASS" if r["ok"] else "MISS")
+        if r["note"] == "failed to run":
+            flag = "FAILED"
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}×"
+        rss = "—" if r["rss"] is None else f"{r['rss'] / 1024:.0f} MiB"
+        w(f"| {r['workload']} | {fmt_t(r['shm'])} | {r['refname']} | {fmt_t(r['ref'])} | {ratio} | "
+          f"{r['target']} | {flag} | {rss} | {r['note']} |")
+    w("")
+    if s.extra:
+        w("Context:")
+        w("")
+        for k, v in s.extra:
+            w(f"- {k}: {fmt_t(v)}")
+        w("")
+    met = sum(1 for r in s.rows if r["ok"])
+    total = sum(1 for r in s.rows if r["ok"] is not None or r["note"] == "failed to run")
+    w(f"**{met} of {total} targets met.**")
+    w("")
+    w("How it is measured: see `bench/README.md`. shmapi times are the marked region of each")
+    w("program (`@@ begin` .. `@@ end`), except start-up and the big mesh (whole process).")
+    w("Collective floors: the minimal traffic of the collective (bytes it must read R + bytes")
+    w("it must write W, with shmapi's shared immutable blocks) moved by one memcpy of (R+W)/2")
+    w("bytes between buffers already faulted in.")
+    if s.failed:
+        w("")
+        w("Failures:")
+        w("")
+        for f in s.failed:
+            w(f"- {f}")
+    text = "\n".join(lines) + "\n"
+    with open(out, "w") as f:
+        f.write(text)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shmapi", required=True)
+    ap.add_argument("--ref", required=True)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--only", help="comma-separated subset: matmul,collectives,small,big,replicated,startup")
+    a = ap.parse_args()
+    started = time.time()
+    s = Suite(a)
+    if a.only:
+        print(f"bench: {a.reps} repetitions each (only {a.only})", flush=True)
+        names = a.only.split(",")
+        if "matmul" in names:
+            s.guarded("matmul_basic", s.matmul)
+        if "collectives" in names:
+            for name, wl, r, w, e in COLLECTIVES:
+                s.guarded(name, lambda: s.collective(name, wl, r, w, e))
+        if "small" in names:
+            s.guarded("small_eqns", s.small)
+        if "big" in names:
+            s.guarded("big_mesh", s.big_mesh)
+        if "replicated" in names:
+            s.guarded("replicated", s.replicated)
+        if "startup" in names:
+            s.guarded("startup", s.startup)
+    else:
+        s.run_all()
+    text = report(s, a.out, started)
+    print()
+    print(text)
+    return 1 if s.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+/*
+** ref.c — the C references bench/run measures shmapi against.
+**
+**   ref config
+**       OpenBLAS's build configuration and thread count, one line each.
+**   ref gemm M K N NPROD GROUP REPS
+**       NPROD independent sgemm products (MxK)·(KxN) with OpenBLAS, then
+**       the psum's adds: the products summed in consecutive groups of
+**       GROUP into NPROD/GROUP results (one pass per group).  What
+**       matmul_basic computes, with no interpreter around it.
+**   ref memcpy BYTES REPS
+**       memcpy of BYTES between two buffers already faulted in: the memory
+**       bandwidth floor.
+**   ref memcpy-fresh BYTES REPS
+**       the same into a buffer freshly mapped (mmap) each time, page faults
+**       included: what first-touching new memory costs.
+**   ref spawn RSSFILE CMD [ARG...]
+**       run CMD, wait for it, write its peak RSS in KiB (ru_maxrss) to
+**       RSSFILE and exit with its status.  The harness runs shmapi through
+**       this small process because a child forked from Python inherits
+**       Python's peak RSS into ru_maxrss.
+**
+** Each timed mode runs one untimed warm-up, then prints REPS lines, the
+** seconds each repetition took.
+*/
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n);
+  if (!p) {
+    fprintf(stderr, "ref: out of memory (%zu bytes)\n", n);
+    exit(1);
+  }
+  return p;
+}
+
+static long arg(char **argv, int i) { return strtol(argv[i], NULL, 10); }
+
+static int gemm(char **argv) {
+  long M = arg(argv, 2), K = arg(argv, 3), N = arg(argv, 4);
+  long nprod = arg(argv, 5), group = arg(argv, 6), reps = arg(argv, 7);
+  if (M <= 0 || K <= 0 || N <= 0 || nprod <= 0 || group <= 0 || nprod % group || reps <= 0) {
+    fprintf(stderr, "ref gemm: bad arguments\n");
+    return 2;
+  }
+  float **A = xmalloc(sizeof(float *) * (size_t)nprod), **B = xmalloc(sizeof(float *) * (size_t)nprod),
+        **C = xmalloc(sizeof(float *) * (size_t)nprod);
+  long nsum = nprod / group;
+  float **S = xmalloc(sizeof(float *) * (size_t)nsum);
+  for (long p = 0; p < nprod; p++) {
+    A[p] = xmalloc(sizeof(float) * (size_t)(M * K));
+    B[p] = xmalloc(sizeof(float) * (size_t)(K * N));
+    C[p] = xmalloc(sizeof(float) * (size_t)(M * N));
+    for (long i = 0; i < M * K; i++) A[p][i] = (float)((i + p) % 97) * 0.01f;
+    for (long i = 0; i < K * N; i++) B[p][i] = (float)((i * 7 + p) % 89) * 0.01f;
+    memset(C[p], 0, sizeof(float) * (size_t)(M * N));
+  }
+  for (long s = 0; s < nsum; s++) {
+    S[s] = xmalloc(sizeof(float) * (size_t)(M * N));
+    memset(S[s], 0, sizeof(float) * (size_t)(M * N));
+  }
+  for (long r = -1; r < reps; r++) {
+    double t0 = now();
+    for (long p = 0; p < nprod; p++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A[p], (int)K, B[p],
+                  (int)N, 0.0f, C[p], (int)N);
+    for (long s = 0; s < nsum; s++) {
+      float *o = S[s];
+      const float *x = C[s * group], *y = group > 1 ? C[s * group + 1] : NULL;
+      if (y)
+        for (long i = 0; i < M * N; i++) o[i] = x[i] + y[i];
+      else
+        memcpy(o, x, sizeof(float) * (size_t)(M * N));
+      for (long g = 2; g < group; g++) {
+        const float *z = C[s * group + g];
+        for (long i = 0; i < M * N; i++) o[i] += z[i];
+      }
+    }
+    double t1 = now();
+    if (r >= 0) printf("%.9f\n", t1 - t0);
+  }
+  /* keep the results observable */
+  double cs = 0;
+  for (long s = 0; s < nsum; s++) cs += S[s][0] + S[s][M * N - 1];
+  fprintf(stderr, "checksum %g\n", cs);
+  return 0;
+}
+
+static int copy(char **argv, int fresh) {
+  long bytes = arg(argv, 2), reps = arg(argv, 3);
+  if (bytes <= 0 || reps <= 0) {
+    fprintf(stderr, "ref memcpy: bad arguments\n");
+    return 2;
+  }
+  char *src = xmalloc((size_t)bytes), *dst = fresh ? NULL : xmalloc((size_t)bytes);
+  memset(src, 1, (size_t)bytes);
+  if (dst) memset(dst, 2, (size_t)bytes);
+  long sink = 0;
+  for (long r = -1; r < reps; r++) {
+    double t0 = now();
+    char *d = dst;
+    if (fresh) {
+      d = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (d == MAP_FAILED) {
+        perror("ref: mmap");
+        return 1;
+      }
+    }
+    memcpy(d, src, (size_t)bytes);
+    double t1 = now();
+    sink += d[bytes / 2];
+    if (fresh) munmap(d, (size_t)bytes);
+    src[r & 1023] = (char)r;
+    if (r >= 0) printf("%.9f\n", t1 - t0);
+  }
+  fprintf(stderr, "sink %ld\n", sink);
+  return 0;
+}
+
+static int spawn(int argc, char **argv) {
+  (void)argc;
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("ref: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    execvp(argv[3], argv + 3);
+    perror("ref: exec");
+    _exit(127);
+  }
+  int status;
+  struct rusage ru;
+  if (wait4(pid, &status, 0, &ru) < 0) {
+    perror("ref: wait4");
+    return 1;
+  }
+  FILE *f = fopen(argv[2], "w");
+  if (f) {
+    fprintf(f, "%ld\n", ru.ru_maxrss);
+    fclose(f);
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 4 && !strcmp(argv[1], "spawn")) return spawn(argc, argv);
+  if (argc >= 2 && !strcmp(argv[1], "config")) {
+    printf("%s\n%d\n", openblas_get_config(), openblas_get_num_threads());
+    return 0;
+  }
+  if (argc == 8 && !strcmp(argv[1], "gemm")) return gemm(argv);
+  if (argc == 4 && !strcmp(argv[1], "memcpy")) return copy(argv, 0);
+  if (argc == 4 && !strcmp(argv[1], "memcpy-fresh")) return copy(argv, 1);
+  fprintf(stderr,
+          "usage: ref config | ref gemm M K N NPROD GROUP REPS | ref memcpy BYTES REPS | "
+          "ref memcpy-fresh BYTES REPS | ref spawn RSSFILE CMD [ARG...]\n");
+  return 2;
+}

@@ -1,0 +1,94 @@
+/*
+** fuzz_common.h — what both libFuzzer harnesses share.
+**
+** One iteration starts from nothing and must end with nothing: the source
+** is registered as a file, parsed, checked (and, for fuzz_run, run), and
+** then the checker, the diagnostics and the file table are released.  A
+** runtime error (err.h) is caught at a boundary here, as the REPL catches
+** it.  After each input mem_in_use() must be back to zero: a block still
+** counted is a leak, reported as a crash even where LeakSanitizer would
+** miss it (memory still reachable from a global table).
+**
+** Inputs that `import` are skipped: an import reads the file system
+** (`import "/dev/stdin"` would block the fuzzer), which is not what these
+** harnesses test.
+*/
+#ifndef SHM_FUZZ_COMMON_H
+#define SHM_FUZZ_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "diag.h"
+#include "err.h"
+#include "eval.h"
+#include "fabric.h"
+#include "parse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static FILE *fuzz_sink;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  fuzz_sink = fopen("/dev/null", "w");
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  return 0;
+}
+
+static bool fuzz_has(const uint8_t *data, size_t size, const char *word) {
+  size_t n = strlen(word);
+  for (size_t i = 0; i + n <= size; i++)
+    if (!memcmp(data + i, word, n)) return true;
+  return false;
+}
+
+/* Release everything an iteration made and insist that nothing is left. */
+static void fuzz_finish(Checker *C) {
+  check_free(C);
+  diag_reset();
+  fab_stats_reset();
+  mem_fail_after(0);
+  if (mem_in_use() != 0) {
+    fprintf(stderr, "fuzz: %zu bytes still allocated after the input was released\n", mem_in_use());
+    abort();
+  }
+}
+
+/* Parse and check `data`; with `run`, run it if it checked cleanly, under
+   small limits.  Returns -1 for inputs the harness does not take. */
+static int fuzz_one(const uint8_t *data, size_t size, bool run) {
+  if (fuzz_has(data, size, "import")) return -1;
+  mem_set_limit(run ? (size_t)32 << 20 : 0);
+  Checker *volatile C = NULL;
+  Interp *volatile I = NULL;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    int f = parse_load_text("fuzz.shm", (const char *)data, size);
+    C = check_new();
+    int errs = check_file(C, f);
+    if (errs || diag_count()) {
+      diag_flush(fuzz_sink);
+    } else if (run) {
+      I = eval_new(check_main(C));
+      eval_set_max_steps(I, 2000);
+      eval_run(I, 0);
+      eval_free(I);
+      I = NULL;
+    }
+    err_end(&j);
+  } else {
+    /* a runtime error outside eval_run's own boundary: the front end ran
+       out of memory.  Everything it made hangs off C or the file table. */
+    eval_free(I);
+    diag_clear();
+  }
+  fuzz_finish(C);
+  mem_set_limit(0);
+  return 0;
+}
+
+#endif
