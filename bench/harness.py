@@ -25,6 +25,8 @@ import argparse
 import os
 import platform
 import re
+import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -52,11 +54,17 @@ def run_marked(ref, argv, timeout=300):
     with tempfile.TemporaryFile() as errf, tempfile.NamedTemporaryFile("r") as rssf:
         t0 = time.perf_counter()
         p = subprocess.Popen([ref, "spawn", rssf.name, "stdbuf", "-oL"] + argv, stdout=subprocess.PIPE,
-                             stderr=errf, stdin=subprocess.DEVNULL, bufsize=0)
+                             stderr=errf, stdin=subprocess.DEVNULL, bufsize=0, start_new_session=True)
         fd = p.stdout.fileno()
         stamps, chunks, pending = {}, [], b""
         deadline = t0 + timeout
+        timed_out = False
         while True:
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                timed_out = True
+                os.killpg(p.pid, signal.SIGKILL)
+                break
             data = os.read(fd, 1 << 16)
             t = time.perf_counter()
             if not data:
@@ -67,9 +75,6 @@ def run_marked(ref, argv, timeout=300):
             for ln in lines:
                 if ln.startswith(b"@@ "):
                     stamps.setdefault(ln[3:].decode().strip(), t)
-            if t > deadline:
-                p.kill()
-                break
         _, status, _ = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -77,6 +82,8 @@ def run_marked(ref, argv, timeout=300):
         errf.seek(0)
         err = errf.read().decode(errors="replace")
         rss = rssf.read().strip()
+    if timed_out:
+        raise Failure(f"{' '.join(argv)}: no end after {timeout} s (killed)")
     text = b"".join(chunks).decode(errors="replace")
     return stamps, text, err, p.returncode, int(rss) if rss else None, wall
 
@@ -443,8 +450,9 @@ def report(s, out, started):
         for f in s.failed:
             w(f"- {f}")
     text = "\n".join(lines) + "\n"
-    with open(out, "w") as f:
-        f.write(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
     return text
 
 
@@ -453,7 +461,8 @@ def main():
     ap.add_argument("--shmapi", required=True)
     ap.add_argument("--ref", required=True)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
+                                  "nowhere with --only)")
     ap.add_argument("--only", help="comma-separated subset: matmul,collectives,small,big,replicated,startup")
     a = ap.parse_args()
     started = time.time()
@@ -476,9 +485,12 @@ def main():
             s.guarded("startup", s.startup)
     else:
         s.run_all()
-    text = report(s, a.out, started)
+    out = a.out or (None if a.only else os.path.join(HERE, "RESULTS.md"))
+    text = report(s, out, started)
     print()
     print(text)
+    if out:
+        print(f"bench: wrote {os.path.relpath(out)}")
     return 1 if s.failed else 0
 
 

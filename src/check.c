@@ -114,11 +114,23 @@ static char *type_text(Ctx *cx, const Type *t) {
   return r;
 }
 
+/* A variance set as messages write it: `{i, j}`. */
+static void vma_message(Buf *b, uint32_t vma, const Mesh *m) {
+  buf_putc(b, '{');
+  bool first = true;
+  for (int k = 0; m && k < m->naxes; k++)
+    if (vma & (1u << k)) {
+      buf_printf(b, "%s%.*s", first ? "" : ", ", m->axis[k].n, m->axis[k].p);
+      first = false;
+    }
+  buf_putc(b, '}');
+}
+
 static char *vma_text(Ctx *cx, uint32_t vma) {
   static char bufs[4][256];
   static int which;
   Buf b = {0};
-  show_vma(&b, vma, cx->mesh);
+  vma_message(&b, vma, cx->mesh);
   char *r = bufs[which++ & 3];
   snprintf(r, 256, "%s", buf_cstr(&b));
   buf_free(&b);
@@ -2231,7 +2243,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
       int k = 0;
       while (!(extra & (1u << k))) k++;
       Buf ax = {0};
-      show_vma(&ax, o->t.vma, m);
+      vma_message(&ax, o->t.vma, m);
       const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
       int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
       diag_error(o->sp.file >= 0 ? o->sp : sp,

@@ -132,5 +132,10 @@ int main(int argc, char **argv) {
   eval_free(I);
   check_free(C);
   diag_reset();
+  /* Under the allocation-failure switch, everything must be back. */
+  if (fail && mem_in_use()) {
+    fprintf(stderr, "shmapi: internal error: %zu bytes not released\n", mem_in_use());
+    return 3;
+  }
   return status;
 }

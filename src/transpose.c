@@ -706,7 +706,14 @@ static bool tr_call(TrCtx *cx) {
       return tr_error(cx, "cannot transpose a call of %s: it reads local values of %s", g->name, cx->T->f->name);
     return true;
   }
-  IrFunc *tg = transpose_fn(cx->T, g, cx->lin_in);
+  /* the transposed callee is a different function: name it g_t (and
+     g_t's transpose g again), so that `show` does not print a call of g */
+  size_t gl = strlen(g->name);
+  char *tname = bld_alloc(tr_builder(cx), gl + 3);
+  memcpy(tname, g->name, gl + 1);
+  if (gl > 2 && !strcmp(g->name + gl - 2, "_t")) tname[gl - 2] = 0;
+  else memcpy(tname + gl, "_t", 3);
+  IrFunc *tg = tr_linear_transpose(cx->T->C, g, cx->lin_in, tname, cx->T->where);
   if (!tg) { cx->T->failed = true; return false; }
   int n;
   IrAtom *in = t_operands(cx, 0, &n);

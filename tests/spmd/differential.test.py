@@ -316,7 +316,7 @@ class Gen:
         n = rng.randint(min_n, max(min_n, min(len(pool), rng.choice([1, 1, 2, 3]))))
         return rng.sample(pool, n)
 
-    def op_collective(self, mesh, pool, v):
+    def op_collective(self, mesh, pool, v, among=None):
         rng = self.rng
         kinds = ['psum', 'pmax', 'pmin', 'pmean', 'pbroadcast', 'all_gather', 'all_gather_invariant',
                  'psum_scatter', 'pscatter', 'ppermute', 'all_to_all']
@@ -329,7 +329,8 @@ class Gen:
         if kind in ('psum', 'pmax', 'pmin', 'pmean'):
             if kind == 'pmean' and v.dtype != 'f32':
                 return None
-            axes = self.rand_axes(mesh)
+            axes = self.rand_axes(mesh, 1, among)
+                if among is not None else self.rand_axes(mesh)
             p = mesh.group_size(axes)
             blocks = []
             for d in range(mesh.ndev):
@@ -357,7 +358,8 @@ class Gen:
             line = '%s = %s[axes=%s] %s' % (name, prim, axes_text(mesh, axes, rng), v.name)
             return line, Val(name, v.dtype, v.shape, v.vma | frozenset(axes), list(v.blocks))
         if kind in ('all_gather', 'all_gather_invariant'):
-            axes = self.rand_axes(mesh)
+            axes = self.rand_axes(mesh, 1, among)
+                if among is not None else self.rand_axes(mesh)
             p = mesh.group_size(axes)
             if v.size * p > MAX_BLOCK:
                 return None
@@ -386,7 +388,8 @@ class Gen:
                 if not axes:
                     return None
             else:
-                axes = self.rand_axes(mesh)
+                axes = self.rand_axes(mesh, 1, among)
+                if among is not None else self.rand_axes(mesh)
             p = mesh.group_size(axes)
             dims_ok_t = [dd for dd in range(r) if v.shape[dd] % p == 0]
             dims_ok_u = [dd for dd in range(r) if v.shape[dd] == p]
@@ -421,7 +424,8 @@ class Gen:
             line = '%s = %s[%s] %s' % (name, prim, ', '.join(params), v.name)
             return line, Val(name, v.dtype, shape, v.vma | frozenset(axes), blocks)
         if kind == 'ppermute':
-            axes = self.rand_axes(mesh)
+            axes = self.rand_axes(mesh, 1, among)
+                if among is not None else self.rand_axes(mesh)
             p = mesh.group_size(axes)
             srcs = list(range(p))
             rng.shuffle(srcs)
@@ -444,7 +448,8 @@ class Gen:
         if kind == 'all_to_all':
             if r == 0:
                 return None
-            axes = self.rand_axes(mesh)
+            axes = self.rand_axes(mesh, 1, among)
+                if among is not None else self.rand_axes(mesh)
             p = mesh.group_size(axes)
             opts = []
             for sa in range(r):
@@ -490,7 +495,9 @@ class Gen:
         dt = NP_DT[v.dtype]
         one = '1' if v.dtype == 'i32' else '1.0'
         name = self.fresh()
-        kind = rng.choice(['cond_vary', 'cond_inv', 'fori'])
+        kind = rng.choice(['cond_vary', 'cond_vary2', 'cond_inv', 'fori'])
+        if kind == 'cond_vary2' and nd < 2:
+            kind = 'cond_vary'
         if kind == 'cond_vary':
             axes = self.rand_axes(mesh, 1)
             n = self.nv
@@ -504,7 +511,7 @@ class Gen:
                 k = mesh.member_index(d, axes) % 2
                 blocks.append((-v.blocks[d] if k == 0 else v.blocks[d] + dt(1)).astype(dt))
             return '\n  '.join(lines), Val(name, v.dtype, v.shape, v.vma | frozenset(axes), blocks)
-        if kind == 'cond_vary' and nd >= 2 and rng.random() < 0.5:
+        if kind == 'cond_vary2':
             # the index varies along A; the branches psum over B, disjoint
             # from A (every member of a B-group takes the same branch)
             pool_axes = list(range(nd))
@@ -528,8 +535,6 @@ class Gen:
                 k = mesh.member_index(d, A) % 2
                 blocks.append((-acc if k == 0 else acc + dt(1)).astype(dt))
             return '\n  '.join(lines), Val(name, v.dtype, v.shape, (v.vma - frozenset(B)) | frozenset(A), blocks)
-        if kind == 'cond_vary':
-            kind = 'cond_inv'
         if kind == 'cond_inv':
             axes = self.rand_axes(mesh, 1)
             p = mesh.group_size(axes)
