@@ -236,8 +236,12 @@ typedef struct LitKeep {
 } LitKeep;
 static LitKeep *kept_literals;
 
+static void unref_array(void *a) { arr_unref(a); }
+
 static Array *keep(Array *a) {
+  err_defer(unref_array, a);
   LitKeep *k = mem_alloc(sizeof *k);
+  err_undefer(a);
   k->a = a;
   k->next = kept_literals;
   kept_literals = k;
@@ -660,6 +664,23 @@ bool rule_int_tuples(RuleCtx *r, const char *key, bool required, int width, IntL
   return true;
 }
 
+/* Sugar spelled out: records `key` as the tuple of width-tuples in l and
+   drops `sugar`, the parameter l was computed from, so that `show` prints
+   the canonical form (ppermute's shift=k becomes its perm). */
+void rule_respell_int_tuples(RuleCtx *r, const char *sugar, const char *key, int width, const IntList *l) {
+  PVal *canon = mk_pv(r, PV_TUPLE);
+  canon->n = l->n / width;
+  canon->items = NEWN(r->cx->C, PVal *, canon->n ? canon->n : 1);
+  for (int i = 0; i < canon->n; i++) canon->items[i] = tuple_of_ints(r, l->v + i * width, width, PV_TUPLE);
+  for (int i = 0; i < r->ncanon; i++)
+    if (!strcmp(r->canon[i].key, sugar)) {
+      memmove(&r->canon[i], &r->canon[i + 1], sizeof(IrParam) * (size_t)(r->ncanon - i - 1));
+      r->ncanon--;
+      break;
+    }
+  record(r, key, canon);
+}
+
 bool rule_dimnums(RuleCtx *r, const char *key, IntList out[4]) {
   PVal *v = unparen(get(r, key));
   if (!v) return missing(r, key);
@@ -719,7 +740,7 @@ static bool rule_unused(RuleCtx *r, const char *known) {
 
 /* A pbroadcast equation lifting atom `a` to variance `to`; returns the new atom. */
 static IrAtom lift(Ctx *cx, IrAtom a, uint32_t to, Span sp) {
-  if (!a.var || (a.t.vma | to) == a.t.vma) return a;
+  if ((!a.var && !a.lit) || (a.t.vma | to) == a.t.vma) return a;
   uint32_t add = to & ~a.t.vma;
   IrStmt *st = new_stmt(cx, IS_EQN, sp);
   st->prim = P_PBROADCAST;
@@ -749,7 +770,7 @@ static IrAtom lift(Ctx *cx, IrAtom a, uint32_t to, Span sp) {
   st->nin = 1;
   Type nt = a.t;
   nt.vma = a.t.vma | to;
-  IrVar *v = new_var(cx, a.var->name, nt, sp);
+  IrVar *v = new_var(cx, a.var ? a.var->name : str_c(""), nt, sp);
   st->out = NEWN(cx->C, IrVar *, 1);
   st->out[0] = v;
   st->nout = 1;
@@ -767,8 +788,9 @@ static bool apply_vrule(Ctx *cx, int prim, IrAtom *in, int nin, Attrs *at, Type 
   for (int k = 0; k < nin; k++) u |= in[k].t.vma;
   uint32_t res = 0;
   switch (vr) {
-  case VR_ELEM:
-    for (int k = 0; k < nin; k++) in[k] = lift(cx, in[k], u, sp);
+  case VR_ELEM:      /* a literal takes any variance: it is not lifted */
+    for (int k = 0; k < nin; k++)
+      if (in[k].var) in[k] = lift(cx, in[k], u, sp);
     res = u;
     break;
   case VR_NULLARY:
@@ -1482,7 +1504,9 @@ static void check_def(Ctx *cx, AstStmt *s) {
     shard_map_define(cx, fd);
     return;
   }
-  if (all_annotated(af)) {
+  /* A function of no parameters is checked where it is called: it may be
+     a shard_map body, whose collectives need the mesh axes in scope. */
+  if (af->nparams > 0 && all_annotated(af)) {
     Type *args = NEWN(cx->C, Type, af->nparams);
     bool ok = true;
     for (int i = 0; i < af->nparams; i++) {
@@ -1735,7 +1759,9 @@ IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
 
 Checker *check_new(void) {
   Checker *C = mem_calloc(sizeof *C);
+  err_defer(mem_free, C);
   C->main = NEW(C, IrFunc);
+  err_undefer(C);
   C->main->name = "<main>";
   C->main->sp = span_none();
   return C;
@@ -1989,7 +2015,7 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
   if (!rule_unused(r, "cond_jaxpr body_jaxpr cond_nconsts body_nconsts")) { bind_bad(cx, s); return; }
   int n = s->nargs;
   if (cn < 0 || bn < 0 || cn + bn > n) {
-    rule_error(r, "while has %d operands, fewer than cond_nconsts + body_nconsts = %lld", n, (long long)(cn + bn));
+    rule_error(r, "while has %d operand%s, fewer than cond_nconsts + body_nconsts = %lld", n, n == 1 ? "" : "s", (long long)(cn + bn));
     bind_bad(cx, s);
     return;
   }
@@ -2662,6 +2688,11 @@ IrFunc *check_expr(Checker *C, const char *text, IrFunc *parent, IrVar *const *v
       cx.scope = bind(C, cx.scope, B_VAR, vars[i]->name);
       cx.scope->var = vars[i];
     }
+  }
+  if (s->k == ST_EQN && !s->has_params && !s->nargs && !lookup(cx.scope, B_VAR, s->callee) &&
+      !lookup(cx.scope, B_FUNC, s->callee) && prim_lookup(s->callee) < 0) {
+    diag_error(s->callee_sp, "'%.*s' is not defined here", s->callee.n, s->callee.p);
+    return NULL;
   }
   /* reading outer variables must not change what `show` prints for them */
   int saved[64], nsaved = 0;

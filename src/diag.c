@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "buf.h"
 #include "diag.h"
+#include "err.h"
 
 typedef struct SrcFile {
   char *name;
@@ -29,19 +30,28 @@ static Diag *diags;
 static int ndiags, capdiags;
 
 int diag_add_file(const char *name, char *text, size_t len) {
+  /* `text` is ours even if we run out of memory here (err.h cleanups);
+     the entry is filled in only when everything is allocated. */
+  err_defer(mem_free, text);
+  int n = 1;
+  for (size_t i = 0; i < len; i++) n += text[i] == '\n';
+  uint32_t *lines = mem_alloc(sizeof(uint32_t) * (size_t)n);
+  err_defer(mem_free, lines);
+  char *nm = mem_strndup(name, strlen(name));
+  err_defer(mem_free, nm);
   VEC_GROW(files, capfiles, nfiles + 1);
+  err_undefer(nm);
+  err_undefer(lines);
+  err_undefer(text);
   SrcFile *f = &files[nfiles];
-  f->name = mem_strndup(name, strlen(name));
+  f->name = nm;
   f->text = text;
   f->len = len;
-  int cap = 16, n = 0;
-  f->lines = mem_alloc(sizeof(uint32_t) * (size_t)cap);
-  f->lines[n++] = 0;
+  f->lines = lines;
+  n = 0;
+  lines[n++] = 0;
   for (size_t i = 0; i < len; i++)
-    if (text[i] == '\n') {
-      VEC_GROW(f->lines, cap, n + 1);
-      f->lines[n++] = (uint32_t)(i + 1);
-    }
+    if (text[i] == '\n') lines[n++] = (uint32_t)(i + 1);
   f->nlines = n;
   return nfiles++;
 }

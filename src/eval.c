@@ -25,10 +25,13 @@ struct Interp {
 /* ---- frames ------------------------------------------------------------------ */
 
 static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
+  Val **slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
+  err_defer(mem_free, slots);
   Frame *F = mem_calloc(sizeof *F);
+  err_undefer(slots);
   F->fn = fn;
   F->nslots = fn->nslots;
-  F->slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
+  F->slots = slots;
   F->caller = caller;
   F->space = *sp;
   /* static link: the innermost frame of the function that defines fn */
@@ -56,17 +59,59 @@ static void set_slot(Frame *F, IrVar *v, Val *val) {
   F->slots[v->slot] = val;
 }
 
+/* A variable's value.  A top-level statement that failed leaves its
+   variables without one, and the REPL and the debugger go on after it. */
+static Val *value_of(Frame *F, IrVar *v) {
+  Val *x = eval_lookup(F, v);
+  if (!x) err_throw("'%.*s' has no value: the statement that sets it failed", v->name.n, v->name.p);
+  return x;
+}
+
+/* Scratch memory that a runtime error releases too (err.h cleanups). */
+static void *scratch(size_t n) {
+  void *p = mem_calloc(n);
+  err_defer(mem_free, p);
+  return p;
+}
+
+static void scratch_free(void *p) {
+  if (!p) return;
+  err_undefer(p);
+  mem_free(p);
+}
+
+/* An array of n references to values (NULL at first), released with
+   them by vals_free or by a runtime error.  A reference handed on (to a
+   frame's slot) is set to NULL in the array. */
+static void vals_release(void *p) {
+  Val **v = p;
+  size_t n = mem_size(p) / sizeof(Val *);
+  for (size_t i = 0; i < n; i++) val_unref(v[i]);
+  mem_free(p);
+}
+
+static Val **vals_new(int n) {
+  Val **v = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
+  err_defer(vals_release, v);
+  return v;
+}
+
+static void vals_free(Val **v) {
+  err_undefer(v);
+  vals_release(v);
+}
+
 /* The block of an atom that block b of a value of mask R needs. */
 static Array *atom_block(Frame *F, const IrAtom *a, uint32_t R, int64_t b) {
   if (a->lit) return a->lit;
-  Val *v = eval_lookup(F, a->var);
+  Val *v = value_of(F, a->var);
   return v->blk[val_project(F->space.mesh, R, b, v->mask)];
 }
 
 /* Which blocks of mask R some running instance needs; NULL: all of them. */
 static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
   if (!sp->active) return NULL;
-  uint8_t *need = mem_calloc((size_t)nb);
+  uint8_t *need = scratch((size_t)nb);
   for (int64_t i = 0; i < sp->ninst; i++)
     if (sp->active[i]) need[val_block_of(sp->mesh, R, i)] = 1;
   return need;
@@ -82,7 +127,7 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
   if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
   for (int i = 0; i < fn->nouts; i++) {
     const IrAtom *o = &fn->outs[i];
-    outs[i] = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
+    outs[i] = o->lit ? val_of(o->lit) : val_ref(value_of(F, o->var));
   }
   frame_free(I, F);
 }
@@ -103,17 +148,19 @@ static void exec_local(Frame *F, IrStmt *st) {
     set_slot(F, st->out[j], outs[j]);
   }
   Array *inbuf[16];
-  Array **ins = st->nin <= 16 ? inbuf : mem_alloc(sizeof(Array *) * (size_t)st->nin);
+  Array **ins = st->nin <= 16 ? inbuf : scratch(sizeof(Array *) * (size_t)st->nin);
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
   for (int64_t b = 0; b < nb; b++) {
     if (need && !need[b]) continue;
     for (int i = 0; i < st->nin; i++) ins[i] = atom_block(F, &st->in[i], R, b);
+    mem_scope_begin();           /* a kernel that fails leaves nothing behind */
     k(st->at, ins, st->nin, res, outt);
+    mem_scope_end();
     for (int j = 0; j < nout; j++) outs[j]->blk[b] = res[j];
   }
-  mem_free(need);
-  if (ins != inbuf) mem_free(ins);
+  scratch_free(need);
+  if (ins != inbuf) scratch_free(ins);
 }
 
 /* ---- shard_map ------------------------------------------------------------------- */
@@ -138,7 +185,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   const Mesh *m = sm->mesh;
   Space bs = {m, m->ndev, NULL};
   int nin = st->nin, nout = st->nout;
-  Val **args = mem_calloc(sizeof(Val *) * (size_t)(nin + nout + 1));
+  Val **args = vals_new(nin + nout);
   Val **outs = args + nin;
   int64_t coords[SHM_MAXAXES];
   for (int i = 0; i < nin; i++) {
@@ -161,11 +208,12 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     const Spec *spc = &sm->out[i];
     Val *v = outs[i];
     const Type *gt = &st->out[i]->t;
-    Array *g;
+    Val *gv = val_new(0, 1);
+    set_slot(F, st->out[i], gv);
     if (spc->mask == 0 && v->blk[0] && v->mask == 0) {
-      g = arr_ref(v->blk[0]);
+      gv->blk[0] = arr_ref(v->blk[0]);
     } else {
-      g = arr_new((DType)gt->dt, gt->rank, gt->shape);
+      Array *g = gv->blk[0] = arr_new((DType)gt->dt, gt->rank, gt->shape);
       int64_t nb = val_nblk(m, spc->mask);
       for (int64_t b = 0; b < nb; b++) {
         int64_t inst = val_first_inst(m, spc->mask, b);
@@ -176,12 +224,8 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
         arr_put_block(g, start, blk);
       }
     }
-    Val *gv = val_of(g);
-    arr_unref(g);
-    set_slot(F, st->out[i], gv);
   }
-  for (int i = 0; i < nin + nout; i++) val_unref(args[i]);
-  mem_free(args);
+  vals_free(args);
 }
 
 /* ---- control flow ------------------------------------------------------------------- */
@@ -202,7 +246,7 @@ static int64_t scalar_at(const Space *sp, Val *v, int64_t inst) {
 
 /* A new active set: the running instances where keep(inst) holds. */
 static uint8_t *narrow(const Space *sp, Val *v, int64_t want, bool is_pred, int64_t nbranch, int64_t *count) {
-  uint8_t *act = mem_alloc((size_t)sp->ninst);
+  uint8_t *act = scratch((size_t)sp->ninst);
   *count = 0;
   for (int64_t i = 0; i < sp->ninst; i++) {
     bool on = !sp->active || sp->active[i];
@@ -235,22 +279,17 @@ static void merge_into(const Space *sp, Val *dst, Val *src, const uint8_t *act) 
 }
 
 static Val **atom_vals(Frame *F, const IrAtom *a, int n) {
-  Val **v = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) v[i] = a[i].lit ? val_of(a[i].lit) : val_ref(eval_lookup(F, a[i].var));
+  Val **v = vals_new(n);
+  for (int i = 0; i < n; i++) v[i] = a[i].lit ? val_of(a[i].lit) : val_ref(value_of(F, a[i].var));
   return v;
-}
-
-static void free_vals(Val **v, int n) {
-  for (int i = 0; i < n; i++) val_unref(v[i]);
-  mem_free(v);
 }
 
 static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
-  Val *idx = st->in[0].lit ? NULL : eval_lookup(F, st->in[0].var);
+  Val *idx = st->in[0].lit ? NULL : value_of(F, st->in[0].var);
   int nb = st->at->nfns, nargs = st->nin - 1, nout = st->nout;
   Val **args = atom_vals(F, st->in + 1, nargs);
-  Val **res = mem_calloc(sizeof(Val *) * (size_t)(nout + 1));
+  Val **res = vals_new(nout);
   int64_t uniform = -1;
   if (!idx) uniform = arr_geti(st->in[0].lit, 0);
   else if (idx->mask == 0 || idx->nblk == 1) {
@@ -273,9 +312,10 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
         res[j] = w;
       }
       set_slot(F, st->out[j], res[j]);
+      res[j] = NULL;
     }
   } else {
-    Val **out = mem_calloc(sizeof(Val *) * (size_t)(nout + 1));
+    Val **out = scratch(sizeof(Val *) * (size_t)(nout + 1));
     for (int j = 0; j < nout; j++) {
       uint32_t R = st->out[j]->t.vma;
       out[j] = val_new(R, val_nblk(sp->mesh, R));
@@ -294,39 +334,46 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
           res[j] = NULL;
         }
       }
-      mem_free(act);
+      scratch_free(act);
     }
-    mem_free(out);
+    scratch_free(out);
   }
-  mem_free(res);
-  free_vals(args, nargs);
+  vals_free(res);
+  vals_free(args);
 }
 
 static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   int n = st->nin;
   Val **carry = atom_vals(F, st->in, n);
-  Val **next = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
-  Val **args = mem_calloc(sizeof(Val *) * (size_t)(n + 2));
+  Val **next = vals_new(n);
+  Val **index = vals_new(1);
+  Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
   IrFunc *body = st->at->fns[0];
   int64_t lo = st->at->i[0], hi = st->at->i[1];
   for (int64_t it = lo; it < hi; it++) {
     int64_t i = st->at->b[0] ? lo + hi - 1 - it : it;   /* reverse=True runs the iterations backwards */
     step(I);
-    Array *ia = arr_scalar_i(DT_I32, i);
-    args[0] = val_of(ia);
-    arr_unref(ia);
+    index[0] = val_new(0, 1);
+    index[0]->blk[0] = arr_scalar_i(DT_I32, i);
+    args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
     call_fn(I, F, body, args, next, &F->space);
-    val_unref(args[0]);
+    val_unref(index[0]);
+    index[0] = NULL;
     for (int k = 0; k < n; k++) {
       val_unref(carry[k]);
       carry[k] = next[k];
+      next[k] = NULL;
     }
   }
-  for (int k = 0; k < n; k++) set_slot(F, st->out[k], carry[k]);
-  mem_free(carry);
-  mem_free(next);
-  mem_free(args);
+  for (int k = 0; k < n; k++) {
+    set_slot(F, st->out[k], carry[k]);
+    carry[k] = NULL;
+  }
+  vals_free(carry);
+  vals_free(next);
+  vals_free(index);
+  scratch_free(args);
 }
 
 static void exec_while(Interp *I, Frame *F, IrStmt *st) {
@@ -336,29 +383,32 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   IrFunc *cf = st->at->fns[0], *bf = st->at->fns[1];
   Val **all = atom_vals(F, st->in, st->nin);
   Val **carry = all + cn + bn;
-  Val **cargs = mem_calloc(sizeof(Val *) * (size_t)(cn + n + 1));
-  Val **bargs = mem_calloc(sizeof(Val *) * (size_t)(bn + n + 1));
-  Val **next = mem_calloc(sizeof(Val *) * (size_t)(n + 1));
+  Val **cargs = scratch(sizeof(Val *) * (size_t)(cn + n + 1));   /* borrowed */
+  Val **bargs = scratch(sizeof(Val *) * (size_t)(bn + n + 1));
+  Val **next = vals_new(n);
+  Val **pv = vals_new(1);
   uint8_t *act = NULL;
   Space lsp = *sp;
   for (;;) {
     step(I);
     for (int k = 0; k < cn; k++) cargs[k] = all[k];
     for (int k = 0; k < n; k++) cargs[cn + k] = carry[k];
-    Val *pred;
-    call_fn(I, F, cf, cargs, &pred, &lsp);
+    call_fn(I, F, cf, cargs, pv, &lsp);
+    Val *pred = pv[0];
     bool varying = pred->mask != 0;
     if (!varying) {
       int64_t i0 = 0;
       while (lsp.active && !lsp.active[i0]) i0++;
       bool go = scalar_at(&lsp, pred, i0) != 0;
       val_unref(pred);
+      pv[0] = NULL;
       if (!go) break;
     } else {
       int64_t count;
       uint8_t *na = narrow(&lsp, pred, 0, true, 0, &count);
       val_unref(pred);
-      mem_free(act);
+      pv[0] = NULL;
+      scratch_free(act);
       act = na;
       lsp.active = act;
       if (!count) break;
@@ -377,23 +427,28 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
       }
       val_unref(carry[k]);
       carry[k] = next[k];
+      next[k] = NULL;
     }
   }
   for (int k = 0; k < n; k++) set_slot(F, st->out[k], val_ref(carry[k]));
-  mem_free(act);
-  free_vals(all, st->nin);
-  mem_free(cargs);
-  mem_free(bargs);
-  mem_free(next);
+  scratch_free(act);
+  vals_free(pv);
+  vals_free(next);
+  scratch_free(bargs);
+  scratch_free(cargs);
+  vals_free(all);
 }
 
 static void exec_call(Interp *I, Frame *F, IrStmt *st) {
   Val **args = atom_vals(F, st->in, st->nin);
-  Val **outs = mem_calloc(sizeof(Val *) * (size_t)(st->nout + 1));
+  Val **outs = vals_new(st->nout);
   call_fn(I, F, st->callee, args, outs, &F->space);
-  for (int j = 0; j < st->nout; j++) set_slot(F, st->out[j], outs[j]);
-  mem_free(outs);
-  free_vals(args, st->nin);
+  for (int j = 0; j < st->nout; j++) {
+    set_slot(F, st->out[j], outs[j]);
+    outs[j] = NULL;
+  }
+  vals_free(outs);
+  vals_free(args);
 }
 
 /* ---- print ---------------------------------------------------------------------------- */
@@ -421,29 +476,26 @@ void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
   }
 }
 
+/* Items are separated by one space, as Python's print does; inside a body
+   a value prints as one block per device, on lines of its own. */
+static void release_buf(void *b) { buf_free(b); }
+
 static void exec_print(Frame *F, IrStmt *st) {
   Buf b = {0};
-  bool line_start = true;
+  err_defer(release_buf, &b);
+  bool after_blocks = false;
   for (int i = 0; i < st->nitems; i++) {
     IrPrintItem *it = &st->items[i];
-    if (i && !line_start) buf_putc(&b, ' ');
-    if (!it->atom.var && !it->atom.lit) {
-      buf_put(&b, it->text.p, (size_t)it->text.n);
-      line_start = it->text.n > 0 && it->text.p[it->text.n - 1] == '\n';
-      if (it->text.n) line_start = b.n && b.p[b.n - 1] == '\n';
-      continue;
-    }
-    if (it->atom.lit) {
-      fmt_array(&b, it->atom.lit);
-      line_start = false;
-      continue;
-    }
-    Val *v = eval_lookup(F, it->atom.var);
-    eval_print_value(&b, &F->space, v, line_start || b.n == 0);
-    line_start = false;
+    bool blocks = it->atom.var && F->space.mesh;
+    if (i) buf_putc(&b, blocks || after_blocks ? '\n' : ' ');
+    after_blocks = blocks;
+    if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
+    else if (it->atom.lit) fmt_array(&b, it->atom.lit);
+    else eval_print_value(&b, &F->space, value_of(F, it->atom.var), true);
   }
   buf_putc(&b, '\n');
   fwrite(b.p, 1, b.n, stdout);
+  err_undefer(&b);
   buf_free(&b);
 }
 
@@ -466,10 +518,13 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     else if (prim_table[st->prim].kernel) exec_local(F, st);
     else if (fab_is_collective(st->prim)) {
       /* a literal operand (psum[axes=i] 1 after its inserted pbroadcast) has no variable */
+      Val *in = st->nin && !st->in[0].lit ? value_of(F, st->in[0].var) : NULL;
+      mem_scope_begin();         /* a collective that fails leaves nothing behind */
       Val *lit = st->nin && st->in[0].lit ? val_of(st->in[0].lit) : NULL;
-      Val *in = lit ? lit : st->nin ? eval_lookup(F, st->in[0].var) : NULL;
-      set_slot(F, st->out[0], fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t));
+      Val *r = fab_exec(&F->space, st->prim, st->at, lit ? lit : in, &st->out[0]->t);
       val_unref(lit);
+      mem_scope_end();
+      set_slot(F, st->out[0], r);
     } else if (st->prim == P_COND) exec_cond(I, F, st);
     else if (st->prim == P_WHILE) exec_while(I, F, st);
     else if (st->prim == P_FORI_LOOP) exec_fori(I, F, st);
@@ -493,9 +548,11 @@ static void run_body(Interp *I, Frame *F) {
 
 Interp *eval_new(IrFunc *main) {
   Interp *I = mem_calloc(sizeof *I);
+  err_defer(mem_free, I);
   I->main = main;
   Space sp = {NULL, 1, NULL};
   I->top = frame_new(I, main, NULL, &sp);
+  err_undefer(I);
   I->cur = NULL;
   return I;
 }
@@ -546,6 +603,9 @@ bool eval_run_to(Interp *I, int start, int to) {
   IrStmt *inner = I->cur && I->cur->cur ? I->cur->cur : NULL;
   while (I->cur && I->cur != T) frame_free(I, I->cur);
   I->cur = T;
+  /* what the failed statement set is half-built: its variables get no value */
+  if (i < I->main->nbody)
+    for (int k = 0; k < I->main->body[i]->nout; k++) set_slot(T, I->main->body[i]->out[k], NULL);
   fflush(stdout);
   if (I->abandon) {
     I->abandon = false;

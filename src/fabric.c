@@ -33,6 +33,7 @@ bool fab_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   if (in[0].dt == DT_BOOL && strcmp(rule_prim_name(cx), "pmax") && strcmp(rule_prim_name(cx), "pmin"))
     return rule_error(cx, "%s does not accept bool operands", rule_prim_name(cx));
   out[0] = in[0];
+  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !in[0].weak) out[0].dt = DT_F32;
   return true;
 }
 
@@ -107,12 +108,28 @@ bool fab_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out)
   return true;
 }
 
-/* ppermute.  Attrs: axes; l[0] the (src, dst) pairs, flattened. */
+/* ppermute.  Attrs: axes; l[0] the (src, dst) pairs, flattened.  Instead
+   of perm, shift=k (an extension) sends member j to member (j + k) mod the
+   group size, whatever that size is: a ring written once for every mesh;
+   it is recorded as the perm it stands for. */
 bool fab_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   (void)nin;
   if (!read_axes(cx, "axis_name", at)) return false;
-  if (!rule_int_tuples(cx, "perm", true, 2, &at->l[0])) return false;
   int64_t p = rule_group_size(cx, at);
+  if (rule_has(cx, "shift")) {
+    int64_t k;
+    if (rule_has(cx, "perm")) return rule_param_error(cx, "shift", "ppermute takes perm or shift, not both");
+    if (!rule_int(cx, "shift", true, 0, &k)) return false;
+    at->l[0].n = (int)(2 * p);
+    at->l[0].v = rule_alloc_ints(cx, at->l[0].n);
+    for (int64_t j = 0; j < p; j++) {
+      at->l[0].v[2 * j] = j;
+      at->l[0].v[2 * j + 1] = ((j + k) % p + p) % p;
+    }
+    rule_respell_int_tuples(cx, "shift", "perm", 2, &at->l[0]);
+  } else if (!rule_int_tuples(cx, "perm", true, 2, &at->l[0])) {
+    return false;
+  }
   int np = at->l[0].n / 2;
   for (int i = 0; i < np; i++) {
     int64_t s = at->l[0].v[2 * i], d = at->l[0].v[2 * i + 1];
@@ -334,7 +351,14 @@ static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, ui
       combine(prim == P_PMEAN ? P_PSUM : prim, acc, x);
     }
   }
-  if (prim == P_PMEAN) divide(acc, p);
+  if (prim == P_PMEAN) {
+    if (!dtype_is_float((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
+      Array *f = arr_convert(acc, DT_F32);
+      arr_unref(acc);
+      acc = f;
+    }
+    divide(acc, p);
+  }
   return acc;
 }
 

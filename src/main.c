@@ -19,6 +19,7 @@ static const char usage[] =
     "  shmapi -i FILE.shm       run FILE, then stay in the REPL with its definitions\n"
     "  shmapi -c 'CODE'         run CODE\n"
     "  shmapi --check FILE      parse and type-check only\n"
+    "  shmapi --debug FILE      run FILE under the debugger, stopped before its first statement\n"
     "  shmapi --version         print the version\n"
     "  shmapi --help            print this help\n"
     "\n"
@@ -65,7 +66,7 @@ int main(int argc, char **argv) {
   const char *fail = getenv("SHMAPI_FAIL_ALLOC");
   if (fail && *fail) mem_fail_after(atol(fail));
   const char *file = NULL, *code = NULL;
-  bool check_only = false, interactive = false, stats = false;
+  bool check_only = false, interactive = false, stats = false, debug = false;
   long long max_steps = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -73,6 +74,7 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--version")) { printf("shmapi %s\n", SHM_VERSION); return 0; }
     if (!strcmp(a, "--check")) check_only = true;
     else if (!strcmp(a, "-i")) interactive = true;
+    else if (!strcmp(a, "--debug")) debug = true;
     else if (!strcmp(a, "--stats")) stats = true;
     else if (!strcmp(a, "-c")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
@@ -91,11 +93,11 @@ int main(int argc, char **argv) {
     }
   }
   if (code && file) return bad_usage("%s", "give either a file or -c CODE, not both");
-  if ((check_only || interactive) && !file) return bad_usage("%s", "this mode needs a FILE");
+  if ((check_only || interactive || debug) && !file) return bad_usage("%s", "this mode needs a FILE");
 
-  ReplOptions ro = {stats, max_steps};
+  ReplOptions ro = {stats, max_steps, debug};
   if (!file && !code) return repl_main(NULL, &ro);
-  if (interactive) return repl_main(file, &ro);
+  if (interactive || debug) return repl_main(file, &ro);
 
   /* eval_run catches runtime errors of the program; this boundary catches
      those of the front end and the set-up (running out of memory). */

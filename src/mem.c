@@ -10,12 +10,33 @@
 
 typedef struct MemHdr {
   size_t size;
-  size_t pad_;        /* keep the payload 16-byte aligned */
+  size_t scoped;      /* on the scope list (see mem_scope_begin) */
+  struct MemHdr *prev, *next;   /* the scope list; the header stays 32 bytes */
 } MemHdr;
 
 static size_t in_use;
 static size_t limit;
 static long fail_countdown;
+
+/* Blocks allocated while a scope is open, newest first. */
+static MemHdr *scope_list;
+static int scope_depth;
+
+static void scope_link(MemHdr *h) {
+  h->scoped = 1;
+  h->prev = NULL;
+  h->next = scope_list;
+  if (scope_list) scope_list->prev = h;
+  scope_list = h;
+}
+
+static void scope_unlink(MemHdr *h) {
+  if (!h->scoped) return;
+  if (h->prev) h->prev->next = h->next;
+  else scope_list = h->next;
+  if (h->next) h->next->prev = h->prev;
+  h->scoped = 0;
+}
 
 size_t mem_in_use(void) { return in_use; }
 void mem_set_limit(size_t bytes) { limit = bytes; }
@@ -36,6 +57,8 @@ void *mem_alloc(size_t n) {
   MemHdr *h = malloc(sizeof(MemHdr) + n);
   if (!h) err_throw("out of memory: the system refused %zu bytes", n);
   h->size = n;
+  h->scoped = 0;
+  if (scope_depth) scope_link(h);
   in_use += n;
   return h + 1;
 }
@@ -51,16 +74,25 @@ void *mem_realloc(void *p, size_t n) {
   MemHdr *h = (MemHdr *)p - 1;
   size_t old = h->size;
   if (n > old) check_request(n - old);
+  bool scoped = h->scoped;
+  scope_unlink(h);
   MemHdr *nh = realloc(h, sizeof(MemHdr) + n);
-  if (!nh) err_throw("out of memory: the system refused %zu bytes", n);
+  if (!nh) {
+    if (scoped) scope_link(h);
+    err_throw("out of memory: the system refused %zu bytes", n);
+  }
+  if (scoped) scope_link(nh);
   nh->size = n;
   in_use = in_use - old + n;
   return nh + 1;
 }
 
+size_t mem_size(const void *p) { return p ? ((const MemHdr *)p - 1)->size : 0; }
+
 void mem_free(void *p) {
   if (!p) return;
   MemHdr *h = (MemHdr *)p - 1;
+  scope_unlink(h);
   in_use -= h->size;
   free(h);
 }
@@ -70,6 +102,29 @@ char *mem_strndup(const char *s, size_t n) {
   memcpy(r, s, n);
   r[n] = 0;
   return r;
+}
+
+/* ---- scopes -------------------------------------------------------------- */
+
+static int scope_token;
+
+/* A runtime error unwinds through an open scope: every block it allocated
+   and did not free is garbage. */
+static void scope_abort(void *token) {
+  (void)token;
+  while (scope_list) mem_free(scope_list + 1);
+  scope_depth = 0;
+}
+
+void mem_scope_begin(void) {
+  scope_depth++;
+  err_defer(scope_abort, &scope_token);
+}
+
+void mem_scope_end(void) {
+  err_undefer(&scope_token);
+  if (--scope_depth > 0) return;
+  while (scope_list) scope_unlink(scope_list);
 }
 
 /* ---- arenas ------------------------------------------------------------ */

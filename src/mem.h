@@ -21,14 +21,26 @@ void *mem_calloc(size_t n);
 void *mem_realloc(void *p, size_t n);
 void mem_free(void *p);
 char *mem_strndup(const char *s, size_t n);
+/* The size a block was allocated with (0 for NULL). */
+size_t mem_size(const void *p);
 
 /* Bytes currently allocated through mem_* (arrays included). */
 size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
 void mem_set_limit(size_t bytes);
 size_t mem_limit(void);
-/* Test switch: make the Nth allocation from now fail (0 = off). */
+/* Test switch: make the Nth allocation from now fail (0 = off).  The
+   command line sets it from SHMAPI_FAIL_ALLOC=N. */
 void mem_fail_after(long n);
+
+/* Scopes, for pure computations (a primitive's kernel, a collective):
+   code between mem_scope_begin and mem_scope_end must leave nothing it
+   allocates reachable from outside until the scope ends, except through
+   its results.  If a runtime error unwinds through the scope, every block
+   allocated in it and not yet freed is freed (err.h cleanups), so such
+   code needs no cleanups of its own.  Scopes nest; the outermost counts. */
+void mem_scope_begin(void);
+void mem_scope_end(void);
 
 typedef struct ArenaChunk ArenaChunk;
 typedef struct Arena {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "diag.h"
+#include "err.h"
 #include "lex.h"
 #include "parse.h"
 #include "parser.h"
@@ -16,6 +17,11 @@ void shmParse(void *p, int major, Tok minor);
 /* Largest source file accepted. */
 #define MAX_SOURCE (64u << 20)
 
+/* Cleanups (err.h) for parse_load and parse_file. */
+static void close_file(void *f) { fclose(f); }
+static void free_at(void *pp) { mem_free(*(void **)pp); }
+static void free_parser(void *lp) { shmParseFree(lp, mem_free); }
+
 int parse_load(const char *path, Span from) {
   FILE *f = fopen(path, "rb");
   if (!f) {
@@ -26,10 +32,15 @@ int parse_load(const char *path, Span from) {
     return -1;
   }
   size_t cap = 4096, n = 0;
-  char *text = mem_alloc(cap);
+  char *text = NULL;
+  err_defer(close_file, f);          /* running out of memory below */
+  err_defer(free_at, &text);
+  text = mem_alloc(cap);
   for (;;) {
     if (n + 1 >= cap) {
       if (cap >= MAX_SOURCE) {
+        err_undefer(&text);
+        err_undefer(f);
         fclose(f);
         mem_free(text);
         char msg[512];
@@ -45,6 +56,8 @@ int parse_load(const char *path, Span from) {
     if (got == 0) break;
     n += got;
   }
+  err_undefer(&text);
+  err_undefer(f);
   fclose(f);
   text[n] = 0;
   return diag_add_file(path, text, n);
@@ -67,6 +80,7 @@ AstList *parse_file(Arena *arena, int file) {
   Lexer L;
   lex_init(&L, arena, file, text, len);
   void *lp = shmParseAlloc(parser_alloc, &P);
+  err_defer(free_parser, lp);
   Tok t;
   do {
     lex_next(&L, &t);
@@ -74,6 +88,7 @@ AstList *parse_file(Arena *arena, int file) {
     P.at = t.sp;
     shmParse(lp, t.type, t);
   } while (t.type != 0);
+  err_undefer(lp);
   shmParseFree(lp, mem_free);
   return P.stmts ? P.stmts : ast_list(&P);
 }

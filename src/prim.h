@@ -112,6 +112,9 @@ bool rule_ints(RuleCtx *cx, const char *key, bool required, IntList *out);
 /* A tuple/list of `width`-tuples of ints, flattened into out (n = count*width):
    padding_config ((lo, hi, interior), ...), perm ((src, dst), ...). */
 bool rule_int_tuples(RuleCtx *cx, const char *key, bool required, int width, IntList *out);
+/* Records `key` as the width-tuples in l in place of the parameter `sugar`
+   they were computed from (show prints the spelled-out form). */
+void rule_respell_int_tuples(RuleCtx *cx, const char *sugar, const char *key, int width, const IntList *l);
 /* dot_general's dimension_numbers (([lc], [rc]), ([lb], [rb])) into out[0..3]. */
 bool rule_dimnums(RuleCtx *cx, const char *key, IntList out[4]);
 /* Collectives: read mesh axis names (one name or a tuple) into at->axes,

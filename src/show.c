@@ -114,12 +114,41 @@ static void show_str(Buf *b, Str s) {
   buf_putc(b, '\'');
 }
 
-typedef struct Show {
+typedef struct Show Show;
+static void show_fn(Show *S, const IrFunc *f, int indent);
+
+struct Show {
   Buf *b;
   Names names;
-} Show;
+  const IrFunc *defs[64];      /* nested functions already printed */
+  char *defnames[64];
+  int ndefs;
+};
 
-static void show_fn(Show *S, const IrFunc *f, int indent);
+/* The name a call prints for its callee.  A function defined inside
+   another is printed as a `def` just before its first call, so that the
+   output reads back. */
+static const char *callee_name(Show *S, const IrFunc *f, int indent) {
+  if (!f->parent || !f->parent->parent) return f->name;
+  for (int i = 0; i < S->ndefs; i++)
+    if (S->defs[i] == f) return S->defnames[i];
+  char cand[160];
+  snprintf(cand, sizeof cand, "%s", f->name);
+  for (int k = 1;; k++) {
+    bool used = false;
+    for (int i = 0; i < S->ndefs; i++) used |= !strcmp(S->defnames[i], cand);
+    if (!used) break;
+    snprintf(cand, sizeof cand, "%s_%d", f->name, k);
+  }
+  if (S->ndefs == 64) return f->name;
+  S->defs[S->ndefs] = f;
+  S->defnames[S->ndefs] = mem_strndup(cand, strlen(cand));
+  const char *name = S->defnames[S->ndefs++];
+  buf_printf(S->b, "def %s = ", name);
+  show_fn(S, f, indent);
+  buf_printf(S->b, "\n%*s", indent, "");
+  return name;
+}
 
 static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, int indent) {
   Buf *b = S->b;
@@ -152,10 +181,17 @@ static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, i
   }
 }
 
+static void show_free(Show *S) {
+  names_free(&S->names);
+  for (int i = 0; i < S->ndefs; i++) mem_free(S->defnames[i]);
+}
+
 void show_pval(Buf *b, const PVal *v, const Mesh *mesh, int indent) {
-  Show S = {b, {0}};
+  Show S;
+  memset(&S, 0, sizeof S);
+  S.b = b;
   show_pv(&S, v, NULL, mesh, indent);
-  names_free(&S.names);
+  show_free(&S);
 }
 
 /* ---- functions -------------------------------------------------------------------------- */
@@ -216,13 +252,14 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   Buf *b = S->b;
   buf_printf(b, "%*s", indent, "");
   switch (st->k) {
-  case IS_EQN:
+  case IS_EQN: {
+    const char *cname = st->prim < 0 ? callee_name(S, st->callee, indent) : NULL;
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');
       show_binder(S, st->out[i], mesh);
     }
     buf_puts(b, " = ");
-    if (st->prim < 0) buf_puts(b, st->callee->name);
+    if (st->prim < 0) buf_puts(b, cname);
     else {
       buf_puts(b, prim_table[st->prim].name);
       show_params(S, st, mesh, indent);
@@ -232,6 +269,7 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
       show_atom(S, &st->in[i], mesh);
     }
     break;
+  }
   case IS_CONST: {
     show_binder(S, st->out[0], mesh);
     buf_puts(b, " = ");
@@ -280,9 +318,11 @@ static void show_fn(Show *S, const IrFunc *f, int indent) {
 }
 
 void show_func(Buf *b, const IrFunc *f, const char *name) {
-  Show S = {b, {0}};
+  Show S;
+  memset(&S, 0, sizeof S);
+  S.b = b;
   buf_printf(b, "def %s = ", name);
   show_fn(&S, f, 0);
   buf_putc(b, '\n');
-  names_free(&S.names);
+  show_free(&S);
 }
