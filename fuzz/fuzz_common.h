@@ -9,6 +9,8 @@
 ** counted is a leak, reported as a crash even where LeakSanitizer would
 ** miss it (memory still reachable from a global table).
 **
+** One input in four also gets an injected allocation failure.
+**
 ** Inputs that `import` are skipped: an import reads the file system
 ** (`import "/dev/stdin"` would block the fuzzer), which is not what these
 ** harnesses test.
@@ -63,6 +65,12 @@ static void fuzz_finish(Checker *C) {
 static int fuzz_one(const uint8_t *data, size_t size, bool run) {
   if (fuzz_has(data, size, "import")) return -1;
   mem_set_limit(run ? (size_t)32 << 20 : 0);
+  /* One input in four also makes its Nth allocation fail (N from a hash
+     of the input, so a crash reproduces): the paths that run out of
+     memory must release everything too. */
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
+  if ((h & 3) == 0) mem_fail_after(1 + (long)((h >> 2) % 4000));
   Checker *volatile C = NULL;
   Interp *volatile I = NULL;
   ErrJmp j;

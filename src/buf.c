@@ -46,4 +46,6 @@ void buf_free(Buf *b) {
   b->n = b->cap = 0;
 }
 
+void buf_release(void *b) { buf_free(b); }
+
 const char *buf_cstr(Buf *b) { return b->p ? b->p : ""; }

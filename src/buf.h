@@ -18,6 +18,9 @@ void buf_puts(Buf *b, const char *s);
 void buf_printf(Buf *b, const char *fmt, ...) SHM_PRINTF(2, 3);
 void buf_reset(Buf *b);          /* keep the memory, empty the text */
 void buf_free(Buf *b);
+/* buf_free for err_defer (err.h): err_defer(buf_release, &b) keeps a
+   local Buf from leaking when a runtime error unwinds past it. */
+void buf_release(void *b);
 const char *buf_cstr(Buf *b);    /* "" for an empty buffer */
 
 #endif

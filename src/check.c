@@ -107,9 +107,11 @@ static char *type_text(Ctx *cx, const Type *t) {
   static char bufs[4][256];
   static int which;
   Buf b = {0};
+  err_defer(buf_release, &b);
   show_type(&b, t, cx ? cx->mesh : NULL);
   char *r = bufs[which++ & 3];
   snprintf(r, 256, "%s", buf_cstr(&b));
+  err_undefer(&b);
   buf_free(&b);
   return r;
 }
@@ -130,9 +132,11 @@ static char *vma_text(Ctx *cx, uint32_t vma) {
   static char bufs[4][256];
   static int which;
   Buf b = {0};
+  err_defer(buf_release, &b);
   vma_message(&b, vma, cx->mesh);
   char *r = bufs[which++ & 3];
   snprintf(r, 256, "%s", buf_cstr(&b));
+  err_undefer(&b);
   buf_free(&b);
   return r;
 }
@@ -1155,7 +1159,9 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   Array *arr = arr_new((DType)t.dt, t.rank, t.shape);
   int64_t pos = 0;
   bool ok = true;
+  err_defer(unref_array, arr);
   lit_fill(cx, s->alit, arr, &pos, &ok);
+  err_undefer(arr);
   if (!ok) { arr_unref(arr); bind_bad(cx, s); return; }
   keep(arr);
   IrStmt *st = new_stmt(cx, IS_CONST, s->sp);
@@ -1217,10 +1223,12 @@ static void check_show(Ctx *cx, AstStmt *s) {
   IrStmt *st = new_stmt(cx, IS_SHOW, s->sp);
   st->line = s->line;
   Buf out = {0};
+  err_defer(buf_release, &out);
   char name[256];
   snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
   show_func(&out, fd->latest, name);
   st->text = arena_strndup(&cx->C->arena, buf_cstr(&out), out.n);
+  err_undefer(&out);
   buf_free(&out);
   emit(cx, st);
 }
@@ -1473,11 +1481,13 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
   if (diag_count() != errs) ok = false;
   if (!ok && call.file >= 0 && call.off != af->sp.off && diag_count() > errs + (argerrs > 0)) {
     Buf b = {0};
+    err_defer(buf_release, &b);
     for (int i = 0; i < nargs; i++) {
       if (i) buf_puts(&b, ", ");
       show_type(&b, &args[i], mesh);
     }
     diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
+    err_undefer(&b);
     buf_free(&b);
   }
   inst->ir = ok ? f : NULL;
@@ -1709,6 +1719,8 @@ PVal *bld_pv_ints(Builder *B, const int64_t *v, int n) {
   for (int i = 0; i < n; i++) items[i] = bld_pv_int(B, v[i]);
   return bld_pv_tuple(B, items, n);
 }
+
+Array *bld_keep(Array *a) { return keep(a); }
 
 IrAtom bld_zeros(Builder *B, const Type *t) {
   IrAtom z;
@@ -1946,11 +1958,15 @@ static void check_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
         if (!types_equal(&f->outs[i].t, &first->outs[i].t)) same = false;
       if (!same) {
         Buf b0 = {0}, b1 = {0};
+        err_defer(buf_release, &b0);
+        err_defer(buf_release, &b1);
         describe_types(cx, &b0, first->outs, first->nouts);
         describe_types(cx, &b1, f->outs, f->nouts);
         diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
                    buf_cstr(&b0), b, buf_cstr(&b1));
+        err_undefer(&b0);
         buf_free(&b0);
+        err_undefer(&b1);
         buf_free(&b1);
         bind_bad(cx, s);
         return;
@@ -1992,11 +2008,15 @@ static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   if (!f) { bind_bad(cx, s); return; }
   if (!outs_match(f, args + 1, n)) {
     Buf b0 = {0}, b1 = {0};
+    err_defer(buf_release, &b0);
+    err_defer(buf_release, &b1);
     describe_types(cx, &b0, in, n);
     describe_types(cx, &b1, f->outs, f->nouts);
     diag_error(s->callee_sp, "fori_loop body must return its carry's types %s, but returns %s",
                buf_cstr(&b0), buf_cstr(&b1));
+    err_undefer(&b0);
     buf_free(&b0);
+    err_undefer(&b1);
     buf_free(&b1);
     bind_bad(cx, s);
     return;
@@ -2040,8 +2060,10 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
     if (!cf) { bind_bad(cx, s); return; }
     if (cf->nouts != 1 || cf->outs[0].t.rank != 0 || cf->outs[0].t.dt != DT_BOOL) {
       Buf b = {0};
+      err_defer(buf_release, &b);
       describe_types(cx, &b, cf->outs, cf->nouts);
       diag_error(s->callee_sp, "while's cond_jaxpr must return one bool[], not %s", buf_cstr(&b));
+      err_undefer(&b);
       buf_free(&b);
       bind_bad(cx, s);
       return;
@@ -2056,11 +2078,15 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
   if (!bf) { bind_bad(cx, s); return; }
   if (!outs_match(bf, bt + bn, nc)) {
     Buf b0 = {0}, b1 = {0};
+    err_defer(buf_release, &b0);
+    err_defer(buf_release, &b1);
     describe_types(cx, &b0, carry, nc);
     describe_types(cx, &b1, bf->outs, bf->nouts);
     diag_error(s->callee_sp, "while's body_jaxpr must return its carry's types %s, but returns %s",
                buf_cstr(&b0), buf_cstr(&b1));
+    err_undefer(&b0);
     buf_free(&b0);
+    err_undefer(&b1);
     buf_free(&b1);
     bind_bad(cx, s);
     return;
@@ -2157,9 +2183,11 @@ static bool parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
         if (str_eq(m->axis[i], a->s)) idx = i;
       if (idx < 0) {
         Buf ax = {0};     /* name the mesh's axes: "has axes i, j" */
+        err_defer(buf_release, &ax);
         for (int i = 0; i < m->naxes; i++) buf_printf(&ax, "%s%.*s", i ? ", " : "axes ", m->axis[i].n, m->axis[i].p);
         diag_error(a->sp, "unknown mesh axis '%.*s' in a partition spec (mesh %.*s has %s)", a->s.n, a->s.p,
                    m->name.n, m->name.p, m->naxes ? buf_cstr(&ax) : "no axes");
+        err_undefer(&ax);
         buf_free(&ax);
         return false;
       }
@@ -2216,9 +2244,11 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     block[i] = args[i];
     if (spc->ndims > args[i].rank) {
       Buf b = {0};
+      err_defer(buf_release, &b);
       spec_text(&b, spc, m);
       diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp, "in_specs[%d] %s has %d entr%s, but argument %d is %s of rank %d",
                  i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, type_text(cx, &args[i]), args[i].rank);
+      err_undefer(&b);
       buf_free(&b);
       r->failed = true;
       return NULL;
@@ -2227,10 +2257,12 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
       int64_t f = spec_dim_factor(spc, m, d);
       if (args[i].shape[d] % f) {
         Buf b = {0};
+        err_defer(buf_release, &b);
         spec_text(&b, spc, m);
         diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp,
                    "in_specs[%d] %s splits dimension %d of argument %d (%s) into %lld blocks, but %lld is not divisible by %lld",
                    i, buf_cstr(&b), d, i + 1, type_text(cx, &args[i]), (long long)f, (long long)args[i].shape[d], (long long)f);
+        err_undefer(&b);
         buf_free(&b);
         r->failed = true;
         return NULL;
@@ -2256,10 +2288,12 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     Spec *spc = &sm->out[i];
     const IrAtom *o = &f->outs[i];
     Buf b = {0};
+    err_defer(buf_release, &b);
     spec_text(&b, spc, m);
     if (spc->ndims > o->t.rank) {
       diag_error(outs[i]->sp.file >= 0 ? outs[i]->sp : sp, "out_specs[%d] %s has %d entr%s, but result %d is %s of rank %d",
                  i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, type_text(&sub, &o->t), o->t.rank);
+      err_undefer(&b);
       buf_free(&b);
       r->failed = true;
       return NULL;
@@ -2269,17 +2303,21 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
       int k = 0;
       while (!(extra & (1u << k))) k++;
       Buf ax = {0};
+      err_defer(buf_release, &ax);
       vma_message(&ax, o->t.vma, m);
       const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
       int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
       diag_error(o->sp.file >= 0 ? o->sp : sp,
                  "out_specs %s promise replication over mesh axis '%.*s', but the result %.*s varies over %s",
                  buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
+      err_undefer(&ax);
       buf_free(&ax);
+      err_undefer(&b);
       buf_free(&b);
       r->failed = true;
       return NULL;
     }
+    err_undefer(&b);
     buf_free(&b);
     gout[i] = o->t;
     gout[i].vma = 0;
@@ -2389,11 +2427,13 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   if (!f) {
     if (diag_count() > errs && call.off != af->sp.off) {
       Buf b = {0};
+      err_defer(buf_release, &b);
       for (int i = 0; i < nargs; i++) {
         if (i) buf_puts(&b, ", ");
         show_type(&b, &args[i], NULL);
       }
       diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
+      err_undefer(&b);
       buf_free(&b);
     }
     return NULL;
@@ -2471,6 +2511,16 @@ static bool transpose_linear(Ctx *cx, FuncDef *fd, FuncDef *target, bool **out) 
   return true;
 }
 
+/* The newest checked instance, preferring one checked where the
+   transpose is defined (so that a top-level `def f_tt = linear_transpose
+   f_t` does not show an instance made inside a shard_map body). */
+static Instance *preferred_instance(Instance *list, const Mesh *mesh) {
+  Instance *pick = NULL;
+  for (Instance *i = list; i; i = i->next)
+    if (i->ir && (!pick || (pick->mesh != mesh && i->mesh == mesh))) pick = i;
+  return pick;
+}
+
 static void transpose_define(Ctx *cx, FuncDef *fd) {
   AstFunc *af = fd->ast;
   if (!str_eqc(af->tprim, "linear_transpose")) {
@@ -2488,7 +2538,7 @@ static void transpose_define(Ctx *cx, FuncDef *fd) {
   if (!transpose_linear(cx, fd, b->fn, &unused)) { fd->target = NULL; return; }
   /* transpose the instances the target already has (an annotated function
      has one from its definition) */
-  for (Instance *i = b->fn->inst; i; i = i->next)
+  for (Instance *i = preferred_instance(b->fn->inst, cx->mesh); i; i = i->next)
     if (i->ir) {
       IrFunc *f = i->ir;
       int nl = 0;
@@ -2558,10 +2608,11 @@ static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
     inst->next = fd->inst;
     fd->inst = inst;
     if (g) fd->latest = g;
-    else if (call.off != af->sp.off) diag_note(af->sp, "while transposing %.*s", t->name.n, t->name.p);
+    else diag_note(af->sp, "while transposing %.*s", t->name.n, t->name.p);
     return g;
   }
   Buf b = {0};
+  err_defer(buf_release, &b);
   for (int i = 0; i < nargs; i++) {
     if (i) buf_puts(&b, ", ");
     show_type(&b, &args[i], cx->mesh);
@@ -2569,6 +2620,7 @@ static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   diag_error(call, "%.*s transposes %.*s, but %.*s has no checked version whose non-linear parameters and results "
              "are (%s): annotate its parameters or call it first",
              fd->name.n, fd->name.p, t->name.n, t->name.p, t->name.n, t->name.p, buf_cstr(&b));
+  err_undefer(&b);
   buf_free(&b);
   return NULL;
 }
@@ -2643,10 +2695,12 @@ static int expr_nouts(Ctx *cx, AstStmt *s) {
 
 IrFunc *check_expr(Checker *C, const char *text, IrFunc *parent, IrVar *const *vars, int nvars, uint32_t ctrl) {
   Buf src = {0};
+  err_defer(buf_release, &src);
   buf_puts(&src, "__v = ");
   buf_puts(&src, text);
   buf_putc(&src, '\n');
   int file = parse_load_text("<expression>", buf_cstr(&src), src.n);
+  err_undefer(&src);
   buf_free(&src);
   int errs = diag_count();
   AstList *stmts = parse_file(&C->arena, file);

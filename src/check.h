@@ -94,6 +94,9 @@ bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int npar
 IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma);
 /* Zeros of a type (invariant; lifted when t has variance). */
 IrAtom bld_zeros(Builder *B, const Type *t);
+/* A literal array an emitted equation uses: the checked program keeps it
+   and releases it with itself.  Returns a. */
+Array *bld_keep(Array *a);
 IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts);
 IrFunc *bld_func(Builder *B);
 /* Arena-allocated parameter values, for building IrParam lists. */

@@ -87,13 +87,6 @@ struct Dbg {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static char *dup_str(const char *s, size_t n) {
-  char *r = mem_alloc(n + 1);
-  memcpy(r, s, n);
-  r[n] = 0;
-  return r;
-}
-
 static const char *skip_ws(const char *s) {
   while (isspace((unsigned char)*s)) s++;
   return s;
@@ -104,7 +97,7 @@ static char *trimmed(const char *s) {
   s = skip_ws(s);
   size_t n = strlen(s);
   while (n && isspace((unsigned char)s[n - 1])) n--;
-  return dup_str(s, n);
+  return mem_strndup(s, n);
 }
 
 static bool parse_int(const char *s, int64_t *out) {
@@ -187,7 +180,8 @@ static void put_axes_tuple(Buf *b, const Mesh *m) {
 static void put_devset(Buf *b, const uint8_t *set, int64_t n) {
   int64_t c = 0;
   for (int64_t d = 0; d < n; d++) c += !set || set[d];
-  if (c == n && n > 1) { buf_printf(b, "all %lld devices", (long long)n); return; }
+  if (c == n && n == 2) { buf_puts(b, "both devices"); return; }
+  if (c == n && n > 2) { buf_printf(b, "all %lld devices", (long long)n); return; }
   if (c == 0) { buf_puts(b, "no device"); return; }
   buf_puts(b, c == 1 ? "device " : "devices ");
   bool first = true;
@@ -383,6 +377,16 @@ static void dedupe(VarList *L) {
 static uint32_t all_axes(const Mesh *m) { return m ? (m->naxes >= 32 ? ~0u : (1u << m->naxes) - 1) : 0; }
 
 /* ---- expressions ---------------------------------------------------------------------- */
+
+/* Is a variable of this name visible in G? */
+static bool eval_lookup_name(Dbg *D, Frame *G, const char *name) {
+  VarList L = {0};
+  visible_vars(D, G, &L);
+  bool found = false;
+  for (int i = 0; i < L.n && !found; i++) found = str_eqc(L.v[i]->name, name);
+  mem_free(L.v);
+  return found || check_has_func(D->C, str_c(name));
+}
 
 /* Compile EXPR where frame G stands; NULL with the reason in err. */
 static IrFunc *compile_in(Dbg *D, Frame *G, const char *text, Buf *err) {
@@ -792,7 +796,7 @@ static void cmd_break(Dbg *D, const char *args, bool temp) {
       complain("no function named '%s'", arg);
       goto fail;
     }
-    bp.func = dup_str(arg, strlen(arg));
+    bp.func = mem_strndup(arg, strlen(arg));
   }
   Bp *nb = mem_alloc(sizeof *nb);
   *nb = bp;
@@ -869,7 +873,10 @@ static void cmd_clear(Dbg *D, const char *args) {
           if (D->bps[i]->file == file && D->bps[i]->line == ln) { bp_delete(D, i, true); any = true; }
       for (int i = D->nbp - 1; !colon && i >= 0; i--)
         if (D->bps[i]->func && !strcmp(D->bps[i]->func, a)) { bp_delete(D, i, true); any = true; }
-      if (!any) complain("no breakpoint at %s%s%s", colon ? a : "", colon ? ":" : "", num);
+      if (!any && parse_int(num, &ln))
+        complain("no breakpoint at %s:%lld", file >= 0 ? diag_file_name(file) : a, (long long)ln);
+      else if (!any)
+        complain("no breakpoint at function %s", a);
     }
   } else {
     for_bp_numbers(D, a, clear_one);
@@ -884,8 +891,13 @@ static void cmd_condition(Dbg *D, const char *args) {
   if (*rest) *rest++ = 0;
   int64_t no;
   int i;
-  if (!parse_int(a, &no) || (i = bp_index(D, (int)no)) < 0) {
-    complain("condition needs a breakpoint number: condition N [COND]");
+  if (!parse_int(a, &no)) {
+    complain("usage: condition N [COND]");
+    mem_free(a);
+    return;
+  }
+  if ((i = bp_index(D, (int)no)) < 0) {
+    complain("no breakpoint number %lld", (long long)no);
     mem_free(a);
     return;
   }
@@ -914,9 +926,13 @@ static void cmd_ignore(Dbg *D, const char *args) {
   if (*rest) *rest++ = 0;
   int64_t no, count = 0;
   int i;
-  if (!parse_int(a, &no) || (i = bp_index(D, (int)no)) < 0 || (*skip_ws(rest) && !parse_int(rest, &count)) ||
-      count < 0) {
+  if (!parse_int(a, &no) || !*skip_ws(rest) || !parse_int(rest, &count) || count < 0) {
     complain("usage: ignore N COUNT");
+    mem_free(a);
+    return;
+  }
+  if ((i = bp_index(D, (int)no)) < 0) {
+    complain("no breakpoint number %lld", (long long)no);
     mem_free(a);
     return;
   }
@@ -944,8 +960,16 @@ static bool first_on_line(IrFunc *fn, IrStmt *st) {
   return true;
 }
 
-static bool bp_matches(Bp *bp, Frame *F, IrStmt *st) {
+static bool bp_matches(Dbg *D, Bp *bp, Frame *F, IrStmt *st) {
   if (!bp->enabled) return false;
+  if (!st) {
+    /* a return: a line breakpoint on a `return` line of its own */
+    int file, line;
+    if (bp->func || !frame_pos(D, F, &file, &line) || file != bp->file || line != bp->line) return false;
+    for (int i = 0; i < F->fn->nbody; i++)
+      if (F->fn->body[i]->line == line && F->fn->body[i]->whole.file == file) return false;
+    return true;
+  }
   if (bp->func) {
     IrFunc *fn = F->fn;
     return !fn->is_shard_map_wrapper && fn->name && !strcmp(fn->name, bp->func) && first_stmt(fn) == st;
@@ -1031,7 +1055,7 @@ static void do_displays(Dbg *D, bool force) {
     if (show_expr(D, D->sel, d->expr, buf_cstr(&label), focus_for(D, D->sel), &out, &err)) {
       if (force || !d->last || strcmp(d->last, buf_cstr(&out))) fputs(buf_cstr(&out), stdout);
       mem_free(d->last);
-      d->last = dup_str(buf_cstr(&out), out.n);
+      d->last = mem_strndup(buf_cstr(&out), out.n);
     } else if (force) {
       complain("display %s: %s", d->expr, buf_cstr(&err));
     }
@@ -1073,7 +1097,7 @@ static void cmd_display(Dbg *D, const char *args) {
   buf_printf(&label, "display %s", e);
   if (show_expr(D, D->sel, e, buf_cstr(&label), focus_for(D, D->sel), &out, &err)) {
     fputs(buf_cstr(&out), stdout);
-    d->last = dup_str(buf_cstr(&out), out.n);
+    d->last = mem_strndup(buf_cstr(&out), out.n);
   } else {
     complain("display %s: %s", e, buf_cstr(&err));
   }
@@ -1126,7 +1150,7 @@ static void tab_start(Table *t, int ncols) {
 
 static void tab_add(Table *t, const char *s) {
   VEC_GROW(t->cell, t->cap, t->n + 1);
-  t->cell[t->n++] = dup_str(s, strlen(s));
+  t->cell[t->n++] = mem_strndup(s, strlen(s));
 }
 
 static void tab_free(Table *t) {
@@ -1820,7 +1844,20 @@ static Act command(Dbg *D, const char *line) {
   if (!strcmp(w, "cl")) { cmd_clear(D, args); return STAY; }
   if (dbg_command(D, line, NULL)) return STAY;
   /* anything else is an expression to print */
-  cmd_print(D, line);
+  if (!D->stopped) return STAY;
+  Frame *G = D->sel;
+  Buf out = {0}, err = {0};
+  char *e = trimmed(line);
+  bool word = true;
+  for (const char *p = e; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_') word = false;
+  if (show_expr(D, G, e, NULL, focus_for(D, G), &out, &err)) fputs(buf_cstr(&out), stdout);
+  else if (word && !eval_lookup_name(D, G, e)) complain("'%s' is neither a command nor a name defined here (help lists the commands)", e);
+  else complain("%s", buf_cstr(&err));
+  fflush(stdout);
+  buf_free(&out);
+  buf_free(&err);
+  mem_free(e);
   return STAY;
 }
 
@@ -1837,10 +1874,10 @@ static void stop_loop(Dbg *D) {
     if (!*t) {
       mem_free(t);
       if (!D->last_cmd) continue;
-      t = dup_str(D->last_cmd, strlen(D->last_cmd));
+      t = mem_strndup(D->last_cmd, strlen(D->last_cmd));
     } else {
       mem_free(D->last_cmd);
-      D->last_cmd = dup_str(t, strlen(t));
+      D->last_cmd = mem_strndup(t, strlen(t));
     }
     Act a = command(D, t);
     mem_free(t);
@@ -1925,10 +1962,10 @@ static void trace(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data) {
     return;
   }
   bool wrapper = F->fn->is_shard_map_wrapper;
-  if (ev == EV_LINE)
+  if (!wrapper || ev == EV_LINE)
     for (int i = 0; i < D->nbp; i++) {
       Bp *bp = D->bps[i];
-      if (!bp_matches(bp, F, st)) continue;
+      if (!bp_matches(D, bp, F, ev == EV_LINE ? st : NULL)) continue;
       Buf banner = {0}, msg = {0};
       int64_t n = F->space.mesh ? F->space.mesh->ndev : 1;
       uint8_t *held = mem_calloc((size_t)n);
@@ -2016,7 +2053,7 @@ int dbg_visible_names(Dbg *D, const char **names, int max) {
   int n = 0;
   for (int i = 0; i < L.n && n < max; i++) {
     VEC_GROW(D->pool, D->cappool, D->npool + 1);
-    D->pool[D->npool++] = dup_str(L.v[i]->name.p, (size_t)L.v[i]->name.n);
+    D->pool[D->npool++] = mem_strndup(L.v[i]->name.p, (size_t)L.v[i]->name.n);
     names[n++] = D->pool[D->npool - 1];
   }
   mem_free(L.v);
@@ -2058,14 +2095,14 @@ DbgResult dbg_run_main(Dbg *D, int from, int to, bool stop_first) {
   }
 }
 
-DbgResult dbg_run_call(Dbg *D, const char *call) {
+DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first) {
   diag_clear();
   IrFunc *f = check_expr(D->C, call, check_main(D->C), NULL, -1, 0);
   if (!f) {
     Buf err = {0};
     take_diags(&err);
     fflush(stdout);
-    fprintf(stderr, "shmapi: error: debug %s: %s\n", call, buf_cstr(&err));
+    fprintf(stderr, "shmapi: error: %s\n", buf_cstr(&err));
     buf_free(&err);
     return DBG_ERROR;
   }
@@ -2076,7 +2113,7 @@ DbgResult dbg_run_call(Dbg *D, const char *call) {
       return DBG_ERROR;
     }
   Val **outs = mem_calloc(sizeof(Val *) * (size_t)(f->nouts + 1));
-  begin_run(D, true);
+  begin_run(D, stop_first);
   D->skip_fn = f;
   Span where = span_none();
   bool ok = eval_call(D->I, eval_top(D->I), f, outs, true, &where);

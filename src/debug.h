@@ -54,10 +54,11 @@ typedef enum DbgResult {
    `stop_first`.  A `run` or `restart` typed at a stop starts the program
    again here. */
 DbgResult dbg_run_main(Dbg *D, int from, int to, bool stop_first);
-/* `debug f a b`: check the call in the top-level scope, run it stopped
-   before the first statement inside f, and print its results as a bare
-   name prints a value.  Static errors are printed to stderr as DBG_ERROR. */
-DbgResult dbg_run_call(Dbg *D, const char *call);
+/* `f a b` (an expression line) and `debug f a b`: check the call in the
+   top-level scope, run it (stopped before the first statement inside f
+   when `stop_first`, else only at breakpoints) and print its results as
+   a bare name prints a value.  Static errors go to stderr (DBG_ERROR). */
+DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first);
 
 /* A command typed at the REPL prompt that the debugger answers (break,
    tbreak, clear, disable, enable, condition, ignore, display, undisplay,

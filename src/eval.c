@@ -134,6 +134,21 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
 
 /* ---- local primitives ----------------------------------------------------------- */
 
+/* A kernel's operands with their reference counts before it ran.  A
+   kernel that fails takes its references to its operands with it, so
+   they are put back (kern_unwind, an err.h cleanup); the blocks it
+   allocated are freed by its memory scope (mem.h). */
+typedef struct KernGuard {
+  Array **ins;
+  int n;
+  int32_t *refc;
+} KernGuard;
+
+static void kern_unwind(void *p) {
+  KernGuard *g = p;
+  for (int i = 0; i < g->n; i++) g->ins[i]->refc = g->refc[i];
+}
+
 static void exec_local(Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
   uint32_t R = st->nout ? st->out[0]->t.vma : 0;
@@ -148,18 +163,29 @@ static void exec_local(Frame *F, IrStmt *st) {
     set_slot(F, st->out[j], outs[j]);
   }
   Array *inbuf[16];
+  int32_t rcbuf[16];
   Array **ins = st->nin <= 16 ? inbuf : scratch(sizeof(Array *) * (size_t)st->nin);
+  int32_t *refc = st->nin <= 16 ? rcbuf : scratch(sizeof(int32_t) * (size_t)st->nin);
+  KernGuard guard = {ins, 0, refc};
+  err_defer(kern_unwind, &guard);
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
   for (int64_t b = 0; b < nb; b++) {
     if (need && !need[b]) continue;
-    for (int i = 0; i < st->nin; i++) ins[i] = atom_block(F, &st->in[i], R, b);
+    for (int i = 0; i < st->nin; i++) {
+      ins[i] = atom_block(F, &st->in[i], R, b);
+      refc[i] = ins[i]->refc;
+    }
+    guard.n = st->nin;
     mem_scope_begin();           /* a kernel that fails leaves nothing behind */
     k(st->at, ins, st->nin, res, outt);
     mem_scope_end();
+    guard.n = 0;
     for (int j = 0; j < nout; j++) outs[j]->blk[b] = res[j];
   }
   scratch_free(need);
+  err_undefer(&guard);
+  if (refc != rcbuf) scratch_free(refc);
   if (ins != inbuf) scratch_free(ins);
 }
 
@@ -518,12 +544,13 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     else if (prim_table[st->prim].kernel) exec_local(F, st);
     else if (fab_is_collective(st->prim)) {
       /* a literal operand (psum[axes=i] 1 after its inserted pbroadcast) has no variable */
-      Val *in = st->nin && !st->in[0].lit ? value_of(F, st->in[0].var) : NULL;
+      Val **lit = st->nin && st->in[0].lit ? vals_new(1) : NULL;
+      if (lit) lit[0] = val_of(st->in[0].lit);
+      Val *in = lit ? lit[0] : st->nin ? value_of(F, st->in[0].var) : NULL;
       mem_scope_begin();         /* a collective that fails leaves nothing behind */
-      Val *lit = st->nin && st->in[0].lit ? val_of(st->in[0].lit) : NULL;
-      Val *r = fab_exec(&F->space, st->prim, st->at, lit ? lit : in, &st->out[0]->t);
-      val_unref(lit);
+      Val *r = fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t);
       mem_scope_end();
+      if (lit) vals_free(lit);
       set_slot(F, st->out[0], r);
     } else if (st->prim == P_COND) exec_cond(I, F, st);
     else if (st->prim == P_WHILE) exec_while(I, F, st);
@@ -639,6 +666,7 @@ bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *w
   }
   Frame *saved = I->cur;
   long steps = I->steps;
+  I->steps = 0;
   volatile bool ok = true;
   ErrJmp j;
   if (ERR_TRY(&j)) {

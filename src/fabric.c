@@ -198,6 +198,7 @@ bool fab_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
 
 typedef struct Stat {
   long calls;
+  long maxdev;            /* most instances taking part in one call */
   long devices;           /* instances taking part, summed over calls */
   double sent;            /* bytes sent, summed over devices and calls */
   double recv;
@@ -212,6 +213,7 @@ static void account(int prim, long devices, double sent_each, double recv_each) 
   Stat *s = &stats[prim];
   s->calls++;
   s->devices += devices;
+  if (devices > s->maxdev) s->maxdev = devices;
   s->sent += sent_each * (double)devices;
   s->recv += recv_each * (double)devices;
   s->per_dev_sent += sent_each;
@@ -240,7 +242,7 @@ void fab_stats_print(FILE *out) {
     char a[32], b[32];
     human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
     human(b, sizeof b, s->sent);
-    fprintf(out, "%-22s %7ld %8ld %14s %14s\n", prim_table[p].name, s->calls, s->calls ? s->devices / s->calls : 0, a, b);
+    fprintf(out, "%-22s %7ld %8ld %14s %14s\n", prim_table[p].name, s->calls, s->maxdev, a, b);
     calls += s->calls;
     devs += s->devices;
     total += s->sent;
@@ -430,6 +432,8 @@ static double nbytes_of(const Type *t) {
   return n;
 }
 
+static void release_val(void *v) { val_unref(v); }
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt) {
   const Mesh *m = sp->mesh;
   int64_t p = group_size(m, at);
@@ -437,6 +441,9 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   uint32_t R = outt->vma;
   int64_t nres = val_nblk(m, R);
   Val *out = val_new(R, nres);
+  /* on a runtime error, drop the references `out` took; the caller's
+     memory scope (mem.h) frees the rest */
+  err_defer(release_val, out);
   long devices = 0;
   for (int64_t i = 0; i < sp->ninst; i++) devices += !sp->active || sp->active[i];
   int64_t coords[SHM_MAXAXES] = {0};
@@ -449,6 +456,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
       out->blk[b] = arr_scalar_i(DT_I32, idx);
     }
     account(prim, devices, 0, 0);
+    err_undefer(out);
     return out;
   }
 
@@ -456,6 +464,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   if (prim == P_PBROADCAST) {     /* moves nothing: the result shares the operand's blocks */
     for (int64_t b = 0; b < nres; b++) out->blk[b] = arr_ref(in->blk[val_project(m, R, b, S)]);
     account(prim, devices, 0, 0);
+    err_undefer(out);
     return out;
   }
   double n_in = in->nblk && in->blk[0] ? (double)arr_nbytes(in->blk[0]) : 0;
@@ -592,9 +601,11 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
 
   default:
     mem_free(need);
+    err_undefer(out);
     val_unref(out);
     err_throw("internal error: %s is not a collective", prim_table[prim].name);
   }
   mem_free(need);
+  err_undefer(out);
   return out;
 }

@@ -38,7 +38,11 @@ void mem_fail_after(long n);
    allocates reachable from outside until the scope ends, except through
    its results.  If a runtime error unwinds through the scope, every block
    allocated in it and not yet freed is freed (err.h cleanups), so such
-   code needs no cleanups of its own.  Scopes nest; the outermost counts. */
+   code needs no cleanups of its own — except that those blocks are freed
+   as raw memory: a block that holds references to things allocated
+   outside the scope (a Val holding an operand's blocks) needs a cleanup
+   that drops them, and references taken on outside things must be given
+   back by one.  Scopes nest; the outermost counts. */
 void mem_scope_begin(void);
 void mem_scope_end(void);
 

@@ -33,6 +33,7 @@ typedef struct Repl {
   bool in_debugger;          /* the prompt showing is (shdb) */
   bool quit;
   bool interrupted;          /* Ctrl-C at the prompt */
+  bool eof;                  /* the input ended inside a statement */
   int errors;
   char *history;             /* ~/.shmapi_history, or NULL */
 } Repl;
@@ -170,7 +171,8 @@ static char *dbg_reader(void *ctx, const char *prompt) {
 
 static void help_overview(void) {
   puts("shm REPL: type statements (equations, def, mesh, print, show, import); they are\n"
-       "checked, then run.  A bare name prints its value.\n"
+       "checked, then run.  A bare name prints its value; a line without `=` such as\n"
+       "`add x y` or `f x` prints its results.\n"
        "\n"
        "Commands (when the line is not an equation):\n"
        "  help [TOPIC]          topics: commands, statements, primitives, collectives,\n"
@@ -401,9 +403,11 @@ static char **complete(const char *text, int start, int end) {
   int prev = start - 1;
   while (prev >= 0 && line[prev] == ' ') prev--;
   if (open >= 0 && (start == 0 || line[start - 1] != '=')) {
-    int b = open;
+    int e = open;
+    while (e > 0 && line[e - 1] == ' ') e--;
+    int b = e;
     while (b > 0 && (isalnum((unsigned char)line[b - 1]) || line[b - 1] == '_')) b--;
-    Str w = {line + b, open - b};
+    Str w = {line + b, e - b};
     int id = prim_lookup(w);
     if (id >= 0 && prim_table[id].params) {
       const char *p = prim_table[id].params;
@@ -439,6 +443,14 @@ static char **complete(const char *text, int start, int end) {
     cand_names(R, true, true);
     cand_prims();
   }
+  /* a primitive with parameters completes without a space: `[` follows */
+  int only = -1, nmatch = 0;
+  for (int i = 0; i < cands.n; i++)
+    if (!strncmp(cands.v[i], text, strlen(text))) { only = i; nmatch++; }
+  if (nmatch == 1) {
+    int id = prim_lookup(str_c(cands.v[only]));
+    if (id >= 0 && prim_table[id].params && *prim_table[id].params) rl_completion_append_character = '\0';
+  }
   char **m = rl_completion_matches(text, cand_gen);
   return m;
 }
@@ -450,9 +462,26 @@ static void note(DbgResult r, Repl *R) {
   if (r == DBG_QUIT && R->opts->debug) R->quit = true;
 }
 
+/* An expression line: `f x` or `prim[params] args`, no `=`, no keyword. */
+static bool is_expression(const char *text) {
+  const char *s = skip_ws(text);
+  if (!isalpha((unsigned char)*s) && *s != '_') return false;
+  size_t n = 0;
+  while (isalnum((unsigned char)s[n]) || s[n] == '_') n++;
+  char w[32];
+  if (n >= sizeof w) return !is_equation(text);
+  memcpy(w, s, n);
+  w[n] = 0;
+  return !in_list(keywords, w) && !is_equation(text);
+}
+
 /* Check and run one complete input (under the debugger, stopped before
-   its first statement, when `debug`). */
+   its first statement, when `debug`); an expression line prints its value. */
 static void run_input(Repl *R, const char *text, bool debug) {
+  if (is_expression(text)) {
+    note(dbg_run_call(R->D, text, debug), R);
+    return;
+  }
   int f = parse_load_text("<stdin>", text, strlen(text));
   CheckMark mark = check_mark(R->C);
   int from = check_main(R->C)->nbody;
@@ -523,7 +552,7 @@ static bool repl_command(Repl *R, const char *line) {
   } else if (!strcmp(w, "debug")) {
     if (!*args) puts("*** debug needs a statement or a call: debug y = f x, or debug f x");
     else if (is_equation(args)) run_input(R, args, true);
-    else note(dbg_run_call(R->D, args), R);
+    else note(dbg_run_call(R->D, args, true), R);
   } else {
     DbgResult r = DBG_OK;
     if (!dbg_command(R->D, line, &r)) return false;
@@ -531,6 +560,34 @@ static bool repl_command(Repl *R, const char *line) {
   }
   fflush(stdout);
   return true;
+}
+
+/* The first line of an input: a blank line, a command or a bare name is
+   complete in itself (true); a statement may go on (false). */
+static bool lone_line(Repl *R, const char *line) {
+  if (!*skip_ws(line) || *skip_ws(line) == '#') return true;
+  volatile bool done = false;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    int n = bare_name(line);
+    if (repl_command(R, line)) {
+      done = true;
+    } else if (n) {
+      if (!print_name(R, line, n)) {
+        fflush(stdout);
+        fprintf(stderr, "shmapi: error: unknown name '%.*s'\n", n, skip_ws(line));
+        R->errors++;
+      }
+      done = true;
+    }
+    err_end(&j);
+  } else {
+    fflush(stdout);
+    fprintf(stderr, "shmapi: error: %s\n", err_message());
+    R->errors++;
+    done = true;
+  }
+  return done;
 }
 
 static void on_sigint(int sig) {
@@ -586,8 +643,10 @@ int repl_main(const char *file, const ReplOptions *opts) {
     } else {
       int n = check_main(R.C)->nbody;
       dbg_set_program(R.D, f, n);
+      fab_stats_reset();
       DbgResult r = dbg_run_main(R.D, 0, n, opts->debug);
       note(r, &R);
+      if (r == DBG_OK && opts->stats) fab_stats_print(stdout);
       if (opts->debug && r == DBG_OK) puts("The program finished; `run` or `restart` runs it again.");
     }
     fflush(stdout);
@@ -595,6 +654,11 @@ int repl_main(const char *file, const ReplOptions *opts) {
   Buf chunk = {0};
   while (!R.quit) {
     char *line = read_line(&R, chunk.n ? "...> " : "shm> ");
+    if (!line && chunk.n) {
+      /* the input ends inside a statement: check it, to say what is missing */
+      line = strdup("");
+      R.eof = true;
+    }
     if (!line) break;
     eval_interrupted = 0;
     if (R.interrupted) {
@@ -603,35 +667,14 @@ int repl_main(const char *file, const ReplOptions *opts) {
       free(line);
       continue;
     }
-    if (!chunk.n) {
-      if (!*skip_ws(line) || *skip_ws(line) == '#') { free(line); continue; }
-      ErrJmp j;
-      volatile bool done = false;
-      if (ERR_TRY(&j)) {
-        int n = bare_name(line);
-        if (repl_command(&R, line)) {
-          done = true;
-        } else if (n) {
-          if (!print_name(&R, line, n)) {
-            fflush(stdout);
-            fprintf(stderr, "shmapi: error: unknown name '%.*s'\n", n, skip_ws(line));
-            R.errors++;
-          }
-          done = true;
-        }
-        err_end(&j);
-      } else {
-        fflush(stdout);
-        fprintf(stderr, "shmapi: error: %s\n", err_message());
-        R.errors++;
-        done = true;
-      }
-      if (done) { free(line); continue; }
+    if (!chunk.n && !R.eof && lone_line(&R, line)) {
+      free(line);
+      continue;
     }
     buf_puts(&chunk, line);
     buf_putc(&chunk, '\n');
     free(line);
-    if (open_depth(buf_cstr(&chunk)) > 0) continue;
+    if (open_depth(buf_cstr(&chunk)) > 0 && !R.eof) continue;
     ErrJmp j;
     if (ERR_TRY(&j)) {
       run_input(&R, buf_cstr(&chunk), false);
@@ -642,6 +685,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
       R.errors++;
     }
     buf_reset(&chunk);
+    if (R.eof) break;
   }
   if (R.tty && !R.quit) putchar('\n');
   buf_free(&chunk);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "err.h"
 #include "show.h"
 
 void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) {
@@ -317,12 +318,16 @@ static void show_fn(Show *S, const IrFunc *f, int indent) {
   buf_puts(b, f->nouts == 1 ? ",) }" : ") }");
 }
 
+static void release_show(void *S) { show_free(S); }
+
 void show_func(Buf *b, const IrFunc *f, const char *name) {
   Show S;
   memset(&S, 0, sizeof S);
   S.b = b;
+  err_defer(release_show, &S);
   buf_printf(b, "def %s = ", name);
   show_fn(&S, f, 0);
   buf_putc(b, '\n');
+  err_undefer(&S);
   show_free(&S);
 }

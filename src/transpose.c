@@ -15,6 +15,7 @@ typedef struct Tr {
   IrAtom *prim;       /* by slot of f: the value in the transpose (non-linear) */
   IrAtom *ct;         /* by slot of f: accumulated cotangent */
   bool *has;
+  bool *zero;         /* by slot of f: a constant known to be zero (linear in nothing) */
   bool failed;
 } Tr;
 
@@ -31,6 +32,15 @@ struct TrCtx {
 
 static bool atom_lin(Tr *T, const IrAtom *a) {
   return a->var && a->var->owner == T->f && T->lin[a->var->slot];
+}
+
+/* A zero constant (a literal 0, or zeros a transpose made with
+   broadcast_in_dim): it may stand where linear operands are required,
+   as the zero of every linear space, so that a transpose's own
+   dynamic_update_slice and select_n of zeros can be transposed again. */
+static bool atom_zero(Tr *T, const IrAtom *a) {
+  if (a->lit) return arr_getf(a->lit, 0) == 0;
+  return a->var && a->var->owner == T->f && T->zero && T->zero[a->var->slot];
 }
 
 static IrAtom map_atom(Tr *T, const IrAtom *a) {
@@ -110,6 +120,8 @@ static int64_t pv_int(const PVal *p, int64_t dflt) {
   return p && (p->k == PV_INT || p->k == PV_BOOL) ? p->i : dflt;
 }
 
+static bool is_zero_lit(const IrAtom *a);
+
 /* ---- the rule context ------------------------------------------------------------- */
 
 bool tr_checking(TrCtx *cx) { return cx->checking; }
@@ -169,7 +181,7 @@ static IrParam kv(const char *k, PVal *v) {
 static IrAtom lit_of(TrCtx *cx, const Type *t, double v) {
   IrAtom a;
   memset(&a, 0, sizeof a);
-  a.lit = dtype_is_float((DType)t->dt) ? arr_scalar_f((DType)t->dt, v) : arr_scalar_i((DType)t->dt, (int64_t)v);
+  a.lit = bld_keep(dtype_is_float((DType)t->dt) ? arr_scalar_f((DType)t->dt, v) : arr_scalar_i((DType)t->dt, (int64_t)v));
   a.t.dt = t->dt;
   a.sp = cx->st->sp;
   return a;
@@ -189,7 +201,7 @@ static IrAtom unbroadcast(TrCtx *cx, IrAtom ct, int k) {
    affine, not linear). */
 static bool all_linear(TrCtx *cx, int from, int to) {
   for (int k = from; k < to; k++)
-    if (!cx->lin_in[k])
+    if (!cx->lin_in[k] && !atom_zero(cx->T, &cx->st->in[k]))
       return tr_error(cx, "%s of a linear value and a constant is not linear",
                       prim_table[cx->st->prim].name);
   return true;
@@ -199,14 +211,16 @@ static bool all_linear(TrCtx *cx, int from, int to) {
 
 bool tr_add(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, 2);
-  for (int k = 0; k < 2; k++) tr_give(cx, k, unbroadcast(cx, tr_ct(cx, 0), k));
+  for (int k = 0; k < 2; k++)
+    if (cx->lin_in[k]) tr_give(cx, k, unbroadcast(cx, tr_ct(cx, 0), k));
   return true;
 }
 
 bool tr_sub(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, 2);
   IrAtom ct = tr_ct(cx, 0);
-  tr_give(cx, 0, unbroadcast(cx, ct, 0));
+  if (cx->lin_in[0]) tr_give(cx, 0, unbroadcast(cx, ct, 0));
+  if (!cx->lin_in[1]) return true;
   IrAtom n = emit1(cx, "neg", NULL, 0, &ct, 1);
   tr_give(cx, 1, unbroadcast(cx, n, 1));
   return true;
@@ -259,13 +273,17 @@ bool tr_select_n(TrCtx *cx) {
   int n = cx->st->nin;
   if (cx->checking) {
     if (cx->lin_in[0]) return tr_error(cx, "select_n with a linear predicate is not linear");
-    return all_linear(cx, 1, n);
+    for (int k = 1; k < n; k++)      /* a zero literal case is linear too: where(p, x, 0.) */
+      if (!cx->lin_in[k] && !is_zero_lit(&cx->st->in[k]))
+        return tr_error(cx, "select_n of a linear value and a non-zero constant is not linear");
+    return true;
   }
   IrAtom ct = tr_ct(cx, 0);
   IrAtom *in = bld_alloc(tr_builder(cx), sizeof(IrAtom) * (size_t)n);
   in[0] = tr_in(cx, 0);
-  IrAtom z = bld_zeros(tr_builder(cx), &cx->st->out[0]->t);
+  IrAtom z = lit_of(cx, &cx->st->out[0]->t, 0);   /* a scalar zero case broadcasts */
   for (int k = 1; k < n; k++) {
+    if (!cx->lin_in[k]) continue;
     for (int j = 1; j < n; j++) in[j] = j == k ? ct : z;
     tr_give(cx, k, emit1(cx, "select_n", NULL, 0, in, n));
   }
@@ -543,6 +561,7 @@ bool tr_concatenate(TrCtx *cx) {
     st[dim] = off;
     lim[dim] = off + t->shape[dim];
     off += t->shape[dim];
+    if (!cx->lin_in[k]) continue;
     IrParam ps[2] = {kv("start_indices", bld_pv_ints(B, st, o->rank)), kv("limit_indices", bld_pv_ints(B, lim, o->rank))};
     tr_give(cx, k, emit1(cx, "slice", ps, 2, &ct, 1));
   }
@@ -578,7 +597,8 @@ bool tr_dynamic_update_slice(TrCtx *cx) {
   in[0] = ct;
   in[1] = bld_zeros(B, u);
   for (int k = 2; k < n; k++) in[k] = tr_in(cx, k);
-  tr_give(cx, 0, emit1(cx, "dynamic_update_slice", NULL, 0, in, n));
+  if (cx->lin_in[0]) tr_give(cx, 0, emit1(cx, "dynamic_update_slice", NULL, 0, in, n));
+  if (!cx->lin_in[1]) return true;
   IrAtom *sin = bld_alloc(B, sizeof(IrAtom) * (size_t)n);
   sin[0] = ct;
   for (int k = 2; k < n; k++) sin[k - 1] = tr_in(cx, k);
@@ -903,10 +923,54 @@ static void copy_forward(Tr *T, IrStmt *st) {
     if (out[j].var) out[j].var->name = st->out[j]->name;
     T->prim[st->out[j]->slot] = out[j];
   }
+  /* zeros stay zeros through these */
+  static const char *keep_zero[] = {"broadcast_in_dim", "pbroadcast", "reshape", "convert_element_type", "copy",
+                                    "squeeze", "expand_dims", "transpose"};
+  for (size_t k = 0; st->prim >= 0 && st->nin == 1 && k < sizeof keep_zero / sizeof *keep_zero; k++)
+    if (st->prim == P(keep_zero[k]) && atom_zero(T, &st->in[0])) T->zero[st->out[0]->slot] = true;
 }
 
 IrFunc *tr_linear_transpose(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where) {
   return transpose_ex(C, f, linear, name, where, NULL);
+}
+
+/* Drop primitive equations and literals whose results nothing reads: the
+   constants copied forward that only fed linear equations (zeros a
+   previous transpose made, for instance), so that transposing twice gives
+   back the original equations and no dead collective is run. */
+static void drop_dead(Tr *T, IrFunc *g) {
+  int *uses = bld_alloc(T->B, sizeof(int) * (size_t)(g->nslots + 1));
+#define USE(a, d) do { if ((a).var && (a).var->owner == g) uses[(a).var->slot] += (d); } while (0)
+  for (int i = 0; i < g->nbody; i++) {
+    IrStmt *st = g->body[i];
+    if (st->k == IS_EQN) {
+      for (int k = 0; k < st->nin; k++) USE(st->in[k], 1);
+      for (int k = 0; st->at && k < st->at->nfns; k++)
+        for (int c = 0; st->at->fns[k] && c < st->at->fns[k]->ncaptured; c++)
+          if (st->at->fns[k]->captured[c]->owner == g) uses[st->at->fns[k]->captured[c]->slot]++;
+    } else if (st->k == IS_PRINT) {
+      for (int k = 0; k < st->nitems; k++) USE(st->items[k].atom, 1);
+    }
+  }
+  for (int j = 0; j < g->nouts; j++) USE(g->outs[j], 1);
+  int n = g->nbody;
+  bool *dead = bld_alloc(T->B, sizeof(bool) * (size_t)(n + 1));
+  for (int i = n - 1; i >= 0; i--) {
+    IrStmt *st = g->body[i];
+    bool pure = (st->k == IS_EQN && st->prim >= 0 && prim_table[st->prim].vrule != VR_SPECIAL) || st->k == IS_CONST;
+    if (!pure) continue;
+    bool used = false;
+    for (int j = 0; j < st->nout; j++) used |= uses[st->out[j]->slot] > 0;
+    if (used) continue;
+    dead[i] = true;
+    if (st->k == IS_EQN)
+      for (int k = 0; k < st->nin; k++) USE(st->in[k], -1);
+  }
+#undef USE
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (!dead[i]) g->body[m++] = g->body[i];
+  g->nbody = m;
 }
 
 /* ct_vma (for a shard_map body): the variance of each result's cotangent. */
@@ -925,6 +989,7 @@ static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const cha
   T.prim = bld_alloc(T.B, sizeof(IrAtom) * (size_t)ns);
   T.ct = bld_alloc(T.B, sizeof(IrAtom) * (size_t)ns);
   T.has = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
+  T.zero = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   int errs = diag_count();
   /* parameters: the non-linear ones, then a cotangent per result */
   for (int i = 0; i < f->nparams; i++) {
@@ -998,5 +1063,7 @@ static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const cha
     IrVar *p = f->params[i];
     outs[n++] = T.has[p->slot] ? T.ct[p->slot] : bld_zeros(T.B, &p->t);
   }
-  return bld_finish(T.B, outs, n);
+  bld_finish(T.B, outs, n);
+  drop_dead(&T, g);
+  return g;
 }

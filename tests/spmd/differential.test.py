@@ -7,9 +7,12 @@ random inputs split by random in_specs (None, an axis, a tuple of axes,
 omitted trailing dimensions, quoted names, a single spec for one argument),
 a body that is a random chain of collectives (psum, pmax, pmin, pmean,
 pbroadcast, all_gather tiled/untiled, all_gather_invariant, psum_scatter,
-pscatter, ppermute, all_to_all, axis_index, over one axis or a tuple of axes)
-and elementwise operations, and random out_specs that mention every axis a
-result varies along (and maybe more: tiling) -- and compares what shmapi
+pscatter, ppermute, all_to_all, axis_index, over one axis or a tuple of axes),
+elementwise operations, closures over top-level values, cond on an index
+that varies between instances (branches with or without collectives over
+the other axes), cond on an invariant index, fori_loops of ppermutes -- and
+random out_specs that mention every axis a result varies along (and maybe
+more: tiling) -- and compares what shmapi
 prints with a NumPy model of shard_map's reference semantics: the inputs are
 split per in_specs into per-device lists of blocks, every collective acts on
 the blocks of each group of devices as the seed's collective_ref functions
@@ -329,8 +332,7 @@ class Gen:
         if kind in ('psum', 'pmax', 'pmin', 'pmean'):
             if kind == 'pmean' and v.dtype != 'f32':
                 return None
-            axes = self.rand_axes(mesh, 1, among)
-                if among is not None else self.rand_axes(mesh)
+            axes = self.rand_axes(mesh) if among is None else self.rand_axes(mesh, 1, among)
             p = mesh.group_size(axes)
             blocks = []
             for d in range(mesh.ndev):
@@ -350,7 +352,7 @@ class Gen:
             line = '%s = %s[%s=%s] %s' % (name, kind, key, axes_text(mesh, axes, rng), v.name)
             return line, Val(name, v.dtype, v.shape, v.vma - frozenset(axes), blocks)
         if kind == 'pbroadcast':
-            inv = [a for a in range(nd) if a not in v.vma]
+            inv = [a for a in range(nd) if a not in v.vma and (among is None or a in among)]
             axes = self.rand_axes(mesh, 1, inv)
             if not axes:
                 return None
@@ -358,8 +360,7 @@ class Gen:
             line = '%s = %s[axes=%s] %s' % (name, prim, axes_text(mesh, axes, rng), v.name)
             return line, Val(name, v.dtype, v.shape, v.vma | frozenset(axes), list(v.blocks))
         if kind in ('all_gather', 'all_gather_invariant'):
-            axes = self.rand_axes(mesh, 1, among)
-                if among is not None else self.rand_axes(mesh)
+            axes = self.rand_axes(mesh) if among is None else self.rand_axes(mesh, 1, among)
             p = mesh.group_size(axes)
             if v.size * p > MAX_BLOCK:
                 return None
@@ -383,13 +384,12 @@ class Gen:
             if r == 0:
                 return None
             if kind == 'pscatter':
-                inv = [a for a in range(nd) if a not in v.vma]
+                inv = [a for a in range(nd) if a not in v.vma and (among is None or a in among)]
                 axes = self.rand_axes(mesh, 1, inv)
                 if not axes:
                     return None
             else:
-                axes = self.rand_axes(mesh, 1, among)
-                if among is not None else self.rand_axes(mesh)
+                axes = self.rand_axes(mesh) if among is None else self.rand_axes(mesh, 1, among)
             p = mesh.group_size(axes)
             dims_ok_t = [dd for dd in range(r) if v.shape[dd] % p == 0]
             dims_ok_u = [dd for dd in range(r) if v.shape[dd] == p]
@@ -424,8 +424,7 @@ class Gen:
             line = '%s = %s[%s] %s' % (name, prim, ', '.join(params), v.name)
             return line, Val(name, v.dtype, shape, v.vma | frozenset(axes), blocks)
         if kind == 'ppermute':
-            axes = self.rand_axes(mesh, 1, among)
-                if among is not None else self.rand_axes(mesh)
+            axes = self.rand_axes(mesh) if among is None else self.rand_axes(mesh, 1, among)
             p = mesh.group_size(axes)
             srcs = list(range(p))
             rng.shuffle(srcs)
@@ -448,8 +447,7 @@ class Gen:
         if kind == 'all_to_all':
             if r == 0:
                 return None
-            axes = self.rand_axes(mesh, 1, among)
-                if among is not None else self.rand_axes(mesh)
+            axes = self.rand_axes(mesh) if among is None else self.rand_axes(mesh, 1, among)
             p = mesh.group_size(axes)
             opts = []
             for sa in range(r):
@@ -512,29 +510,36 @@ class Gen:
                 blocks.append((-v.blocks[d] if k == 0 else v.blocks[d] + dt(1)).astype(dt))
             return '\n  '.join(lines), Val(name, v.dtype, v.shape, v.vma | frozenset(axes), blocks)
         if kind == 'cond_vary2':
-            # the index varies along A; the branches psum over B, disjoint
-            # from A (every member of a B-group takes the same branch)
+            # the index varies along A; both branches apply the same
+            # collective over axes in B, disjoint from A (every member of a
+            # B-group takes the same branch), then differ elementwise
             pool_axes = list(range(nd))
             rng.shuffle(pool_axes)
             cut = rng.randint(1, nd - 1)
             A, B = pool_axes[:cut], pool_axes[cut:]
+            res = None
+            for _ in range(8):
+                res = self.op_collective(mesh, pool, Val('a', v.dtype, v.shape, v.vma, v.blocks), among=B)
+                if res is not None:
+                    break
+            if res is None:
+                return None
+            cline, cval = res
+            rhs = cline.split(' = ', 1)[1]
+            cdt = NP_DT[cval.dtype]
+            c1 = '1' if cval.dtype == 'i32' else '1.0'
             n = self.nv
-            lines = ['def br%d_0(a) {' % n, '    s = psum[axes=%s] a' % axes_text(mesh, B, rng),
-                     '    r = neg s', '    return r', '  }',
-                     'def br%d_1(a) {' % n, '    s = psum[axes=%s] a' % axes_text(mesh, B, rng),
-                     '    r = add s %s' % one, '    return r', '  }',
+            lines = ['def br%d_0(a) {' % n, '    s = %s' % rhs, '    r = neg s', '    return r', '  }',
+                     'def br%d_1(a) {' % n, '    s = %s' % rhs, '    r = add s %s' % c1, '    return r', '  }',
                      'idx%d = axis_index[axis_name=%s]' % (n, axes_text(mesh, A, rng)),
                      'sel%d = rem idx%d 2' % (n, n),
                      '%s = cond[branches=(br%d_0, br%d_1)] sel%d %s' % (name, n, n, n, v.name)]
             blocks = []
             for d in range(mesh.ndev):
-                ms = [v.blocks[q] for q in mesh.members(d, B)]
-                acc = ms[0].copy()
-                for x in ms[1:]:
-                    acc = (acc + x).astype(dt)
                 k = mesh.member_index(d, A) % 2
-                blocks.append((-acc if k == 0 else acc + dt(1)).astype(dt))
-            return '\n  '.join(lines), Val(name, v.dtype, v.shape, (v.vma - frozenset(B)) | frozenset(A), blocks)
+                acc = cval.blocks[d]
+                blocks.append((-acc if k == 0 else acc + cdt(1)).astype(cdt))
+            return '\n  '.join(lines), Val(name, cval.dtype, cval.shape, cval.vma | frozenset(A), blocks)
         if kind == 'cond_inv':
             axes = self.rand_axes(mesh, 1)
             p = mesh.group_size(axes)
@@ -652,7 +657,6 @@ class Gen:
                     continue
             outs.append((v, dims, g))
         if not outs:
-            v = pool[0] if pool else None
             return None
         # text
         in_specs = [spec_text(mesh, dims, rng) for (_, _, dims, _) in inputs]
@@ -799,11 +803,11 @@ def main():
     for b0 in range(0, len(programs), a.batch):
         batch = programs[b0:b0 + a.batch]
         text = ''.join(t for t, _ in batch)
-        rc, out, err = run(shmapi, text, tmpdir, 'batch%d' % (b0 // a.batch))
+        rc, out, _ = run(shmapi, text, tmpdir, 'batch%d' % (b0 // a.batch))
         if rc != 0:
             if a.verbose:
                 print('batch %d failed (exit %d); rerunning its programs one by one' % (b0 // a.batch, rc))
-            for k, (t, exp) in enumerate(batch):
+            for t, exp in batch:
                 probs = check_one(shmapi, t, exp, tmpdir, 'one')
                 if probs:
                     failures.append((t, probs))
@@ -832,6 +836,8 @@ def main():
         for f in os.listdir(tmpdir):
             os.unlink(os.path.join(tmpdir, f))
         os.rmdir(tmpdir)
+    if failures:
+        print('the generated files are in %s' % tmpdir)
     print('%d programs (%d results, seed %d): %d passed, %d failed' % (
         checked, nres, a.seed, checked - len(failures), len(failures)))
     return 1 if failures else 0

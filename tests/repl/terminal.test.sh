@@ -1,0 +1,120 @@
+# The REPL on a real terminal, driven through tmux: Tab completion of
+# keywords, commands, primitives, parameters and names; Ctrl-C at the
+# prompt and during a statement; and history recalled in a second session
+# from ~/.shmapi_history (HOME is a fresh temporary directory).
+# timeout: 60
+command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
+set -u
+tmp=$(mktemp -d)
+sock="$tmp/tmux1.sock"
+tm() { tmux -S "$sock" "$@"; }
+cleanup() {
+  tmux -S "$tmp/tmux1.sock" kill-server >/dev/null 2>&1
+  tmux -S "$tmp/tmux2.sock" kill-server >/dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+pane() { tm capture-pane -p -t t -S -500; }
+fail() { echo "FAIL: $*"; echo "--- the terminal:"; pane; exit 1; }
+# wait_for MODE TEXT: until the terminal shows TEXT (MODE -F: somewhere in a
+# line, -xF: as a whole line)
+wait_for() {
+  for _ in $(seq 150); do
+    pane | grep -q "$1" -- "$2" && return 0
+    sleep 0.1
+  done
+  fail "the terminal never showed: $2"
+}
+count() { pane | grep -c "$1" -- "$2"; }
+keys() { tm send-keys -t t "$@"; }
+text() { tm send-keys -t t -l "$1"; }
+start() {
+  tm new-session -d -s t -x 150 -y 60 \
+    "env HOME='$tmp' TERM=xterm '$SHMAPI'; echo \"EXITED \$?\"; sleep 60"
+  wait_for -F 'shm>'
+}
+
+# ---- session 1 ----
+start
+text 'mesh m = {i: 2}'; keys Enter
+text 'longname = full[shape=(2,), value=7, dtype=i32]'; keys Enter
+wait_for -F 'shm> longname ='
+# a command
+text 'wh'; keys Tab
+wait_for -F 'shm> whos'
+keys Enter
+wait_for -F 'longname  array'
+# a primitive, then its parameters
+text 'y = aran'; keys Tab
+wait_for -F 'shm> y = arange'
+text '[sto'; keys Tab
+wait_for -F 'shm> y = arange[stop='
+text '3, dt'; keys Tab
+wait_for -F 'shm> y = arange[stop=3, dtype='
+text 'f32]'; keys Enter
+text 'y'; keys Enter
+wait_for -xF '[0. 1. 2.]'
+# psum[a<Tab> gives axes=
+text 'z = psum[a'; keys Tab
+wait_for -F 'shm> z = psum[axes='
+keys C-u
+# a variable name, then a function name
+text 'print longn'; keys Tab
+wait_for -F 'shm> print longname'
+keys Enter
+wait_for -xF '[7 7]'
+text 'def twice(a) { b = add a a; return b }'; keys Enter
+text 'r = twi'; keys Tab
+wait_for -F 'shm> r = twice'
+text 'longname'; keys Enter
+text 'r'; keys Enter
+wait_for -xF '[14 14]'
+# the debugger's prompt and its commands complete too
+text 'debug twice longname'; keys Enter
+wait_for -F '(shdb)'
+text 'whe'; keys Tab
+wait_for -F '(shdb) where'
+keys Enter
+wait_for -F '> <stdin>:1 in twice'
+text 'p longn'; keys Tab
+wait_for -F '(shdb) p longname'
+keys Enter
+text 'c'; keys Enter
+wait_for -F "shm> print longname"
+# Ctrl-C at the prompt drops the line; the session goes on
+text 'garbage that is never run'; keys C-c
+text 'print "after ctrl-c"'; keys Enter
+wait_for -xF 'after ctrl-c'
+# Ctrl-C stops a running statement and returns to the prompt
+text 'def bd(i, c) { d = add c 1; return d }'; keys Enter
+text 'k = fori_loop[lower=0, upper=2000000000, body=bd] 0'; keys Enter
+sleep 0.5
+keys C-c
+wait_for -F 'error: interrupted'
+text 'print "history works"'; keys Enter
+wait_for -xF 'history works'
+keys C-d
+wait_for -xF 'EXITED 0'
+[ -s "$tmp/.shmapi_history" ] || fail "no history file was written"
+tm kill-server >/dev/null 2>&1
+sock="$tmp/tmux2.sock"          # a server of its own: the first one may still be leaving
+
+# ---- session 2: history from the file ----
+start
+keys Up
+wait_for -F 'shm> print "history works"'
+keys Enter
+wait_for -xF 'history works'
+# further back: the statement Ctrl-C stopped
+for _ in 1 2 3 4 5; do
+  keys Up
+  sleep 0.2
+  pane | grep -qF 'shm> k = fori_loop' && break
+done
+wait_for -F 'shm> k = fori_loop'
+keys C-u
+text 'quit'; keys Enter
+wait_for -xF 'EXITED 0'
+echo "terminal session: completion, Ctrl-C and history work"
+exit 0
