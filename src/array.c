@@ -138,9 +138,11 @@ bool arr_identical(const Array *a, const Array *b) {
 
 /* Copy a box between two row-major arrays: `n` elements of the last
    dimension at a time, walking the outer dimensions with a counter. */
-static void copy_box(char *dst, const int64_t *dshape, const int64_t *dstart,
-                     const char *src, const int64_t *sshape, const int64_t *sstart,
-                     const int64_t *box, int rank, size_t es) {
+void arr_copy_box(void *dstv, const int64_t *dshape, const int64_t *dstart,
+                  const void *srcv, const int64_t *sshape, const int64_t *sstart,
+                  const int64_t *box, int rank, size_t es) {
+  char *dst = dstv;
+  const char *src = srcv;
   if (rank == 0) { memcpy(dst, src, es); return; }
   for (int d = 0; d < rank; d++) if (box[d] == 0) return;
   int64_t dstr[SHM_MAXRANK], sstr[SHM_MAXRANK], idx[SHM_MAXRANK];
@@ -164,12 +166,12 @@ static void copy_box(char *dst, const int64_t *dshape, const int64_t *dstart,
 Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape) {
   Array *r = arr_new((DType)a->dt, a->rank, shape);
   int64_t zero[SHM_MAXRANK] = {0};
-  copy_box(r->data, r->shape, zero, a->data, a->shape, start, shape, a->rank, dtype_sizes[a->dt]);
+  arr_copy_box(r->data, r->shape, zero, a->data, a->shape, start, shape, a->rank, dtype_sizes[a->dt]);
   return r;
 }
 
 void arr_put_block(Array *dst, const int64_t *start, const Array *src) {
   int64_t zero[SHM_MAXRANK] = {0};
-  copy_box(dst->data, dst->shape, start, src->data, src->shape, zero, src->shape, src->rank,
+  arr_copy_box(dst->data, dst->shape, start, src->data, src->shape, zero, src->shape, src->rank,
            dtype_sizes[dst->dt]);
 }

@@ -57,6 +57,13 @@ void arr_strides(int rank, const int64_t *shape, int64_t *strides);
 /* Product of a shape; -1 on overflow past INT64_MAX / 16. */
 int64_t shape_size(int rank, const int64_t *shape);
 
+/* Copy a box of `box` elements per dimension from a row-major array of
+   shape sshape (at sstart) into one of shape dshape (at dstart).  Either
+   array may be viewed with dimensions of size 1 added, which does not
+   change its layout. */
+void arr_copy_box(void *dst, const int64_t *dshape, const int64_t *dstart,
+                  const void *src, const int64_t *sshape, const int64_t *sstart,
+                  const int64_t *box, int rank, size_t elem_size);
 /* A copy of the box of `a` starting at `start` with the given shape. */
 Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape);
 /* Copy all of `src` into `dst` (same dtype and rank) at offset `start`.

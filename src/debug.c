@@ -511,7 +511,18 @@ static void put_location(Dbg *D, Buf *b, Frame *G, char mark) {
     put_path_note(b, G);
   }
   buf_puts(b, "\n-> ");
-  put_src_stripped(b, file, line);
+  IrStmt *st = stmt_of(D, G);
+  if (G->fn->ast || !G->caller || !st) {
+    put_src_stripped(b, file, line);
+  } else {
+    /* generated code (a transposed function): the equation itself */
+    Buf e = {0};
+    show_equation(&e, st, G->fn->mesh);
+    const char *t = buf_cstr(&e), *nl = strchr(t, '\n');
+    buf_put(b, t, nl ? (size_t)(nl - t) : strlen(t));
+    if (nl && nl[1]) buf_puts(b, " ...");
+    buf_free(&e);
+  }
   buf_putc(b, '\n');
 }
 

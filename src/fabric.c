@@ -298,32 +298,57 @@ static uint8_t *groups_needed(const Space *sp, uint32_t outer, int64_t nouter) {
 
 /* ---- reductions ------------------------------------------------------------------------- */
 
-/* acc = op(acc, x) elementwise; acc and x have the same dtype and size. */
-static void combine(int prim, Array *acc, const Array *x) {
-  int64_t n = acc->size;
-  switch ((DType)acc->dt) {
-#define LOOP(T)                                                                  \
-  {                                                                              \
-    T *a = acc->data;                                                            \
-    const T *b = x->data;                                                        \
-    if (prim == P_PMAX) for (int64_t i = 0; i < n; i++) a[i] = (a[i] != a[i] || a[i] >= b[i]) ? a[i] : b[i]; \
-    else if (prim == P_PMIN) for (int64_t i = 0; i < n; i++) a[i] = (a[i] != a[i] || a[i] <= b[i]) ? a[i] : b[i]; \
-    else for (int64_t i = 0; i < n; i++) a[i] = (T)(a[i] + b[i]);              \
-  }                                                                              \
+/* Elements per tile of a reduction: small enough that the partial result
+   stays in cache while every member's block is added to it. */
+#define TILE 2048
+
+/* dst[0..n) = op over the members g = 0, 1, ..., p-1 of src[g][off..off+n),
+   combined left to right (the fixed order that makes sums reproducible),
+   one cache-sized tile at a time. */
+static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+  switch (dt) {
+#define LOOP(T)                                                                                \
+  {                                                                                            \
+    T *d = dst;                                                                                \
+    for (int64_t t0 = 0; t0 < n; t0 += TILE) {                                                 \
+      int64_t m = n - t0 < TILE ? n - t0 : TILE;                                               \
+      T *a = d + t0;                                                                           \
+      memcpy(a, (const T *)src[0]->data + off + t0, sizeof(T) * (size_t)m);                    \
+      for (int64_t g = 1; g < p; g++) {                                                        \
+        const T *b = (const T *)src[g]->data + off + t0;                                       \
+        if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] >= b[i]) ? a[i] : b[i]; \
+        else if (prim == P_PMIN) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] <= b[i]) ? a[i] : b[i]; \
+        else for (int64_t i = 0; i < m; i++) a[i] = (T)(a[i] + b[i]);                         \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
   break;
   case DT_F32: LOOP(float)
   case DT_F64: LOOP(double)
   case DT_I32: LOOP(int32_t)
   case DT_I64: LOOP(int64_t)
   case DT_BOOL: {
-    uint8_t *a = acc->data;
-    const uint8_t *b = x->data;
-    if (prim == P_PMIN) for (int64_t i = 0; i < n; i++) a[i] = a[i] && b[i];
-    else for (int64_t i = 0; i < n; i++) a[i] = a[i] || b[i];
+    uint8_t *a = dst;
+    memcpy(a, (const uint8_t *)src[0]->data + off, (size_t)n);
+    for (int64_t g = 1; g < p; g++) {
+      const uint8_t *b = (const uint8_t *)src[g]->data + off;
+      if (prim == P_PMIN) for (int64_t i = 0; i < n; i++) a[i] = a[i] && b[i];
+      else for (int64_t i = 0; i < n; i++) a[i] = a[i] || b[i];
+    }
     break;
   }
   default: break;
 #undef LOOP
+  }
+}
+
+/* The group's blocks, members in order (first listed axis major). */
+static void group_blocks(const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p, Array **blk) {
+  int64_t coords[SHM_MAXAXES] = {0};
+  decode(m, outer, o, coords);
+  for (int64_t g = 0; g < p; g++) {
+    member_coords(m, at, g, coords);
+    blk[g] = in->blk[encode(m, in->mask, coords)];
   }
 }
 
@@ -338,21 +363,13 @@ static void divide(Array *acc, int64_t p) {
   }
 }
 
-/* Sum (max, min) of the group's blocks, members in ascending order. */
+/* Sum (max, min, mean) of the group's blocks, members in ascending order. */
 static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p) {
-  int64_t coords[SHM_MAXAXES] = {0};
-  decode(m, outer, o, coords);
-  Array *acc = NULL;
-  for (int64_t g = 0; g < p; g++) {
-    member_coords(m, at, g, coords);
-    Array *x = in->blk[encode(m, in->mask, coords)];
-    if (!acc) {
-      acc = arr_new((DType)x->dt, x->rank, x->shape);
-      memcpy(acc->data, x->data, arr_nbytes(x));
-    } else {
-      combine(prim == P_PMEAN ? P_PSUM : prim, acc, x);
-    }
-  }
+  Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
+  group_blocks(m, at, in, outer, o, p, blk);
+  Array *acc = arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
+  reduce_into(prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, 0, acc->size);
+  mem_free(blk);
   if (prim == P_PMEAN) {
     if (!dtype_is_float((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
       Array *f = arr_convert(acc, DT_F32);
@@ -415,12 +432,11 @@ static Array *gather_group(const Mesh *m, const Attrs *at, Val *in, uint32_t out
     if (at->b[0]) {
       start[d] = g * x->shape[d];
       arr_put_block(r, start, x);
-    } else {
-      Array *y = arr_block(x, start, x->shape);
-      expand_dim(y, d);
+    } else {             /* view the block with a dimension of size 1 at d */
+      int64_t vshape[SHM_MAXRANK], zero[SHM_MAXRANK] = {0};
+      for (int i = 0, j = 0; i < r->rank; i++) vshape[i] = i == d ? 1 : x->shape[j++];
       start[d] = g;
-      arr_put_block(r, start, y);
-      arr_unref(y);
+      arr_copy_box(r->data, r->shape, start, x->data, vshape, zero, vshape, r->rank, dtype_sizes[r->dt]);
     }
   }
   return r;
@@ -505,8 +521,28 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   case P_PSUM_SCATTER:
     for (int64_t o = 0; o < nouter; o++) {
       if (need && !need[o]) continue;
-      Array *sum = reduce_group(P_PSUM, m, at, in, outer, o, p);
       int d = (int)at->i[0];
+      Array *first = in->blk[0];
+      for (int64_t b = 0; !first && b < in->nblk; b++) first = in->blk[b];
+      int64_t before = 1;
+      for (int i = 0; i < d; i++) before *= first->shape[i];
+      if (before == 1) {
+        /* each member's chunk is contiguous: sum just that range, straight
+           into the member's result */
+        Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
+        group_blocks(m, at, in, outer, o, p, blk);
+        int64_t csize = first->size / p;
+        decode(m, outer, o, coords);
+        for (int64_t k = 0; k < p; k++) {
+          Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
+          reduce_into(P_PSUM, (DType)r->dt, r->data, blk, p, k * csize, csize);
+          member_coords(m, at, k, coords);
+          out->blk[encode(m, R, coords)] = r;
+        }
+        mem_free(blk);
+        continue;
+      }
+      Array *sum = reduce_group(P_PSUM, m, at, in, outer, o, p);
       int64_t c = at->b[0] ? sum->shape[d] / p : 1;
       decode(m, outer, o, coords);
       for (int64_t k = 0; k < p; k++) {
@@ -579,11 +615,18 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
           member_coords(m, at, j, coords);
           Array *x = in->blk[encode(m, S, coords)];
           int64_t c = tiled ? x->shape[sa] / p : 1;
+          if (tiled) {     /* copy the chunk straight from sender to receiver */
+            int64_t box[SHM_MAXRANK], sst[SHM_MAXRANK] = {0}, dst[SHM_MAXRANK] = {0};
+            for (int i = 0; i < x->rank; i++) box[i] = x->shape[i];
+            box[sa] = c;
+            sst[sa] = k * c;
+            dst[ca] = j * box[ca];
+            arr_copy_box(r->data, r->shape, dst, x->data, x->shape, sst, box, x->rank, dtype_sizes[r->dt]);
+            continue;
+          }
           Array *ch = chunk(x, sa, k, c);
           int64_t start[SHM_MAXRANK] = {0};
-          if (tiled) {
-            start[ca] = j * ch->shape[ca];
-          } else {
+          {
             squeeze_dim(ch, sa);
             expand_dim(ch, ca);
             start[ca] = j;

@@ -331,3 +331,30 @@ void show_func(Buf *b, const IrFunc *f, const char *name) {
   err_undefer(&S);
   show_free(&S);
 }
+
+void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
+  Show S;
+  memset(&S, 0, sizeof S);
+  S.b = b;
+  err_defer(release_show, &S);
+  /* operands take the plain names, results the suffixed ones, as in show_func */
+  for (int i = 0; st->k == IS_EQN && i < st->nin; i++)
+    if (st->in[i].var) name_of(&S.names, st->in[i].var);
+  if (st->k == IS_EQN && st->prim < 0) {
+    /* a call: the callee by name, never a nested def */
+    for (int i = 0; i < st->nout; i++) {
+      if (i) buf_putc(b, ' ');
+      show_binder(&S, st->out[i], mesh);
+    }
+    buf_printf(b, " = %s", st->callee->name);
+    for (int i = 0; i < st->nin; i++) {
+      buf_putc(b, ' ');
+      show_atom(&S, &st->in[i], mesh);
+    }
+    buf_putc(b, '\n');
+  } else {
+    show_stmt(&S, st, mesh, 0);
+  }
+  err_undefer(&S);
+  show_free(&S);
+}

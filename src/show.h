@@ -16,5 +16,8 @@ void show_vma(Buf *b, uint32_t vma, const Mesh *mesh);
 void show_pval(Buf *b, const PVal *v, const Mesh *mesh, int indent);
 /* `def NAME = { lambda ... }` for a checked function, ending in a newline. */
 void show_func(Buf *b, const IrFunc *f, const char *name);
+/* One statement of a function as show_func prints it, ending in a newline
+   (the debugger shows generated code this way). */
+void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh);
 
 #endif

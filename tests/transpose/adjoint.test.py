@@ -212,10 +212,11 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
         for bad in pool.map(run_batch, batches):
             failures.extend(bad)
-    for p, msg in failures:
+    for n, (p, msg) in enumerate(failures):
         print('FAIL program %d (%s): %s' % (p.k, p.desc, msg))
-        print('--- program %d:' % p.k)
-        print(p.text)
+        if n < 5:
+            print('--- program %d:' % p.k)
+            print(p.text)
     print('%d seed-example runs and %d random programs; %d failed'
           % (nex, len(progs) - nex, len(failures)))
     return 1 if failures else 0
