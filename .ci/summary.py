@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Summarize a `meson test` run from build/meson-logs/testlog.json.
+"""Summarize `meson test` runs from their testlog.json files.
 
+    .ci/summary.py LOG [LOG...]
+
+Each LOG is a meson testlog.json (build/meson-logs/testlog.json) or a
+TAP stream saved to a file ending in .tap (tests/valgrind.sh's output).
 Prints, for every failing TAP subtest, its line and the '# ' diagnostics
 that follow it (the golden runner puts its diffs there, which meson's own
 console output leaves out), the output of every other failing test, and
 last a line 'N passed, N failed' (', N skipped' when some were skipped),
-counting TAP subtests one by one and every other test as one.
+counting TAP subtests one by one and every other test as one.  With
+several logs, a line per log comes first and the last line is the total.
 """
 
 import json
@@ -47,10 +52,53 @@ def summarize_tap(name, text, counts):
     return failed
 
 
+def count_line(counts):
+    line = '%d passed, %d failed' % (counts['passed'], counts['failed'])
+    if counts['skipped']:
+        line += ', %d skipped' % counts['skipped']
+    return line
+
+
 def main():
-    counts = {'passed': 0, 'failed': 0, 'skipped': 0}
+    logs = sys.argv[1:]
+    total = {'passed': 0, 'failed': 0, 'skipped': 0}
+    per_log = []
+    for log in logs:
+        counts = {'passed': 0, 'failed': 0, 'skipped': 0}
+        if log.endswith('.tap'):
+            summarize_tap_file(log, counts)
+        else:
+            summarize_log(log, counts)
+        per_log.append((log, counts))
+        for k in total:
+            total[k] += counts[k]
+    if len(logs) > 1:
+        for log, counts in per_log:
+            print('%s: %s' % (log, count_line(counts)))
+    print(count_line(total))
+    return 1 if total['failed'] else 0
+
+
+def summarize_tap_file(path, counts):
+    """A TAP stream saved to a file: an unreadable or empty one fails."""
     try:
-        with open(sys.argv[1], encoding='utf-8') as f:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            text = f.read()
+    except OSError as e:
+        print('cannot read %s: %s' % (path, e))
+        counts['failed'] += 1
+        return
+    summarize_tap(path, text, counts)
+    if not any(TAP_RESULT.match(l) for l in text.splitlines()) and \
+            '# SKIP' not in text:
+        print('%s: no test results' % path)
+        counts['failed'] += 1
+
+
+def summarize_log(path, counts):
+    """One meson testlog.json."""
+    try:
+        with open(path, encoding='utf-8') as f:
             tests = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError) as e:
         print('cannot read the test log: %s' % e)
@@ -77,11 +125,6 @@ def main():
                 print('  ... (last %d of %d lines)' % (TAIL, len(lines)))
             for line in lines[-TAIL:]:
                 print('  ' + line)
-    line = '%d passed, %d failed' % (counts['passed'], counts['failed'])
-    if counts['skipped']:
-        line += ', %d skipped' % counts['skipped']
-    print(line)
-    return 1 if counts['failed'] else 0
 
 
 if __name__ == '__main__':

@@ -404,7 +404,8 @@ def main():
 
     runner = Runner(shmapi,
                     wrapper=VALGRIND if args.valgrind else [],
-                    timeout_scale=10.0 if args.valgrind else 1.0,
+                    timeout_scale=10.0 if args.valgrind else
+                    float(os.environ.get('SHMAPI_TIMEOUT_SCALE', '1')),
                     update=args.update,
                     python=os.environ.get('SHMAPI_PYTHON') or sys.executable)
     print('TAP version 13')
