@@ -2477,7 +2477,11 @@ static void shard_map_define(Ctx *cx, FuncDef *fd) {
   PVal **ins;
   int nin;
   if (!m || !spec_list(&r, "in_specs", get(&r, "in_specs"), &ins, &nin)) return;
-  if (nin != af->nparams) return;      /* reported when called */
+  if (nin != af->nparams) {
+    rule_param_error(&r, "in_specs", "shard_map has %d in_specs for %d parameter%s", nin, af->nparams,
+                     af->nparams == 1 ? "" : "s");
+    return;
+  }
   Type *args = NEWN(cx->C, Type, af->nparams);
   for (int i = 0; i < af->nparams; i++) {
     bool has_vma;
@@ -2486,7 +2490,15 @@ static void shard_map_define(Ctx *cx, FuncDef *fd) {
     if (!resolve_type(&sub, af->params[i]->type, &args[i], &has_vma)) return;
     Spec spc;
     if (!parse_spec(cx, m, ins[i], &spc)) return;
-    if (spc.ndims > args[i].rank) return;
+    if (spc.ndims > args[i].rank) {
+      Buf b = {0};
+      spec_text(&b, &spc, m);
+      diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : af->deco_sp,
+                 "in_specs[%d] %s has %d entr%s, but parameter %.*s is %s of rank %d", i, buf_cstr(&b), spc.ndims, spc.ndims == 1 ? "y" : "ies",
+                 af->params[i]->name.n, af->params[i]->name.p, type_text(&sub, &args[i]), args[i].rank);
+      buf_free(&b);
+      return;
+    }
     for (int d = 0; d < spc.ndims; d++) args[i].shape[d] *= spec_dim_factor(&spc, m, d);
     args[i].vma = 0;
   }
@@ -2618,8 +2630,9 @@ static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
     show_type(&b, &args[i], cx->mesh);
   }
   diag_error(call, "%.*s transposes %.*s, but %.*s has no checked version whose non-linear parameters and results "
-             "are (%s): annotate its parameters or call it first",
-             fd->name.n, fd->name.p, t->name.n, t->name.p, t->name.n, t->name.p, buf_cstr(&b));
+             "are (%s)%s",
+             fd->name.n, fd->name.p, t->name.n, t->name.p, t->name.n, t->name.p, buf_cstr(&b),
+             t->ast->form != FN_TRANSPOSE && !all_annotated(t->ast) ? ": annotate its parameters or call it first" : "");
   err_undefer(&b);
   buf_free(&b);
   return NULL;
