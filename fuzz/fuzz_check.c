@@ -3,4 +3,4 @@
 */
 #include "fuzz_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_one(data, size, false); }
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_one(data, size, FUZZ_CHECK); }

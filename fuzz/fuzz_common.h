@@ -60,9 +60,51 @@ static void fuzz_finish(Checker *C) {
   }
 }
 
-/* Parse and check `data`; with `run`, run it if it checked cleanly, under
-   small limits.  Returns -1 for inputs the harness does not take. */
-static int fuzz_one(const uint8_t *data, size_t size, bool run) {
+/* The REPL's way: statement by statement (a chunk ends at a line where the
+   brackets balance and no decorator waits for its def), each checked, then
+   rolled back if it has errors or else run; a runtime error does not stop
+   the session, so later chunks see what a failed one left behind. */
+static void fuzz_session(Checker *C, Interp *I, const char *text, size_t size) {
+  size_t start = 0, i = 0, line = 0;
+  int depth = 0;
+  char quote = 0;
+  while (start < size) {
+    for (; i < size; i++) {
+      char c = text[i];
+      if (i > 0 && text[i - 1] == '\n') line = i;
+      if (quote) { if (c == '\\' && i + 1 < size) i++; else if (c == quote || c == '\n') quote = 0; continue; }
+      if (c == '#') { while (i + 1 < size && text[i + 1] != '\n') i++; continue; }
+      if (c == '\'' || c == '"') quote = c;
+      else if (c == '(' || c == '[' || c == '{') depth++;
+      else if (c == ')' || c == ']' || c == '}') depth--;
+      else if (c == '\n' && depth <= 0) {
+        size_t ls = line;
+        while (ls < i && (text[ls] == ' ' || text[ls] == '\t')) ls++;
+        if (text[ls] != '@') { i++; break; }
+      }
+    }
+    int f = parse_load_text("<stdin>", text + start, i - start);
+    CheckMark mark = check_mark(C);
+    int from = check_main(C)->nbody;
+    check_file(C, f);
+    if (diag_count()) {
+      diag_flush(fuzz_sink);
+      check_rollback(C, mark);
+    } else {
+      eval_run(I, from);
+    }
+    depth = 0;
+    start = i;
+  }
+}
+
+enum { FUZZ_CHECK, FUZZ_RUN, FUZZ_REPL };
+
+/* Parse and check `data`; FUZZ_RUN runs it if it checked cleanly, under
+   small limits; FUZZ_REPL goes through it as the REPL would.  Returns -1
+   for inputs the harness does not take. */
+static int fuzz_one(const uint8_t *data, size_t size, int mode) {
+  bool run = mode != FUZZ_CHECK;
   if (fuzz_has(data, size, "import")) return -1;
   mem_set_limit(run ? (size_t)32 << 20 : 0);
   /* One input in four also makes its Nth allocation fail (N from a hash
@@ -75,8 +117,17 @@ static int fuzz_one(const uint8_t *data, size_t size, bool run) {
   Interp *volatile I = NULL;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    int f = parse_load_text("fuzz.shm", (const char *)data, size);
     C = check_new();
+    if (mode == FUZZ_REPL) {
+      I = eval_new(check_main(C));
+      eval_set_max_steps(I, 2000);
+      fuzz_session(C, I, (const char *)data, size);
+      eval_free(I);
+      I = NULL;
+      err_end(&j);
+      goto done;
+    }
+    int f = parse_load_text("fuzz.shm", (const char *)data, size);
     int errs = check_file(C, f);
     if (errs || diag_count()) {
       diag_flush(fuzz_sink);
@@ -94,6 +145,7 @@ static int fuzz_one(const uint8_t *data, size_t size, bool run) {
     eval_free(I);
     diag_clear();
   }
+done:
   fuzz_finish(C);
   mem_set_limit(0);
   return 0;

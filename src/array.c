@@ -23,9 +23,12 @@ void arr_strides(int rank, const int64_t *shape, int64_t *strides) {
   }
 }
 
+/* shape[rank..SHM_MAXRANK) is left unset: nothing reads past the rank. */
 Array *arr_new(DType dt, int rank, const int64_t *shape) {
-  int64_t n = shape_size(rank, shape);
-  if (n < 0) err_throw("array too large");
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++)        /* shape_size without its divisions */
+    if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n) || n > INT64_MAX / 16)
+      err_throw("array too large");
   size_t hdr = (sizeof(Array) + 63) & ~(size_t)63;
   size_t bytes = (size_t)n * dtype_sizes[dt];
   Array *a = mem_alloc(hdr + bytes);
@@ -34,9 +37,50 @@ Array *arr_new(DType dt, int rank, const int64_t *shape) {
   a->rank = (uint8_t)rank;
   a->size = n;
   for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
-  for (int i = rank; i < SHM_MAXRANK; i++) a->shape[i] = 0;
   a->data = (unsigned char *)a + hdr;
+  a->slab = NULL;
   return a;
+}
+
+/* A slab: this header, the arrays' headers from offset 64, their elements
+   from the next multiple of 64. */
+typedef struct Slab {
+  int64_t live;                 /* arrays not yet freed */
+} Slab;
+
+void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) {
+  int64_t m = 1;
+  for (int i = 0; i < rank; i++)
+    if (shape[i] < 0 || __builtin_mul_overflow(m, shape[i], &m) || m > INT64_MAX / 16)
+      err_throw("array too large");
+  size_t bytes = (size_t)m * dtype_sizes[dt];
+  size_t hoff = 64, doff = (hoff + sizeof(Array) * (size_t)n + 63) & ~(size_t)63, total;
+  if (n <= 0 || __builtin_mul_overflow(bytes, (size_t)n, &total) || __builtin_add_overflow(total, doff, &total))
+    err_throw("array too large");
+  unsigned char *p = mem_alloc(total);
+  Slab *s = (Slab *)p;
+  s->live = n;
+  Array *arr = (Array *)(p + hoff);
+  for (int64_t k = 0; k < n; k++) {
+    Array *a = &arr[k];
+    a->refc = 1;
+    a->dt = (uint8_t)dt;
+    a->rank = (uint8_t)rank;
+    a->size = m;
+    for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
+    a->data = p + doff + (size_t)k * bytes;
+    a->slab = s;
+    out[k] = a;
+  }
+}
+
+bool arr_in_slab(Array *const *blk, int64_t n) {
+  const Array *a0 = blk[0];
+  if (!a0 || !a0->slab) return false;
+  for (int64_t k = 1; k < n; k++)
+    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab)
+      return false;
+  return true;
 }
 
 Array *arr_zeros(DType dt, int rank, const int64_t *shape) {
@@ -45,7 +89,10 @@ Array *arr_zeros(DType dt, int rank, const int64_t *shape) {
   return a;
 }
 
-void arr_free_(Array *a) { mem_free(a); }
+void arr_free_(Array *a) {
+  if (!a->slab) mem_free(a);
+  else if (--a->slab->live == 0) mem_free(a->slab);
+}
 
 size_t arr_nbytes(const Array *a) { return (size_t)a->size * dtype_sizes[a->dt]; }
 

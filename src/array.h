@@ -11,6 +11,14 @@
 ** Ownership rule, followed everywhere: a function returning Array* hands the
 ** caller a new reference; a function taking Array* borrows it unless its
 ** comment says it consumes it.  arr_ref/arr_unref adjust the count.
+**
+** A slab (arr_slab) is the exception to "header then elements": several
+** arrays of one dtype and shape in one allocation, their headers in a row
+** and their elements after them, contiguous and in the same order, so that
+** an elementwise operation can run over all of them at once (eval.c does
+** that for the blocks of a value).  Each array of a slab is an ordinary
+** array to everyone else, with its own reference count; `slab` points to
+** the allocation, freed with the last of its arrays.
 */
 #ifndef SHM_ARRAY_H
 #define SHM_ARRAY_H
@@ -24,11 +32,19 @@ typedef struct Array {
   uint8_t rank;
   int64_t size;                 /* number of elements (product of shape) */
   int64_t shape[SHM_MAXRANK];
-  void *data;                   /* points just past the header */
+  void *data;                   /* points just past the header, or into the slab */
+  struct Slab *slab;            /* NULL, or the slab holding this array */
 } Array;
 
 /* A new array with uninitialised elements. */
 Array *arr_new(DType dt, int rank, const int64_t *shape);
+/* n new arrays of one type in one slab, each with uninitialised elements
+   and one reference: out[k] is out[0] + k, its elements right after those
+   of out[k-1]. */
+void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out);
+/* Whether blk[0..n) are arrays of one slab in a row (then their elements
+   are contiguous, in that order). */
+bool arr_in_slab(Array *const *blk, int64_t n);
 /* A new array of zeros. */
 Array *arr_zeros(DType dt, int rank, const int64_t *shape);
 /* Scalars (rank 0). */

@@ -1308,9 +1308,8 @@ static void check_import(Ctx *cx, AstStmt *s) {
                s->name.n, s->name.p, from);
     return;
   }
-  char *real = realpath(found, NULL);
-  snprintf(path, sizeof path, "%s", real ? real : found);
-  free(real);
+  char real[PATH_MAX];               /* not realpath's malloc: mem.c is the one allocator */
+  snprintf(path, sizeof path, "%s", realpath(found, real) ? real : found);
   for (ImportedFile *f = cx->C->imports; f; f = f->next)
     if (!strcmp(f->path, path)) return;
   ImportedFile *imp = NEW(cx->C, ImportedFile);
@@ -1403,8 +1402,13 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
                af->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
     return NULL;
   }
-  if (fd->checking || C->depth >= MAX_DEPTH) {
+  if (fd->checking) {
     diag_error(call, "%.*s calls itself: recursion is not supported (use while or fori_loop)", fd->name.n, fd->name.p);
+    return NULL;
+  }
+  if (C->depth >= MAX_DEPTH) {
+    diag_error(call, "calls nested too deeply: %.*s would be call number %d in a chain (the limit is %d)",
+               fd->name.n, fd->name.p, C->depth + 1, MAX_DEPTH);
     return NULL;
   }
   if (af->has_deco) return shard_map_instance(cx, fd, args, nargs, call);

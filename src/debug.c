@@ -1888,6 +1888,7 @@ static void stop_loop(Dbg *D) {
       t = mem_strndup(D->last_cmd, strlen(D->last_cmd));
     } else {
       mem_free(D->last_cmd);
+      D->last_cmd = NULL;          /* not left dangling if the copy runs out of memory */
       D->last_cmd = mem_strndup(t, strlen(t));
     }
     Act a = command(D, t);

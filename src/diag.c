@@ -166,7 +166,7 @@ void diag_print(FILE *out, Span sp, const char *kind, const char *msg) {
 }
 
 int diag_flush(FILE *out) {
-  qsort(diags, (size_t)ndiags, sizeof(Diag), cmp_diag);
+  if (ndiags) qsort(diags, (size_t)ndiags, sizeof(Diag), cmp_diag);   /* diags may be NULL */
   for (int i = 0; i < ndiags; i++) {
     /* one error per place: a body checked for several calls fails once */
     if (i && diags[i].sp.file == diags[i - 1].sp.file && diags[i].sp.off == diags[i - 1].sp.off) continue;

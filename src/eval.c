@@ -136,55 +136,130 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
 
 /* A kernel's operands with their reference counts before it ran.  A
    kernel that fails takes its references to its operands with it, so
-   they are put back (kern_unwind, an err.h cleanup); the blocks it
-   allocated are freed by its memory scope (mem.h). */
+   they are put back (kern_unwind, an err.h cleanup).  The blocks the
+   equation allocated, the results of the blocks already computed
+   included, are freed by its memory scope (mem.h), so kern_unwind first
+   takes those results out of the result values, which live on in the
+   frame. */
 typedef struct KernGuard {
   Array **ins;
   int n;
   int32_t *refc;
+  Val **outs;
+  int nout;
 } KernGuard;
 
 static void kern_unwind(void *p) {
   KernGuard *g = p;
   for (int i = 0; i < g->n; i++) g->ins[i]->refc = g->refc[i];
+  for (int j = 0; j < g->nout; j++)
+    memset(g->outs[j]->blk, 0, sizeof(Array *) * (size_t)g->outs[j]->nblk);
 }
 
+/* Elementwise equations on small blocks: the result's blocks are made as
+   one slab (array.h), and the operation runs once over all of them when
+   each operand is a scalar shared by every block or a value of the
+   result's variance whose blocks are themselves one slab in block order,
+   else once per block -- without a kernel call or an allocation per block
+   either way.  It is the kernels' own engine (prim_ew_apply), so the
+   results are theirs.  Only the slab's allocation can fail, before
+   anything is stored.  Slabs stay small (EW_SLAB_MAX): one block kept
+   alive keeps its whole slab.  false: not such an equation, nothing done. */
+#define EW_SLAB_MAX ((size_t)32 << 10)
+
+static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *out, const Mesh *mesh) {
+  int op = prim_ew_op(st->prim), nin = st->nin;
+  if (op < 0 || nin > 2) return false;
+  uint32_t R = out->mask;
+  int64_t nb = out->nblk;
+  const Type *t = &st->out[0]->t;
+  int64_t n = type_size(t);
+  if (n < 0 || (size_t)n > EW_SLAB_MAX || (n * dtype_sizes[t->dt] + sizeof(Array)) * (size_t)nb > EW_SLAB_MAX)
+    return false;
+  bool whole = true, uni[2] = {false, false};   /* uni: one array for all blocks */
+  int dt = -1;
+  for (int i = 0; i < nin; i++) {
+    Val *v = opv[i];
+    Array *a0 = v ? v->blk[0] : lit[i];
+    if (!a0 || (dt >= 0 && a0->dt != dt)) return false;
+    dt = a0->dt;
+    uni[i] = !v || v->mask == 0;
+    if (uni[i] ? a0->rank != 0 : v->mask != R || a0->rank != t->rank || !arr_in_slab(v->blk, nb))
+      whole = false;
+  }
+  arr_slab((DType)t->dt, t->rank, t->shape, nb, out->blk);
+  if (whole) {
+    /* flat views of the operands and of the result over all blocks */
+    Array x[2], r = {.dt = t->dt, .rank = 1, .size = n * nb, .data = out->blk[0]->data};
+    for (int i = 0; i < nin; i++) {
+      const Array *a0 = opv[i] ? opv[i]->blk[0] : lit[i];
+      x[i] = (Array){.dt = a0->dt, .rank = uni[i] ? 0 : 1, .size = uni[i] ? 1 : n * nb, .data = a0->data};
+    }
+    prim_ew_apply(op, &x[0], nin > 1 ? &x[1] : NULL, &r);
+  } else {
+    for (int64_t b = 0; b < nb; b++) {
+      const Array *x[2] = {NULL, NULL};
+      for (int i = 0; i < nin; i++) {
+        Val *v = opv[i];
+        x[i] = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
+      }
+      prim_ew_apply(op, x[0], x[1], out->blk[b]);
+    }
+  }
+  return true;
+}
+
+/* A local primitive: its kernel once per block of the result that some
+   running instance needs.  The operands are looked up once; one memory
+   scope covers every block, so a kernel that fails leaves nothing
+   behind. */
 static void exec_local(Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
+  const Mesh *mesh = sp->mesh;
   uint32_t R = st->nout ? st->out[0]->t.vma : 0;
-  int64_t nb = val_nblk(sp->mesh, R);
+  int64_t nb = val_nblk(mesh, R);
   Type outt[8];
   Val *outs[8];
   Array *res[8];
-  int nout = st->nout;
+  int nout = st->nout, nin = st->nin;
   for (int j = 0; j < nout; j++) {
-    outt[j] = st->out[j]->t;
+    if (nout > 1) outt[j] = st->out[j]->t;
     outs[j] = val_new(R, nb);
     set_slot(F, st->out[j], outs[j]);
   }
+  const Type *ot = nout == 1 ? &st->out[0]->t : outt;   /* the kernel's result types, in a row */
   Array *inbuf[16];
   int32_t rcbuf[16];
-  Array **ins = st->nin <= 16 ? inbuf : scratch(sizeof(Array *) * (size_t)st->nin);
-  int32_t *refc = st->nin <= 16 ? rcbuf : scratch(sizeof(int32_t) * (size_t)st->nin);
-  KernGuard guard = {ins, 0, refc};
-  err_defer(kern_unwind, &guard);
+  Val *vbuf[16];
+  Array **ins = nin <= 16 ? inbuf : scratch(sizeof(Array *) * (size_t)nin);
+  int32_t *refc = nin <= 16 ? rcbuf : scratch(sizeof(int32_t) * (size_t)nin);
+  Val **opv = nin <= 16 ? vbuf : scratch(sizeof(Val *) * (size_t)nin);
+  for (int i = 0; i < nin; i++) {
+    opv[i] = st->in[i].lit ? NULL : value_of(F, st->in[i].var);
+    if (!opv[i]) ins[i] = st->in[i].lit;
+  }
+  if (nb > 1 && nout == 1 && nin <= 2 && !sp->active && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
+  mem_scope_begin();
+  KernGuard guard = {ins, 0, refc, outs, nout};
+  err_defer(kern_unwind, &guard);
   for (int64_t b = 0; b < nb; b++) {
     if (need && !need[b]) continue;
-    for (int i = 0; i < st->nin; i++) {
-      ins[i] = atom_block(F, &st->in[i], R, b);
+    for (int i = 0; i < nin; i++) {
+      Val *v = opv[i];
+      if (v) ins[i] = v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
       refc[i] = ins[i]->refc;
     }
-    guard.n = st->nin;
-    mem_scope_begin();           /* a kernel that fails leaves nothing behind */
-    k(st->at, ins, st->nin, res, outt);
-    mem_scope_end();
+    guard.n = nin;
+    k(st->at, ins, nin, res, ot);
     guard.n = 0;
     for (int j = 0; j < nout; j++) outs[j]->blk[b] = res[j];
   }
-  scratch_free(need);
   err_undefer(&guard);
+  mem_scope_end();
+  scratch_free(need);
+  if (opv != vbuf) scratch_free(opv);
   if (refc != rcbuf) scratch_free(refc);
   if (ins != inbuf) scratch_free(ins);
 }

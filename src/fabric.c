@@ -450,8 +450,52 @@ static double nbytes_of(const Type *t) {
 
 static void release_val(void *v) { val_unref(v); }
 
+/* Append device d to a list such as "0, 1, 5" (at most a few, then "..."). */
+static void list_device(char *buf, size_t cap, int *n, int64_t d) {
+  size_t len = strlen(buf);
+  if (*n == 8) snprintf(buf + len, cap - len, ", ...");
+  else if (*n < 8) snprintf(buf + len, cap - len, "%s%lld", *n ? ", " : "", (long long)d);
+  (*n)++;
+}
+
+/* The deadlock check.  Instances run in lockstep; inside a branch or a
+   loop only some of them run (sp->active).  A collective that part of a
+   group reaches while the rest of the group is elsewhere would hang on
+   real hardware.  The checker rejects collectives under predicates that
+   vary along their axes, so this should never fire; it is the fabric's
+   own guard should a program get past the checker. */
+static void check_groups(const Space *sp, int prim, const Attrs *at) {
+  if (!sp->active) return;
+  const Mesh *m = sp->mesh;
+  uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~at->axmask;
+  int64_t p = group_size(m, at), ngroups = val_nblk(m, rest), g = -1;
+  int64_t *count = mem_calloc(sizeof(int64_t) * (size_t)ngroups);   /* running members per group */
+  for (int64_t d = 0; d < sp->ninst; d++)
+    if (sp->active[d]) count[val_block_of(m, rest, d)]++;
+  for (int64_t k = 0; k < ngroups && g < 0; k++)
+    if (count[k] && count[k] < p) g = k;
+  mem_free(count);
+  if (g >= 0) {
+    char axes[128] = "", reached[160] = "", missed[160] = "";
+    int nr = 0, nm = 0;
+    for (int k = 0; k < at->naxes; k++) {
+      size_t len = strlen(axes);
+      snprintf(axes + len, sizeof axes - len, "%s%.*s", k ? ", " : "", m->axis[at->axes[k]].n, m->axis[at->axes[k]].p);
+    }
+    for (int64_t e = 0; e < sp->ninst; e++)
+      if (val_block_of(m, rest, e) == g) {
+        if (sp->active[e]) list_device(reached, sizeof reached, &nr, e);
+        else list_device(missed, sizeof missed, &nm, e);
+      }
+    err_throw("deadlock: %s over %s%s would hang: device%s %s reached it, but device%s %s of the same group "
+              "did not (another path through a branch or loop)", prim_table[prim].name,
+              at->naxes > 1 ? "axes " : "axis ", axes, nr > 1 ? "s" : "", reached, nm > 1 ? "s" : "", missed);
+  }
+}
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt) {
   const Mesh *m = sp->mesh;
+  if (prim != P_AXIS_INDEX && prim != P_PBROADCAST && prim != P_PSCATTER) check_groups(sp, prim, at);
   int64_t p = group_size(m, at);
   uint32_t A = at->axmask;
   uint32_t R = outt->vma;

@@ -138,6 +138,18 @@ int64_t *rule_alloc_ints(RuleCtx *cx, int n);
 */
 typedef void (*KernFn)(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 
+/* The elementwise engine without a kernel around it, for running one
+   elementwise primitive over many blocks at once (eval.c): prim_ew_op
+   gives the operation of a primitive whose kernel applies one (the
+   elementwise binary, comparison and unary primitives), or -1;
+   prim_ew_apply(op, a, b, r) then computes into r exactly what the
+   kernel computes into its result, given operands of one dtype (b is
+   NULL for a unary op; a rank-0 operand broadcasts against r).  It reads
+   only dt, rank, size and data of its arrays, never fails and allocates
+   nothing. */
+int prim_ew_op(int prim);
+void prim_ew_apply(int op, const Array *a, const Array *b, Array *r);
+
 /* ---- transpose rules ------------------------------------------------------ */
 typedef struct TrCtx TrCtx;
 typedef bool (*TransFn)(TrCtx *cx);

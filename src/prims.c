@@ -390,10 +390,120 @@ static int64_t un_i(int op, int64_t x) {
   }
 }
 
+/* ---- typed loops ----------------------------------------------------------
+** The common operations get one loop per operation and dtype (and per
+** broadcasting case), with the operation written out, so the compiler can
+** vectorise them.  Their results are bit for bit those of bin_f / bin_i /
+** cmp_f / cmp_i above: an f32 + - * / computed in float is the double
+** operation rounded once (double has more than twice float's precision);
+** f32 max and min go through double exactly as bin_f does; integer
+** arithmetic wraps in unsigned arithmetic of the dtype's width, which is
+** the 64-bit result truncated.  Everything else takes the generic loops. */
+
+static inline double max_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
+static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
+
+/* o[i] = F(x[i], y[i]) for i < n, a scalar operand (stride 0) broadcast. */
+#define EW_LOOP2(TI, TO, F)                                                            \
+  do {                                                                                 \
+    const TI *restrict x_ = (const TI *)a->data, *restrict y_ = (const TI *)b->data;   \
+    TO *restrict o_ = (TO *)r->data;                                                   \
+    if (sa && sb) {                                                                    \
+      for (int64_t i = 0; i < n; i++) o_[i] = F(x_[i], y_[i]);                         \
+    } else if (sa) {                                                                   \
+      const TI v_ = y_[0];                                                             \
+      for (int64_t i = 0; i < n; i++) o_[i] = F(x_[i], v_);                            \
+    } else if (sb) {                                                                   \
+      const TI u_ = x_[0];                                                             \
+      for (int64_t i = 0; i < n; i++) o_[i] = F(u_, y_[i]);                            \
+    } else {                                                                           \
+      const TI u_ = x_[0], v_ = y_[0];                                                 \
+      for (int64_t i = 0; i < n; i++) o_[i] = F(u_, v_);                               \
+    }                                                                                  \
+  } while (0)
+
+#define OP_ADD(p, q) ((p) + (q))
+#define OP_SUB(p, q) ((p) - (q))
+#define OP_MUL(p, q) ((p) * (q))
+#define OP_DIV(p, q) ((p) / (q))
+#define OP_MAXF32(p, q) ((float)max_np((double)(p), (double)(q)))
+#define OP_MINF32(p, q) ((float)min_np((double)(p), (double)(q)))
+#define OP_MAXF64(p, q) max_np((p), (q))
+#define OP_MINF64(p, q) min_np((p), (q))
+#define OP_MAXI(p, q) ((p) > (q) ? (p) : (q))
+#define OP_MINI(p, q) ((p) < (q) ? (p) : (q))
+#define OP_AND(p, q) ((p) & (q))
+#define OP_OR(p, q) ((p) | (q))
+#define OP_XOR(p, q) ((p) ^ (q))
+#define OP_ANDB(p, q) ((uint8_t)(((p) & (q)) != 0))
+#define OP_ORB(p, q) ((uint8_t)(((p) | (q)) != 0))
+#define OP_ADDU32(p, q) ((int32_t)((uint32_t)(p) + (uint32_t)(q)))
+#define OP_SUBU32(p, q) ((int32_t)((uint32_t)(p) - (uint32_t)(q)))
+#define OP_MULU32(p, q) ((int32_t)((uint32_t)(p) * (uint32_t)(q)))
+#define OP_ADDU64(p, q) ((int64_t)((uint64_t)(p) + (uint64_t)(q)))
+#define OP_SUBU64(p, q) ((int64_t)((uint64_t)(p) - (uint64_t)(q)))
+#define OP_MULU64(p, q) ((int64_t)((uint64_t)(p) * (uint64_t)(q)))
+#define OP_EQ(p, q) ((uint8_t)((p) == (q)))
+#define OP_NE(p, q) ((uint8_t)((p) != (q)))
+#define OP_LT(p, q) ((uint8_t)((p) < (q)))
+#define OP_LE(p, q) ((uint8_t)((p) <= (q)))
+#define OP_GT(p, q) ((uint8_t)((p) > (q)))
+#define OP_GE(p, q) ((uint8_t)((p) >= (q)))
+
+#define CMP_CASES(T)                                                                   \
+  case C_EQ: EW_LOOP2(T, uint8_t, OP_EQ); return true;                                 \
+  case C_NE: EW_LOOP2(T, uint8_t, OP_NE); return true;                                 \
+  case C_LT: EW_LOOP2(T, uint8_t, OP_LT); return true;                                 \
+  case C_LE: EW_LOOP2(T, uint8_t, OP_LE); return true;                                 \
+  case C_GT: EW_LOOP2(T, uint8_t, OP_GT); return true;                                 \
+  case C_GE: EW_LOOP2(T, uint8_t, OP_GE); return true;
+#define FLOAT_CASES(T, MAX, MIN)                                                       \
+  case B_ADD: EW_LOOP2(T, T, OP_ADD); return true;                                     \
+  case B_SUB: EW_LOOP2(T, T, OP_SUB); return true;                                     \
+  case B_MUL: EW_LOOP2(T, T, OP_MUL); return true;                                     \
+  case B_DIV: EW_LOOP2(T, T, OP_DIV); return true;                                     \
+  case B_MAX: EW_LOOP2(T, T, MAX); return true;                                        \
+  case B_MIN: EW_LOOP2(T, T, MIN); return true;                                        \
+  CMP_CASES(T)
+#define INT_CASES(T, U)                                                                \
+  case B_ADD: EW_LOOP2(T, T, OP_ADD##U); return true;                                  \
+  case B_SUB: EW_LOOP2(T, T, OP_SUB##U); return true;                                  \
+  case B_MUL: EW_LOOP2(T, T, OP_MUL##U); return true;                                  \
+  case B_MAX: EW_LOOP2(T, T, OP_MAXI); return true;                                    \
+  case B_MIN: EW_LOOP2(T, T, OP_MINI); return true;                                    \
+  case B_AND: EW_LOOP2(T, T, OP_AND); return true;                                     \
+  case B_OR: EW_LOOP2(T, T, OP_OR); return true;                                       \
+  case B_XOR: EW_LOOP2(T, T, OP_XOR); return true;                                     \
+  CMP_CASES(T)
+
+/* The typed loop of op on a's dtype, if it has one; false: none. */
+static bool ew_binary_typed(int op, const Array *a, const Array *b, Array *r, int64_t n, bool sa, bool sb) {
+  switch ((DType)a->dt) {
+  case DT_F32:
+    switch (op) { FLOAT_CASES(float, OP_MAXF32, OP_MINF32) default: return false; }
+  case DT_F64:
+    switch (op) { FLOAT_CASES(double, OP_MAXF64, OP_MINF64) default: return false; }
+  case DT_I32:
+    switch (op) { INT_CASES(int32_t, U32) default: return false; }
+  case DT_I64:
+    switch (op) { INT_CASES(int64_t, U64) default: return false; }
+  case DT_BOOL:
+    switch (op) {
+    case B_AND: EW_LOOP2(uint8_t, uint8_t, OP_ANDB); return true;
+    case B_OR: EW_LOOP2(uint8_t, uint8_t, OP_ORB); return true;
+    CMP_CASES(uint8_t)
+    default: return false;
+    }
+  default:
+    return false;
+  }
+}
+
 /* Applies a binary or comparison op elementwise: r = a op b.  a and b have
    the same dtype; a rank-0 operand broadcasts against r's shape. */
 static void ew_binary(int op, const Array *a, const Array *b, Array *r) {
   int64_t n = r->size, sa = a->rank || r->rank == 0 ? 1 : 0, sb = b->rank || r->rank == 0 ? 1 : 0;
+  if (ew_binary_typed(op, a, b, r, n, sa, sb)) return;
   bool cmp = op >= C_EQ && op <= C_GE;
   char kd = dtype_kinds[a->dt];
   int bits = dtype_sizes[a->dt] * 8;
@@ -430,9 +540,63 @@ static void ew_binary(int op, const Array *a, const Array *b, Array *r) {
 
 /* Applies a unary op elementwise: r = op(a), r of a's shape (and dtype,
    except for U_ISFINITE, whose result is bool). */
+/* o[i] = E, with v the element x[i] converted to VT. */
+#define EW_LOOP1(T, VT, E)                                                             \
+  do {                                                                                 \
+    const T *restrict x_ = (const T *)a->data;                                         \
+    T *restrict o_ = (T *)r->data;                                                     \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      VT v = (VT)x_[i];                                                                \
+      o_[i] = (T)(E);                                                                  \
+    }                                                                                  \
+  } while (0)
+
+/* The typed loops of the unary float operations: each the expression of
+   un_f, computed in double and rounded once. */
+#define UNARY_FLOAT_CASES(T)                                                           \
+  case U_NEG: EW_LOOP1(T, double, -v); return true;                                    \
+  case U_ABS: EW_LOOP1(T, double, fabs(v)); return true;                               \
+  case U_SIGN: EW_LOOP1(T, double, v > 0 ? 1.0 : v < 0 ? -1.0 : v); return true;       \
+  case U_COPY: EW_LOOP1(T, double, v); return true;                                    \
+  case U_FLOOR: EW_LOOP1(T, double, floor(v)); return true;                            \
+  case U_CEIL: EW_LOOP1(T, double, ceil(v)); return true;                              \
+  case U_ROUND_AWAY: EW_LOOP1(T, double, round(v)); return true;                       \
+  case U_ROUND_EVEN: EW_LOOP1(T, double, rint(v)); return true;                        \
+  case U_EXP: EW_LOOP1(T, double, exp(v)); return true;                                \
+  case U_EXP2: EW_LOOP1(T, double, exp2(v)); return true;                              \
+  case U_EXPM1: EW_LOOP1(T, double, expm1(v)); return true;                            \
+  case U_LOG: EW_LOOP1(T, double, log(v)); return true;                                \
+  case U_LOG1P: EW_LOOP1(T, double, log1p(v)); return true;                            \
+  case U_TANH: EW_LOOP1(T, double, tanh(v)); return true;                              \
+  case U_LOGISTIC: EW_LOOP1(T, double, 1.0 / (1.0 + exp(-v))); return true;            \
+  case U_SQRT: EW_LOOP1(T, double, sqrt(v)); return true;                              \
+  case U_RSQRT: EW_LOOP1(T, double, 1.0 / sqrt(v)); return true;                       \
+  case U_SIN: EW_LOOP1(T, double, sin(v)); return true;                                \
+  case U_COS: EW_LOOP1(T, double, cos(v)); return true;
+
+/* The typed loops of the unary integer operations: un_i's expressions. */
+#define UNARY_INT_CASES(T)                                                             \
+  case U_NEG: EW_LOOP1(T, int64_t, (int64_t)(0 - (uint64_t)v)); return true;          \
+  case U_ABS: EW_LOOP1(T, int64_t, v < 0 ? (int64_t)(0 - (uint64_t)v) : v); return true; \
+  case U_SIGN: EW_LOOP1(T, int64_t, (v > 0) - (v < 0)); return true;                   \
+  case U_NOT: EW_LOOP1(T, int64_t, ~v); return true;                                   \
+  case U_COPY: EW_LOOP1(T, int64_t, v); return true;
+
+/* The typed loop of op on a's dtype, if it has one; false: none. */
+static bool ew_unary_typed(int op, const Array *a, Array *r, int64_t n) {
+  switch ((DType)a->dt) {
+  case DT_F32: switch (op) { UNARY_FLOAT_CASES(float) default: return false; }
+  case DT_F64: switch (op) { UNARY_FLOAT_CASES(double) default: return false; }
+  case DT_I32: switch (op) { UNARY_INT_CASES(int32_t) default: return false; }
+  case DT_I64: switch (op) { UNARY_INT_CASES(int64_t) default: return false; }
+  default: return false;
+  }
+}
+
 static void ew_unary(int op, const Array *a, Array *r) {
   int64_t n = a->size;
   char kd = dtype_kinds[a->dt];
+  if (ew_unary_typed(op, a, r, n)) return;
   switch ((DType)a->dt) {
 #define X(tag, nm, np, sz, T, kind)                                                     \
   case DT_##tag: {                                                                      \
@@ -2071,6 +2235,34 @@ const PrimInfo prim_table[P_COUNT] = {
 #include "prims.def"
 #undef PRIM
 };
+
+/* =========================================================================
+** Elementwise over many blocks (eval.c)
+** ========================================================================= */
+
+int prim_ew_op(int prim) {
+  /* built from prim_table on first use, constant afterwards */
+  static signed char ops[P_COUNT];
+  static bool ready;
+  if (!ready) {
+    for (int p = 0; p < P_COUNT; p++) {
+      KernFn k = prim_table[p].kernel;
+      int op = -1;
+#define X(name, o) if (k == kern_##name) op = o;
+      BINARY_KERNELS(X)
+      UNARY_KERNELS(X)
+#undef X
+      ops[p] = (signed char)op;
+    }
+    ready = true;
+  }
+  return prim >= 0 && prim < P_COUNT ? ops[prim] : -1;
+}
+
+void prim_ew_apply(int op, const Array *a, const Array *b, Array *r) {
+  if (op >= U_NEG) ew_unary(op, a, r);
+  else ew_binary(op, a, b, r);
+}
 
 /* A primitive by canonical name or alias; -1 if none. */
 int prim_lookup(Str name) {

@@ -607,7 +607,7 @@ static void setup_terminal(Repl *R) {
   const char *home = getenv("HOME");
   if (home && *home) {
     size_t n = strlen(home) + 32;
-    R->history = malloc(n);
+    R->history = mem_alloc(n);
     snprintf(R->history, n, "%s/.shmapi_history", home);
     read_history(R->history);
   }
@@ -691,7 +691,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
   buf_free(&chunk);
   if (R.history) {
     write_history(R.history);
-    free(R.history);
+    mem_free(R.history);
   }
   if (!R.tty && R.errors) status = 1;
 done:

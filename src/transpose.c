@@ -662,7 +662,7 @@ bool tr_ppermute(TrCtx *cx) {
   PVal *perm = param(cx->st, "perm");
   PVal **pairs = bld_alloc(B, sizeof(PVal *) * (size_t)(perm->n + 1));
   for (int i = 0; i < perm->n; i++) {
-    int64_t sd[2];
+    int64_t sd[2] = {0, 0};        /* the checker made every pair two ints */
     pv_ints(perm->items[i], sd, 2);
     int64_t ds[2] = {sd[1], sd[0]};
     pairs[i] = bld_pv_ints(B, ds, 2);

@@ -1,0 +1,37 @@
+# Two limits that need a generated file or a machine-dependent message:
+# a source file over 64 MiB is refused with a clear message (exit 2, as
+# for any file that cannot be read), and by default a program may use at
+# most half of the machine's memory (--max-memory changes it): an array
+# of 4 TB is a clean runtime error, not the OOM killer.
+# timeout: 120
+set -uo pipefail
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+python3 - "$tmp/big.shm" <<'PY'
+import sys
+line = b'# ' + b'x' * 1021 + b'\n'
+with open(sys.argv[1], 'wb') as f:
+    for _ in range(65 * 1024):
+        f.write(line)
+    f.write(b'print 1\n')
+PY
+"$SHMAPI" "$tmp/big.shm" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if ((rc != 2)) || ! grep -q "is larger than the 64 MiB source limit" "$tmp/err" || [[ -s $tmp/out ]]; then
+  echo "source limit: exit $rc"; cat "$tmp/err"; fail=1
+fi
+
+"$SHMAPI" -c 'x = iota[dtype=f32, shape=(1000000, 1000000), dimension=0]' >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if ((rc != 1)) || ! grep -q "out of memory: .* would pass the limit of .* (see --max-memory)" "$tmp/err"; then
+  echo "default memory limit: exit $rc"; cat "$tmp/err"; fail=1
+fi
+
+"$SHMAPI" --max-memory 64K -c 'x = iota[dtype=f32, shape=(100, 1000), dimension=0]' >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if ((rc != 1)) || ! grep -q "would pass the limit of 65536" "$tmp/err"; then
+  echo "--max-memory 64K: exit $rc"; cat "$tmp/err"; fail=1
+fi
+exit $fail
