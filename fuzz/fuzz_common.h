@@ -1,9 +1,10 @@
 /*
-** fuzz_common.h — what both libFuzzer harnesses share.
+** fuzz_common.h — what the libFuzzer harnesses share.
 **
 ** One iteration starts from nothing and must end with nothing: the source
-** is registered as a file, parsed, checked (and, for fuzz_run, run), and
-** then the checker, the diagnostics and the file table are released.  A
+** is registered as a file, parsed, checked (and, for fuzz_run and
+** fuzz_repl, run), and then the checker, the diagnostics and the file
+** table are released.  A
 ** runtime error (err.h) is caught at a boundary here, as the REPL catches
 ** it.  After each input mem_in_use() must be back to zero: a block still
 ** counted is a leak, reported as a crash even where LeakSanitizer would

@@ -1066,6 +1066,7 @@ static void do_displays(Dbg *D, bool force) {
     if (show_expr(D, D->sel, d->expr, buf_cstr(&label), focus_for(D, D->sel), &out, &err)) {
       if (force || !d->last || strcmp(d->last, buf_cstr(&out))) fputs(buf_cstr(&out), stdout);
       mem_free(d->last);
+      d->last = NULL;
       d->last = mem_strndup(buf_cstr(&out), out.n);
     } else if (force) {
       complain("display %s: %s", d->expr, buf_cstr(&err));
@@ -2091,6 +2092,7 @@ DbgResult dbg_run_main(Dbg *D, int from, int to, bool stop_first) {
     bool ok = eval_run_to(D->I, from, to);
     D->main_running = false;
     D->frame = NULL;
+    D->stopped = false;        /* an error thrown while stopped freed the frames */
     Request r = D->req;
     D->req = REQ_NONE;
     D->mode = M_RUN;
@@ -2131,6 +2133,7 @@ DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first) {
   bool ok = eval_call(D->I, eval_top(D->I), f, outs, true, &where);
   D->skip_fn = NULL;
   D->frame = NULL;
+  D->stopped = false;
   D->mode = M_RUN;
   Request r = D->req;
   D->req = REQ_NONE;

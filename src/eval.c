@@ -189,11 +189,19 @@ static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *ou
   }
   arr_slab((DType)t->dt, t->rank, t->shape, nb, out->blk);
   if (whole) {
-    /* flat views of the operands and of the result over all blocks */
-    Array x[2], r = {.dt = t->dt, .rank = 1, .size = n * nb, .data = out->blk[0]->data};
+    /* flat views of the operands and of the result over all blocks (only
+       the fields prim_ew_apply reads: no need to clear 160 bytes each) */
+    Array x[2], r;
+    r.dt = t->dt;
+    r.rank = 1;
+    r.size = n * nb;
+    r.data = out->blk[0]->data;
     for (int i = 0; i < nin; i++) {
       const Array *a0 = opv[i] ? opv[i]->blk[0] : lit[i];
-      x[i] = (Array){.dt = a0->dt, .rank = uni[i] ? 0 : 1, .size = uni[i] ? 1 : n * nb, .data = a0->data};
+      x[i].dt = a0->dt;
+      x[i].rank = uni[i] ? 0 : 1;
+      x[i].size = uni[i] ? 1 : n * nb;
+      x[i].data = a0->data;
     }
     prim_ew_apply(op, &x[0], nin > 1 ? &x[1] : NULL, &r);
   } else {

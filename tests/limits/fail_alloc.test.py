@@ -3,7 +3,8 @@
 # "out of memory (injected failure)" with exit status 1, and release every
 # byte (the interpreter itself checks that under the switch and exits 3
 # otherwise; under AddressSanitizer, LeakSanitizer checks it too).  No
-# crash, no sanitizer report, no swallowed failure.
+# crash, no sanitizer report, no swallowed failure.  REPL and debugger
+# sessions are walked too, for crashes only.
 #
 # N takes every value up to 400, then grows by 2% a step
 # (SHMAPI_FAIL_ALLOC_STEP=1.0 walks every N), until the run no longer
@@ -28,18 +29,50 @@ PROGRAMS = [
     (['--check', 'examples/transpose_psum_mapped.shm'], 0),
     (['-c', 'x = [1, 2]\nprint x'], 0),
 ]
+# REPL and debugger sessions (stdin from the file): a failure there is
+# reported and the session goes on, so only crashes and sanitizer reports
+# count (leak checking is off for them).
+SESSIONS = [
+    (['--max-steps', '5'], 'tests/limits/failed_statement_no_value.in'),
+    (['--debug', 'tests/debug/breakpoints.shm'], 'tests/debug/breakpoints.in'),
+    (['--debug', 'tests/debug/display.shm'], 'tests/debug/display.in'),
+    (['--debug', 'tests/debug/whos_locals.shm'], 'tests/debug/whos_locals.in'),
+    (['--debug', 'tests/debug/varying_paths.shm'], 'tests/debug/varying_paths.in'),
+]
 INJECTED = 'out of memory (injected failure)'
 STEP = float(os.environ.get('SHMAPI_FAIL_ALLOC_STEP', '1.02'))
 BAD_WORDS = ('Sanitizer', 'runtime error:', 'internal error', 'fatal')
 
 
-def run(args, n):
+def run(args, n, stdin=None):
     env = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
     if n is not None:
         env['SHMAPI_FAIL_ALLOC'] = str(n)
-    p = subprocess.run([SHMAPI] + args, env=env, stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=120)
+    if stdin:
+        env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
+    with open(stdin or os.devnull, 'rb') as f:
+        p = subprocess.run([SHMAPI] + args, env=env, stdin=f,
+                           capture_output=True, timeout=120)
     return p.returncode, p.stdout.decode(errors='replace'), p.stderr.decode(errors='replace')
+
+
+def walk_session(args, stdin):
+    """Walk N for a REPL or debugger session: no crash, no report."""
+    if not all(os.path.exists(a) for a in args if a.endswith('.shm')) or not os.path.exists(stdin):
+        return 0, []
+    problems = []
+    runs = 0
+    for n in schedule():
+        rc, out, err = run(args, n, stdin)
+        runs += 1
+        # "shmapi: fatal:" is fine here: a failure while the REPL starts,
+        # before it has a boundary to report it at, ends it cleanly.
+        if any(w in err for w in BAD_WORDS if w != 'fatal') or rc not in (0, 1):
+            problems.append(f'{" ".join(args)} < {stdin} with SHMAPI_FAIL_ALLOC={n}: exit {rc}\n{err[-3000:]}')
+            break
+        if INJECTED not in err:
+            break
+    return runs, problems
 
 
 def schedule():
@@ -84,6 +117,10 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(workers) as ex:
         for (args, _), (runs, problems) in zip(PROGRAMS, ex.map(lambda p: walk(*p), PROGRAMS)):
             print(f'{" ".join(args)}: {runs} runs')
+            total += runs
+            failed += problems
+        for (args, stdin), (runs, problems) in zip(SESSIONS, ex.map(lambda p: walk_session(*p), SESSIONS)):
+            print(f'{" ".join(args)} < {stdin}: {runs} runs')
             total += runs
             failed += problems
     for p in failed:
