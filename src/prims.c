@@ -17,7 +17,11 @@
 **                 double and rounded once to the dtype (exact for + - * /
 **                 and sqrt, correctly rounded in practice for the rest),
 **                 integers in 64-bit wrap-around arithmetic truncated to
-**                 the dtype, bools as 0/1.
+**                 the dtype, bools as 0/1.  The common operations run as
+**                 typed loops (one per operation and dtype, so they
+**                 vectorise) with exactly those results; f32 tanh too
+**                 (tanh_f32).  prim_ew_apply lets eval.c run the engine
+**                 over all blocks of a value at once.
 **   reduction     red_axes folds any set of axes with a binary EwOp
 **                 (floats accumulate in double, integers in 64 bits);
 **                 scan_axis and arg_axis run along one axis (cumulative
@@ -30,7 +34,7 @@
 **
 ** Kernels never write to their operands and allocate their results with
 ** arr_new from the result type the rule computed.  Nothing here keeps
-** state between calls.
+** state between calls (prim_ew_op's table is built once, then constant).
 **
 ** Sections: helpers for the rules; elementwise (engine, then rules and
 ** kernels); reductions and scans; shape ops (copy engine, then rules and
@@ -398,7 +402,9 @@ static int64_t un_i(int op, int64_t x) {
 ** operation rounded once (double has more than twice float's precision);
 ** f32 max and min go through double exactly as bin_f does; integer
 ** arithmetic wraps in unsigned arithmetic of the dtype's width, which is
-** the 64-bit result truncated.  Everything else takes the generic loops. */
+** the 64-bit result truncated.  Which NaN comes out of NaN op NaN is kept
+** too: the first operand's, as the generic loops give it.  Everything
+** else takes the generic loops. */
 
 static inline double max_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
 static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
@@ -415,7 +421,12 @@ static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b)
       for (int64_t i = 0; i < n; i++) o_[i] = F(x_[i], v_);                            \
     } else if (sb) {                                                                   \
       const TI u_ = x_[0];                                                             \
-      for (int64_t i = 0; i < n; i++) o_[i] = F(u_, y_[i]);                            \
+      if (u_ != u_) { /* NaN: the result of each; the loop may commute F */            \
+        const TO w_ = F(u_, u_);                                                       \
+        for (int64_t i = 0; i < n; i++) o_[i] = w_;                                    \
+      } else {                                                                         \
+        for (int64_t i = 0; i < n; i++) o_[i] = F(u_, y_[i]);                          \
+      }                                                                                \
     } else {                                                                           \
       const TI u_ = x_[0], v_ = y_[0];                                                 \
       for (int64_t i = 0; i < n; i++) o_[i] = F(u_, v_);                               \
