@@ -83,6 +83,19 @@ static IrAtom sum_over(Tr *T, IrAtom ct, uint32_t mask) {
 }
 
 /* Add ct to the cotangent of variable v (lifting to v's variance). */
+/* The `neg` equation of the transpose that produced atom a, if any, when
+   its operand has a's type. */
+static const IrStmt *neg_of(Tr *T, const IrAtom *a) {
+  if (!a->var) return NULL;
+  IrFunc *g = bld_func(T->B);
+  for (int i = g->nbody - 1; i >= 0; i--) {
+    const IrStmt *st = g->body[i];
+    if (st->k == IS_EQN && st->nout == 1 && st->out[0] == a->var)
+      return st->prim == prim_lookup(str_c("neg")) && st->in[0].var && st->in[0].t.vma == a->t.vma ? st : NULL;
+  }
+  return NULL;
+}
+
 static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
   if (ct.t.vma & ~v->t.vma) ct = sum_over(T, ct, ct.t.vma & ~v->t.vma);
   if (ct.t.vma != v->t.vma) ct = bld_lift(T->B, ct, v->t.vma);
@@ -93,8 +106,17 @@ static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
     T->has[s] = true;
     return;
   }
+  /* a + neg(b) is written sub a b, so that transposing a sub twice gives
+     the sub back (the neg left unused is dropped with the dead equations) */
   IrAtom in[2] = {T->ct[s], ct}, out;
-  if (!bld_prim(T->B, prim_lookup(str_c("add")), NULL, 0, in, 2, &out)) { T->failed = true; return; }
+  int prim = prim_lookup(str_c("add"));
+  const IrStmt *n1 = neg_of(T, &in[1]), *n0 = n1 ? NULL : neg_of(T, &in[0]);
+  if (n1 || n0) {
+    prim = prim_lookup(str_c("sub"));
+    if (n1) in[1] = n1->in[0];
+    else { in[0] = in[1]; in[1] = n0->in[0]; }
+  }
+  if (!bld_prim(T->B, prim, NULL, 0, in, 2, &out)) { T->failed = true; return; }
   name_after(T, &out, v->name);
   T->ct[s] = out;
 }
