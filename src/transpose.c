@@ -96,6 +96,90 @@ static const IrStmt *neg_of(Tr *T, const IrAtom *a) {
   return NULL;
 }
 
+static PVal *param(const IrStmt *st, const char *key);
+static int64_t pv_int(const PVal *p, int64_t dflt);
+
+/* The equation of the transpose that produced atom a, if any. */
+static const IrStmt *def_of(Tr *T, const IrAtom *a) {
+  if (!a->var) return NULL;
+  IrFunc *g = bld_func(T->B);
+  for (int i = g->nbody - 1; i >= 0; i--) {
+    const IrStmt *st = g->body[i];
+    for (int j = 0; st->k == IS_EQN && j < st->nout; j++)
+      if (st->out[j] == a->var) return st;
+  }
+  return NULL;
+}
+
+/* A pad with a zero padding value that pads one dimension only, without
+   interior padding: *d, *lo, *hi describe it. */
+static bool simple_pad(const IrStmt *st, int *d, int64_t *lo, int64_t *hi) {
+  if (!st || st->prim != prim_lookup(str_c("pad")) || !st->in[1].lit || arr_getf(st->in[1].lit, 0) != 0) return false;
+  const PVal *pc = NULL;
+  for (int i = 0; i < st->nparams; i++)
+    if (!strcmp(st->params[i].key, "padding_config")) pc = st->params[i].v;
+  if (!pc) return false;
+  *d = -1;
+  for (int k = 0; k < pc->n; k++) {
+    const PVal *c = pc->items[k];
+    if (c->n != 3) return false;
+    int64_t l = c->items[0]->i, h = c->items[1]->i, in = c->items[2]->i;
+    if (in != 0 || l < 0 || h < 0) return false;
+    if (l || h) {
+      if (*d >= 0) return false;
+      *d = k;
+      *lo = l;
+      *hi = h;
+    }
+  }
+  return *d >= 0;
+}
+
+/* pad(a) + pad(b) of adjacent pieces along one dimension is the pad of
+   their concatenation, so that transposing a concatenate twice gives the
+   concatenate back.  Pieces already concatenated are flattened. */
+static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
+  const IrStmt *p0 = def_of(T, &T->ct[s]), *p1 = def_of(T, &ct);
+  int d0, d1;
+  int64_t lo0, hi0, lo1, hi1;
+  if (!simple_pad(p0, &d0, &lo0, &hi0) || !simple_pad(p1, &d1, &lo1, &hi1) || d0 != d1) return false;
+  const IrStmt *a = p0, *b = p1;            /* a: the piece that comes first */
+  int64_t loa = lo0, hia = hi0, lob = lo1, hib = hi1;
+  if (lo1 < lo0) { a = p1; b = p0; loa = lo1; hia = hi1; lob = lo0; hib = hi0; }
+  int64_t na = a->in[0].t.shape[d0];
+  if (loa + na != lob) return false;
+  (void)hia;
+  IrAtom parts[64];
+  int n = 0;
+  const IrStmt *ends[2] = {a, b};
+  for (int e = 0; e < 2; e++) {
+    const IrStmt *c = def_of(T, &ends[e]->in[0]);
+    if (c && c->prim == prim_lookup(str_c("concatenate")) && pv_int(param(c, "dimension"), -1) == d0 && n + c->nin < 64)
+      for (int k = 0; k < c->nin; k++) parts[n++] = c->in[k];
+    else if (n < 64)
+      parts[n++] = ends[e]->in[0];
+  }
+  Builder *B = T->B;
+  IrParam cp[1] = {{"dimension", bld_pv_int(B, d0)}};
+  IrAtom cat;
+  if (!bld_prim(B, prim_lookup(str_c("concatenate")), cp, 1, parts, n, &cat)) { T->failed = true; return true; }
+  IrAtom out = cat;
+  if (loa || hib) {
+    int r = cat.t.rank;
+    PVal **cfg = bld_alloc(B, sizeof(PVal *) * (size_t)(r + 1));
+    for (int k = 0; k < r; k++) {
+      int64_t c[3] = {k == d0 ? loa : 0, k == d0 ? hib : 0, 0};
+      cfg[k] = bld_pv_ints(B, c, 3);
+    }
+    IrParam pp[1] = {{"padding_config", bld_pv_tuple(B, cfg, r)}};
+    IrAtom in[2] = {cat, p0->in[1]};
+    if (!bld_prim(B, prim_lookup(str_c("pad")), pp, 1, in, 2, &out)) { T->failed = true; return true; }
+  }
+  name_after(T, &out, v->name);
+  T->ct[s] = out;
+  return true;
+}
+
 static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
   if (ct.t.vma & ~v->t.vma) ct = sum_over(T, ct, ct.t.vma & ~v->t.vma);
   if (ct.t.vma != v->t.vma) ct = bld_lift(T->B, ct, v->t.vma);
@@ -106,6 +190,7 @@ static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
     T->has[s] = true;
     return;
   }
+  if (merge_pads(T, s, ct, v)) return;
   /* a + neg(b) is written sub a b, so that transposing a sub twice gives
      the sub back (the neg left unused is dropped with the dead equations) */
   IrAtom in[2] = {T->ct[s], ct}, out;

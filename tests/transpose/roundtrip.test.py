@@ -214,10 +214,22 @@ CASES = [
     ('mixed', MIXED, (0,), (1, 2), (1,), 'orig'),
     ('local', LOCAL, None, None, None, 'f'),
     ('collectives', COLLECTIVES, None, None, None, 'f'),
+    ('concatenate', '''
+def f(x:f32[3], y:f32[2]) {
+  z = concatenate[dimension=0] x y
+  return z
+}
+''', None, None, None, 'f'),
+    ('sub', '''
+def f(x:f32[3], y:f32[3]) {
+  z = sub x y
+  return z
+}
+''', None, None, None, 'f'),
 ]
 
 # Known differences: t(t(f)) computes f, but not with f's equations.  The
-# rules of sub, concatenate, dynamic_update_slice and select_n transpose
+# rules of dynamic_update_slice and select_n transpose
 # one equation into several (neg; slices; dynamic_update_slice of zeros and
 # dynamic_slice; select_n against zeros), whose transposes are sums of
 # several equations; pmean transposes to pbroadcast and div, and back to
@@ -235,18 +247,6 @@ def f(x:f32[], y:f32[3]) {
     # an invariant result through an out_spec that mentions i: the
     # transpose psums the cotangent, and its transpose is an explicit
     # pbroadcast where f relied on out_specs to tile
-    ('sub', '''
-def f(x:f32[3], y:f32[3]) {
-  z = sub x y
-  return z
-}
-''', None, None, None, 'f'),
-    ('concatenate', '''
-def f(x:f32[3], y:f32[2]) {
-  z = concatenate[dimension=0] x y
-  return z
-}
-''', None, None, None, 'f'),
     ('dynamic_update_slice', '''
 def f(x:f32[4], y:f32[2]) {
   z = dynamic_update_slice x y 1
