@@ -180,6 +180,55 @@ static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
   return true;
 }
 
+static bool same_atom(const IrAtom *a, const IrAtom *b) {
+  if (a->var || b->var) return a->var == b->var;
+  return a->lit && b->lit && arr_identical(a->lit, b->lit);
+}
+
+/* Is atom a zeros: a zero literal, or a broadcast of one? */
+static bool is_zeros(Tr *T, const IrAtom *a) {
+  if (a->lit) return arr_getf(a->lit, 0) == 0;
+  const IrStmt *b = def_of(T, a);
+  return b && b->prim == prim_lookup(str_c("broadcast_in_dim")) && b->in[0].lit && arr_getf(b->in[0].lit, 0) == 0;
+}
+
+/* Sums of two pieces that are zero where the other is not, as the
+   transposes of select_n and dynamic_update_slice make them, written as
+   the one equation they came from:
+     select_n q a 0 + select_n q 0 b      -> select_n q a b
+     dus(zeros, u, i) + dus(x, zeros, i)  -> dus(x, u, i)                 */
+static bool merge_disjoint(Tr *T, int s, IrAtom ct, IrVar *v) {
+  const IrStmt *p = def_of(T, &T->ct[s]), *q = def_of(T, &ct);
+  if (!p || !q || p->prim != q->prim || p->nin != q->nin) return false;
+  int n = p->nin;
+  IrAtom *in = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(n + 1));
+  if (p->prim == prim_lookup(str_c("select_n"))) {
+    if (!same_atom(&p->in[0], &q->in[0])) return false;
+    in[0] = p->in[0];
+    for (int k = 1; k < n; k++) {
+      bool zp = is_zeros(T, &p->in[k]), zq = is_zeros(T, &q->in[k]);
+      if (!zp && !zq) return false;
+      in[k] = zp ? q->in[k] : p->in[k];
+    }
+  } else if (p->prim == prim_lookup(str_c("dynamic_update_slice"))) {
+    for (int k = 2; k < n; k++)
+      if (!same_atom(&p->in[k], &q->in[k])) return false;
+    const IrStmt *a = p, *b = q;             /* a: zeros operand, b: zeros update */
+    if (!is_zeros(T, &a->in[0])) { a = q; b = p; }
+    if (!is_zeros(T, &a->in[0]) || !is_zeros(T, &b->in[1])) return false;
+    in[0] = b->in[0];
+    in[1] = a->in[1];
+    for (int k = 2; k < n; k++) in[k] = p->in[k];
+  } else {
+    return false;
+  }
+  IrAtom out;
+  if (!bld_prim(T->B, p->prim, p->params, p->nparams, in, n, &out)) { T->failed = true; return true; }
+  name_after(T, &out, v->name);
+  T->ct[s] = out;
+  return true;
+}
+
 static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
   if (ct.t.vma & ~v->t.vma) ct = sum_over(T, ct, ct.t.vma & ~v->t.vma);
   if (ct.t.vma != v->t.vma) ct = bld_lift(T->B, ct, v->t.vma);
@@ -190,7 +239,7 @@ static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
     T->has[s] = true;
     return;
   }
-  if (merge_pads(T, s, ct, v)) return;
+  if (merge_pads(T, s, ct, v) || merge_disjoint(T, s, ct, v)) return;
   /* a + neg(b) is written sub a b, so that transposing a sub twice gives
      the sub back (the neg left unused is dropped with the dead equations) */
   IrAtom in[2] = {T->ct[s], ct}, out;
@@ -347,13 +396,24 @@ bool tr_copy(TrCtx *cx) {
   return true;
 }
 
+/* A cotangent made by broadcasting a scalar, where the other operand k
+   (constant) already has the result's shape: the scalar itself, since
+   mul and div broadcast a scalar operand (so that transposing `mul x y`
+   with a scalar x twice gives `mul x y` back). */
+static IrAtom scalar_source(TrCtx *cx, IrAtom ct, int k) {
+  const IrStmt *b = def_of(cx->T, &ct);
+  if (!b || b->prim != prim_lookup(str_c("broadcast_in_dim")) || b->in[0].t.rank != 0) return ct;
+  if (!type_same_shape(tr_in_type(cx, k), &ct.t) || b->in[0].t.vma != ct.t.vma) return ct;
+  return b->in[0];
+}
+
 bool tr_mul(TrCtx *cx) {
   if (cx->checking) {
     if (cx->lin_in[0] && cx->lin_in[1]) return tr_error(cx, "mul of two linear values is not linear");
     return true;
   }
   int k = cx->lin_in[0] ? 0 : 1;
-  IrAtom in[2] = {tr_ct(cx, 0), tr_in(cx, 1 - k)};
+  IrAtom in[2] = {scalar_source(cx, tr_ct(cx, 0), 1 - k), tr_in(cx, 1 - k)};
   tr_give(cx, k, unbroadcast(cx, emit1(cx, "mul", NULL, 0, in, 2), k));
   return true;
 }
@@ -363,7 +423,7 @@ bool tr_div(TrCtx *cx) {
     if (cx->lin_in[1]) return tr_error(cx, "div by a linear value is not linear");
     return true;
   }
-  IrAtom in[2] = {tr_ct(cx, 0), tr_in(cx, 1)};
+  IrAtom in[2] = {scalar_source(cx, tr_ct(cx, 0), 1), tr_in(cx, 1)};
   tr_give(cx, 0, unbroadcast(cx, emit1(cx, "div", NULL, 0, in, 2), 0));
   return true;
 }
@@ -741,6 +801,19 @@ bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  /* div by the group size, then psum, is a pmean (the transpose of the
+     transpose of pmean) */
+  const IrStmt *d = def_of(cx->T, &ct);
+  const Mesh *m = bld_func(tr_builder(cx))->mesh;
+  if (d && d->prim == prim_lookup(str_c("div")) && d->in[1].lit && d->in[0].var && m && dtype_is_float((DType)ct.t.dt)) {
+    int64_t p = 1;
+    for (int k = 0; k < cx->st->at->naxes; k++) p *= m->size[cx->st->at->axes[k]];
+    if (arr_getf(d->in[1].lit, 0) == (double)p) {
+      IrAtom x = d->in[0];
+      tr_give(cx, 0, emit1(cx, "pmean", ps, 1, &x, 1));
+      return true;
+    }
+  }
   tr_give(cx, 0, emit1(cx, "psum", ps, 1, &ct, 1));
   return true;
 }
@@ -1169,6 +1242,11 @@ static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const cha
     if (!linear[i]) continue;
     IrVar *p = f->params[i];
     outs[n++] = T.has[p->slot] ? T.ct[p->slot] : bld_zeros(T.B, &p->t);
+    /* a shard_map body's result leaves through an out_spec that mentions
+       every axis of the parameter's variance: an invariant value is tiled
+       there, so a pbroadcast just before the result is not needed */
+    const IrStmt *pb = ct_vma ? def_of(&T, &outs[n - 1]) : NULL;
+    if (pb && pb->prim == P_PBROADCAST && (pb->in[0].var || pb->in[0].lit)) outs[n - 1] = pb->in[0];
   }
   bld_finish(T.B, outs, n);
   drop_dead(&T, g);
