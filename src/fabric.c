@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "err.h"
 #include "fabric.h"
+#include "par.h"
 
 /* ---- shape rules ------------------------------------------------------------------ */
 
@@ -363,12 +364,43 @@ static void divide(Array *acc, int64_t p) {
   }
 }
 
+/* Half h of a reduction of `n` elements (on a tile boundary). */
+typedef struct RangeJob {
+  int prim;
+  DType dt;
+  void *dst;
+  Array **blk;
+  int64_t p, n;
+} RangeJob;
+
+static void reduce_half(void *ctx, int64_t h) {
+  RangeJob *j = ctx;
+  int64_t mid = (j->n / 2 / TILE) * TILE;
+  int64_t lo = h ? mid : 0, hi = h ? j->n : mid;
+  reduce_into(j->prim, j->dt, (char *)j->dst + lo * dtype_sizes[j->dt], j->blk, j->p, lo, hi - lo);
+}
+
+/* Member k of a psum_scatter whose chunks are contiguous: the sum of
+   chunk k of every block. */
+typedef struct ScatterJob {
+  Array **blk, **rs;
+  int64_t p, csize;
+} ScatterJob;
+
+static void scatter_one(void *ctx, int64_t k) {
+  ScatterJob *j = ctx;
+  reduce_into(P_PSUM, (DType)j->rs[k]->dt, j->rs[k]->data, j->blk, j->p, k * j->csize, j->csize);
+}
+
 /* Sum (max, min, mean) of the group's blocks, members in ascending order. */
 static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p) {
   Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
+  err_defer(mem_free, blk);
   group_blocks(m, at, in, outer, o, p, blk);
   Array *acc = arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
-  reduce_into(prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, 0, acc->size);
+  err_undefer(blk);
+  RangeJob rj = {prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, acc->size};
+  par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
   mem_free(blk);
   if (prim == P_PMEAN) {
     if (!dtype_is_float((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
@@ -416,6 +448,35 @@ static void expand_dim(Array *a, int d) {
   a->rank++;
 }
 
+typedef struct GatherJob {
+  const Mesh *m;
+  const Attrs *at;
+  Val *in;
+  const int64_t *coords;     /* the group's coordinates off the gathered axes */
+  Array *r;
+} GatherJob;
+
+/* Copy member g's block into its place in the gathered array. */
+static void gather_one(void *ctx, int64_t g) {
+  GatherJob *j = ctx;
+  int64_t coords[SHM_MAXAXES];
+  memcpy(coords, j->coords, sizeof coords);
+  member_coords(j->m, j->at, g, coords);
+  Array *x = j->in->blk[encode(j->m, j->in->mask, coords)];
+  Array *r = j->r;
+  int d = (int)j->at->i[0];
+  int64_t start[SHM_MAXRANK] = {0};
+  if (j->at->b[0]) {
+    start[d] = g * x->shape[d];
+    arr_put_block(r, start, x);
+  } else {             /* view the block with a dimension of size 1 at d */
+    int64_t vshape[SHM_MAXRANK], zero[SHM_MAXRANK] = {0};
+    for (int i = 0, k = 0; i < r->rank; i++) vshape[i] = i == d ? 1 : x->shape[k++];
+    start[d] = g;
+    arr_copy_box(r->data, r->shape, start, x->data, vshape, zero, vshape, r->rank, dtype_sizes[r->dt]);
+  }
+}
+
 /* Concatenate the group's blocks along dimension d (tiled) or stacked at a
    new dimension d (untiled), members in order.  `pick(g)` gives member g's
    block (borrowed). */
@@ -424,22 +485,38 @@ static Array *gather_group(const Mesh *m, const Attrs *at, Val *in, uint32_t out
   int64_t coords[SHM_MAXAXES] = {0};
   decode(m, outer, o, coords);
   Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
-  int d = (int)at->i[0];
-  for (int64_t g = 0; g < p; g++) {
-    member_coords(m, at, g, coords);
-    Array *x = in->blk[encode(m, in->mask, coords)];
-    int64_t start[SHM_MAXRANK] = {0};
-    if (at->b[0]) {
-      start[d] = g * x->shape[d];
-      arr_put_block(r, start, x);
-    } else {             /* view the block with a dimension of size 1 at d */
-      int64_t vshape[SHM_MAXRANK], zero[SHM_MAXRANK] = {0};
-      for (int i = 0, j = 0; i < r->rank; i++) vshape[i] = i == d ? 1 : x->shape[j++];
-      start[d] = g;
-      arr_copy_box(r->data, r->shape, start, x->data, vshape, zero, vshape, r->rank, dtype_sizes[r->dt]);
-    }
-  }
+  GatherJob gj = {m, at, in, coords, r};
+  par_for(p, gather_one, &gj, (double)arr_nbytes(r));
   return r;
+}
+
+typedef struct A2AJob {
+  const Mesh *m;
+  const Attrs *at;
+  Val *in;
+  const int64_t *coords;
+  Array **rs;
+  int64_t p;
+  int sa, ca;
+} A2AJob;
+
+/* Receiver k of a tiled all_to_all: chunk k of every sender, in order. */
+static void a2a_receiver(void *ctx, int64_t k) {
+  A2AJob *a = ctx;
+  int64_t coords[SHM_MAXAXES];
+  memcpy(coords, a->coords, sizeof coords);
+  Array *r = a->rs[k];
+  for (int64_t j = 0; j < a->p; j++) {
+    member_coords(a->m, a->at, j, coords);
+    Array *x = a->in->blk[encode(a->m, a->in->mask, coords)];
+    int64_t c = x->shape[a->sa] / a->p;
+    int64_t box[SHM_MAXRANK], sst[SHM_MAXRANK] = {0}, dst[SHM_MAXRANK] = {0};
+    for (int i = 0; i < x->rank; i++) box[i] = x->shape[i];
+    box[a->sa] = c;
+    sst[a->sa] = k * c;
+    dst[a->ca] = j * box[a->ca];
+    arr_copy_box(r->data, r->shape, dst, x->data, x->shape, sst, box, x->rank, dtype_sizes[r->dt]);
+  }
 }
 
 static double nbytes_of(const Type *t) {
@@ -573,16 +650,18 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
       if (before == 1) {
         /* each member's chunk is contiguous: sum just that range, straight
            into the member's result */
-        Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
+        Array **blk = mem_calloc(sizeof(Array *) * (size_t)(2 * p));
+        err_defer(mem_free, blk);
         group_blocks(m, at, in, outer, o, p, blk);
-        int64_t csize = first->size / p;
+        ScatterJob sj = {blk, blk + p, p, first->size / p};
         decode(m, outer, o, coords);
         for (int64_t k = 0; k < p; k++) {
-          Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
-          reduce_into(P_PSUM, (DType)r->dt, r->data, blk, p, k * csize, csize);
+          sj.rs[k] = arr_new((DType)outt->dt, outt->rank, outt->shape);
           member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = r;
+          out->blk[encode(m, R, coords)] = sj.rs[k];
         }
+        par_for(p, scatter_one, &sj, (double)arr_nbytes(first) * (double)p);
+        err_undefer(blk);
         mem_free(blk);
         continue;
       }
@@ -653,22 +732,27 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     for (int64_t o = 0; o < nouter; o++) {
       if (need && !need[o]) continue;
       decode(m, outer, o, coords);
+      if (tiled) {       /* receivers built on two cores, straight from the senders */
+        Array **rs = mem_calloc(sizeof(Array *) * (size_t)p);
+        err_defer(mem_free, rs);
+        A2AJob aj = {m, at, in, coords, rs, p, sa, ca};
+        for (int64_t k = 0; k < p; k++) {
+          rs[k] = arr_new((DType)outt->dt, outt->rank, outt->shape);
+          member_coords(m, at, k, coords);
+          out->blk[encode(m, R, coords)] = rs[k];
+        }
+        decode(m, outer, o, coords);
+        par_for(p, a2a_receiver, &aj, (double)arr_nbytes(rs[0]) * (double)p);
+        err_undefer(rs);
+        mem_free(rs);
+        continue;
+      }
       for (int64_t k = 0; k < p; k++) {          /* receiver */
         Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
         for (int64_t j = 0; j < p; j++) {        /* sender */
           member_coords(m, at, j, coords);
           Array *x = in->blk[encode(m, S, coords)];
-          int64_t c = tiled ? x->shape[sa] / p : 1;
-          if (tiled) {     /* copy the chunk straight from sender to receiver */
-            int64_t box[SHM_MAXRANK], sst[SHM_MAXRANK] = {0}, dst[SHM_MAXRANK] = {0};
-            for (int i = 0; i < x->rank; i++) box[i] = x->shape[i];
-            box[sa] = c;
-            sst[sa] = k * c;
-            dst[ca] = j * box[ca];
-            arr_copy_box(r->data, r->shape, dst, x->data, x->shape, sst, box, x->rank, dtype_sizes[r->dt]);
-            continue;
-          }
-          Array *ch = chunk(x, sa, k, c);
+          Array *ch = chunk(x, sa, k, 1);
           int64_t start[SHM_MAXRANK] = {0};
           {
             squeeze_dim(ch, sa);

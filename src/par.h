@@ -1,0 +1,23 @@
+/*
+** par.h — two cores for big memory-bound work.
+**
+** Writing freshly allocated memory is dominated by the page faults of the
+** first touch, which two threads take on two cores.  Tasks run with par_for
+** only copy or compute into memory allocated beforehand: they never
+** allocate, never raise errors, and each writes its own part of the
+** result, so the bytes produced do not depend on the threads.
+*/
+#ifndef SHM_PAR_H
+#define SHM_PAR_H
+
+#include <stdint.h>
+
+/* Work below this many bytes runs on the calling thread only. */
+#define PAR_BYTES ((double)(8u << 20))
+
+typedef void (*ParFn)(void *ctx, int64_t i);
+
+/* fn(ctx, i) for i in [0, n): split over two threads when `bytes` is large. */
+void par_for(int64_t n, ParFn fn, void *ctx, double bytes);
+
+#endif
