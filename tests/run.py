@@ -70,6 +70,13 @@ class Result:
 
 # ---------------------------------------------------------------- discovery
 
+
+def default_python():
+    """Test scripts compare against NumPy: prefer Debian's python3, which has
+    python3-numpy, over whatever python3 runs this runner."""
+    deb = '/usr/bin/python3'
+    return deb if os.access(deb, os.X_OK) else sys.executable
+
 def is_script(path):
     return path.endswith(SCRIPT_SUFFIXES)
 
@@ -407,7 +414,7 @@ def main():
                     timeout_scale=10.0 if args.valgrind else
                     float(os.environ.get('SHMAPI_TIMEOUT_SCALE', '1')),
                     update=args.update,
-                    python=os.environ.get('SHMAPI_PYTHON') or sys.executable)
+                    python=os.environ.get('SHMAPI_PYTHON') or default_python())
     print('TAP version 13')
     print('1..%d' % len(tests), flush=True)
     counts = {'ok': 0, 'fail': 0, 'skip': 0}
