@@ -339,13 +339,19 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
 
 /* ---- control flow ------------------------------------------------------------------- */
 
-static void step(Interp *I) {
+static void devices_text(const Space *sp, char *out, size_t n);
+
+/* One loop iteration, run by the instances of `sp`. */
+static void step(Interp *I, const Space *sp) {
   if (eval_interrupted) {
     eval_interrupted = 0;
     err_throw("interrupted");
   }
-  if (I->max_steps && ++I->steps > I->max_steps)
-    err_throw("more than %ld loop iterations (the --max-steps limit)", I->max_steps);
+  if (I->max_steps && ++I->steps > I->max_steps) {
+    char where[256] = "";
+    if (sp->mesh) devices_text(sp, where, sizeof where);
+    err_throw("more than %ld loop iterations (the --max-steps limit)%s", I->max_steps, where);
+  }
 }
 
 /* The integer at instance `inst` of a scalar Val. */
@@ -461,7 +467,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   int64_t lo = st->at->i[0], hi = st->at->i[1];
   for (int64_t it = lo; it < hi; it++) {
     int64_t i = st->at->b[0] ? lo + hi - 1 - it : it;   /* reverse=True runs the iterations backwards */
-    step(I);
+    step(I, &F->space);
     index[0] = val_new(0, 1);
     index[0]->blk[0] = arr_scalar_i(DT_I32, i);
     args[0] = index[0];
@@ -499,7 +505,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   uint8_t *act = NULL;
   Space lsp = *sp;
   for (;;) {
-    step(I);
+    step(I, &lsp);
     for (int k = 0; k < cn; k++) cargs[k] = all[k];
     for (int k = 0; k < n; k++) cargs[cn + k] = carry[k];
     call_fn(I, F, cf, cargs, pv, &lsp);
@@ -686,6 +692,26 @@ Val *eval_global(Interp *I, IrVar *v) {
 
 bool eval_run(Interp *I, int start) { return eval_run_to(I, start, -1); }
 
+/* " (on all 8 devices)", " (on devices 0, 3)": the instances running
+   where a runtime error happened inside a body. */
+static void devices_text(const Space *sp, char *out, size_t n) {
+  int64_t count = 0;
+  for (int64_t d = 0; d < sp->ninst; d++) count += !sp->active || sp->active[d];
+  if (count == sp->ninst) {
+    snprintf(out, n, " (on all %lld device%s)", (long long)count, count == 1 ? "" : "s");
+    return;
+  }
+  size_t len = (size_t)snprintf(out, n, " (on device%s", count == 1 ? "" : "s");
+  int shown = 0;
+  for (int64_t d = 0; d < sp->ninst && len + 24 < n; d++) {
+    if (!sp->active[d]) continue;
+    if (shown == 12) { len += (size_t)snprintf(out + len, n - len, ", ..."); break; }
+    len += (size_t)snprintf(out + len, n - len, "%s %lld", shown ? "," : "", (long long)d);
+    shown++;
+  }
+  snprintf(out + len, n - len, ")");
+}
+
 bool eval_run_to(Interp *I, int start, int to) {
   Frame *T = I->top;
   if (T->nslots < I->main->nslots) {
@@ -711,6 +737,8 @@ bool eval_run_to(Interp *I, int start, int to) {
   }
   /* a runtime error: name the innermost statement, release the frames */
   IrStmt *inner = I->cur && I->cur->cur ? I->cur->cur : NULL;
+  char where[256] = "";
+  if (I->cur && I->cur->space.mesh) devices_text(&I->cur->space, where, sizeof where);
   while (I->cur && I->cur != T) frame_free(I, I->cur);
   I->cur = T;
   /* what the failed statement set is half-built: its variables get no value */
@@ -722,7 +750,9 @@ bool eval_run_to(Interp *I, int start, int to) {
     return false;
   }
   IrStmt *st = inner ? inner : i < I->main->nbody ? I->main->body[i] : NULL;
-  diag_print(stderr, st ? st->whole : span_none(), "error", err_message());
+  char msg[1400];
+  snprintf(msg, sizeof msg, "%s%s", err_message(), strstr(err_message(), " (on ") ? "" : where);
+  diag_print(stderr, st ? st->whole : span_none(), "error", msg);
   return false;
 }
 
