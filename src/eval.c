@@ -738,7 +738,9 @@ bool eval_run_to(Interp *I, int start, int to) {
   /* a runtime error: name the innermost statement, release the frames */
   IrStmt *inner = I->cur && I->cur->cur ? I->cur->cur : NULL;
   char where[256] = "";
-  if (I->cur && I->cur->space.mesh) devices_text(&I->cur->space, where, sizeof where);
+  /* (an active-instance bitmap may already be released by the unwinding:
+     errors raised where only some instances run name them when raised) */
+  if (I->cur && I->cur->space.mesh && !I->cur->space.active) devices_text(&I->cur->space, where, sizeof where);
   while (I->cur && I->cur != T) frame_free(I, I->cur);
   I->cur = T;
   /* what the failed statement set is half-built: its variables get no value */
