@@ -83,19 +83,6 @@ static IrAtom sum_over(Tr *T, IrAtom ct, uint32_t mask) {
 }
 
 /* Add ct to the cotangent of variable v (lifting to v's variance). */
-/* The `neg` equation of the transpose that produced atom a, if any, when
-   its operand has a's type. */
-static const IrStmt *neg_of(Tr *T, const IrAtom *a) {
-  if (!a->var) return NULL;
-  IrFunc *g = bld_func(T->B);
-  for (int i = g->nbody - 1; i >= 0; i--) {
-    const IrStmt *st = g->body[i];
-    if (st->k == IS_EQN && st->nout == 1 && st->out[0] == a->var)
-      return st->prim == prim_lookup(str_c("neg")) && st->in[0].var && st->in[0].t.vma == a->t.vma ? st : NULL;
-  }
-  return NULL;
-}
-
 static PVal *param(const IrStmt *st, const char *key);
 static int64_t pv_int(const PVal *p, int64_t dflt);
 
@@ -109,6 +96,13 @@ static const IrStmt *def_of(Tr *T, const IrAtom *a) {
       if (st->out[j] == a->var) return st;
   }
   return NULL;
+}
+
+/* The `neg` equation of the transpose that produced atom a, if any, when
+   its operand has a's type. */
+static const IrStmt *neg_of(Tr *T, const IrAtom *a) {
+  const IrStmt *st = def_of(T, a);
+  return st && st->prim == prim_lookup(str_c("neg")) && st->in[0].var && st->in[0].t.vma == a->t.vma ? st : NULL;
 }
 
 /* A pad with a zero padding value that pads one dimension only, without
