@@ -12,8 +12,22 @@
 ** CACHE_BYTES of them are kept, and they go back to malloc at exit.  Under
 ** AddressSanitizer nothing is cached (so it sees every use after free);
 ** under Valgrind a cached block is marked inaccessible.
+**
+** Large blocks (array buffers of LARGE_MIN bytes or more) are mapped on
+** their own, and a freed one is kept, still mapped, in a pool (at most
+** POOL_MAX bytes, or a quarter of --max-memory) that later large requests
+** take first, best fit, giving back any excess pages.  A fresh mapping is
+** first touched when a kernel writes its result: one page fault per 4 KiB,
+** which for a 16 MiB array costs several times the write itself.  A pooled
+** block was touched already, so a program that computes arrays of the same
+** sizes again (a loop, a training step, the same call twice) writes into
+** memory that costs no faults.  Under AddressSanitizer or Valgrind every
+** block comes from malloc, where their checks of out-of-bounds accesses
+** and leaks work.
 */
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "common.h"
 #include "err.h"
 
@@ -40,7 +54,8 @@
 
 typedef struct MemHdr {
   size_t size;
-  size_t scoped;      /* on the scope list (see mem_scope_begin) */
+  uint32_t scoped;    /* on the scope list (see mem_scope_begin) */
+  uint32_t mapped;    /* a large block: mapped on its own (large_alloc) */
   struct MemHdr *prev, *next;   /* the scope list; the header stays 32 bytes */
 } MemHdr;
 
@@ -127,6 +142,61 @@ static inline bool cache_put(MemHdr *h) {
   return true;
 }
 
+/* ---- large blocks ------------------------------------------------------- */
+
+#define LARGE_MIN ((size_t)4 << 20)
+#define POOL_MAX ((size_t)256 << 20)
+#define POOL_SLOTS 64
+
+static size_t page_size;
+
+/* Freed large blocks kept mapped (their pages already faulted in), best
+   fit first; ->size is what each can hold. */
+static MemHdr *pool[POOL_SLOTS];
+static int npool;
+static size_t pool_bytes;
+
+/* The mapping of a large block of n bytes: a header page, then the data. */
+static size_t large_span(size_t n) { return page_size + ((n + page_size - 1) & ~(page_size - 1)); }
+static unsigned char *large_base(MemHdr *h) { return (unsigned char *)(h + 1) - page_size; }
+
+/* The pool's bound: POOL_MAX, and a quarter of --max-memory when set. */
+static size_t pool_max(void) { return limit && limit / 4 < POOL_MAX ? limit / 4 : POOL_MAX; }
+
+/* A large block, or NULL when it should come from malloc instead. */
+static MemHdr *large_alloc(size_t n) {
+  if (!MEM_CACHE || on_valgrind || n < LARGE_MIN) return NULL;
+  if (!page_size) page_size = (size_t)sysconf(_SC_PAGESIZE);
+  if (page_size < sizeof(MemHdr) || page_size > LARGE_MIN) return NULL;
+  size_t span = large_span(n);
+  int best = -1;
+  for (int i = 0; i < npool; i++)
+    if (pool[i]->size >= n && (best < 0 || pool[i]->size < pool[best]->size)) best = i;
+  if (best >= 0) {
+    MemHdr *h = pool[best];
+    pool[best] = pool[--npool];
+    size_t had = large_span(h->size);
+    pool_bytes -= had;
+    if (had > span) munmap(large_base(h) + span, had - span);   /* the rest goes back */
+    return h;
+  }
+  unsigned char *base = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return NULL;
+  MemHdr *h = (MemHdr *)(base + page_size) - 1;
+  h->mapped = 1;
+  return h;
+}
+
+static void large_free(MemHdr *h) {
+  size_t span = large_span(h->size);
+  if (npool < POOL_SLOTS && pool_bytes + span <= pool_max()) {
+    pool[npool++] = h;
+    pool_bytes += span;
+    return;
+  }
+  munmap(large_base(h), span);
+}
+
 void *mem_alloc(size_t n) {
   check_request(n);
   MemHdr *h;
@@ -138,8 +208,12 @@ void *mem_alloc(size_t n) {
     if (on_valgrind) VALGRIND_MAKE_MEM_UNDEFINED(h + 1, c * 16);
   } else {
     if (!cache_ready) cache_init();
-    h = malloc(sizeof(MemHdr) + round16(n));
-    if (!h) err_throw("out of memory: the system refused %zu bytes", n);
+    h = large_alloc(n);
+    if (!h) {
+      h = malloc(sizeof(MemHdr) + round16(n));
+      if (!h) err_throw("out of memory: the system refused %zu bytes", n);
+      h->mapped = 0;
+    }
   }
   h->size = n;
   h->scoped = 0;
@@ -159,6 +233,25 @@ void *mem_realloc(void *p, size_t n) {
   MemHdr *h = (MemHdr *)p - 1;
   size_t old = h->size;
   if (n > old) check_request(n - old);
+  if (h->mapped || n >= LARGE_MIN) {
+    /* Into or out of a mapping of its own: a new block and a copy. */
+    MemHdr *nh = large_alloc(n);
+    if (!nh) {
+      nh = malloc(sizeof(MemHdr) + round16(n));
+      if (!nh) err_throw("out of memory: the system refused %zu bytes", n);
+      nh->mapped = 0;
+    }
+    memcpy(nh + 1, h + 1, old < n ? old : n);
+    bool was_scoped = h->scoped;
+    scope_unlink(h);
+    if (h->mapped) large_free(h);
+    else free(h);
+    nh->size = n;
+    nh->scoped = 0;
+    if (was_scoped) scope_link(nh);
+    in_use = in_use - old + n;
+    return nh + 1;
+  }
   bool scoped = h->scoped;
   scope_unlink(h);
   MemHdr *nh = realloc(h, sizeof(MemHdr) + round16(n));
@@ -179,7 +272,8 @@ void mem_free(void *p) {
   MemHdr *h = (MemHdr *)p - 1;
   scope_unlink(h);
   in_use -= h->size;
-  if (!cache_put(h)) free(h);
+  if (h->mapped) large_free(h);
+  else if (!cache_put(h)) free(h);
 }
 
 char *mem_strndup(const char *s, size_t n) {

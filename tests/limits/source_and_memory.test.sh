@@ -1,4 +1,4 @@
-# Two limits that need a generated file or a machine-dependent message:
+# Two limits (and one file under the first) that need a generated file or a machine-dependent message:
 # a source file over 64 MiB is refused with a clear message (exit 2, as
 # for any file that cannot be read), and by default a program may use at
 # most half of the machine's memory (--max-memory changes it): an array
@@ -21,6 +21,22 @@ PY
 rc=$?
 if ((rc != 2)) || ! grep -q "is larger than the 64 MiB source limit" "$tmp/err" || [[ -s $tmp/out ]]; then
   echo "source limit: exit $rc"; cat "$tmp/err"; fail=1
+fi
+
+# Under the limit, a 12 MiB file is read whole: its buffer grows past the
+# size where blocks get mappings of their own (src/mem.c) and keeps its text.
+python3 - "$tmp/long.shm" <<'PY'
+import sys
+with open(sys.argv[1], 'w') as f:
+    f.write('a = 40\n')
+    for i in range(12 * 1024):
+        f.write('# ' + str(i % 10) * 1021 + '\n')
+    f.write('b = add a 2\nprint b\n')
+PY
+"$SHMAPI" "$tmp/long.shm" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if ((rc != 0)) || [[ $(cat "$tmp/out") != 42 ]] || [[ -s $tmp/err ]]; then
+  echo "12 MiB source: exit $rc"; cat "$tmp/out" "$tmp/err"; fail=1
 fi
 
 "$SHMAPI" -c 'x = iota[dtype=f32, shape=(1000000, 1000000), dimension=0]' >"$tmp/out" 2>"$tmp/err"
