@@ -188,6 +188,7 @@ static void emit(Ctx *cx, IrStmt *s) {
 
 /* Note that `v`, defined in an enclosing function, is read by cx->fn. */
 static void note_capture(Ctx *cx, IrVar *v) {
+  v->captured = true;
   for (IrFunc *f = cx->fn; f && f != v->owner; f = f->parent) {
     for (int i = 0; i < f->ncaptured; i++)
       if (f->captured[i] == v) return;

@@ -1,6 +1,7 @@
 /*
 ** eval.c — running the checked program over all instances in lockstep.
 */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "diag.h"
@@ -649,14 +650,51 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
   }
 }
 
+/* Releasing values after their last use.  A function's frame lets go of
+   a variable's value after the last statement that reads it (or after
+   the statement that sets it, if none does), so a body's intermediates
+   die as it goes: memory peaks lower, and a big array freed this way is
+   reused, already faulted in, by the next one (mem.c's pool).  Kept to
+   the end: the function's results, variables a nested function reads
+   (through the static link, at any time), and every variable while the
+   debugger watches (it may print any of them).  The top level keeps its
+   values: the REPL and the debugger read them after the statement. */
+static void set_last(IrVar *v, IrFunc *fn, int k) {
+  if (v && v->owner == fn) v->last = k;
+}
+
+static void plan_drops(IrFunc *fn) {
+  for (int i = 0; i < fn->nparams; i++) fn->params[i]->last = -1;
+  for (int k = 0; k < fn->nbody; k++) {
+    IrStmt *st = fn->body[k];
+    for (int j = 0; j < st->nout; j++) set_last(st->out[j], fn, k);
+    for (int j = 0; j < st->nin; j++) set_last(st->in[j].var, fn, k);
+    for (int j = 0; j < st->nitems; j++) set_last(st->items[j].atom.var, fn, k);
+  }
+  for (int j = 0; j < fn->nouts; j++) set_last(fn->outs[j].var, fn, INT_MAX);
+  fn->drops_planned = true;
+}
+
+static void drop_if_last(Frame *F, IrVar *v, int k) {
+  if (v && v->owner == F->fn && v->last == k && !v->captured) set_slot(F, v, NULL);
+}
+
+static void drop_dead(Frame *F, IrStmt *st, int k) {
+  for (int j = 0; j < st->nin; j++) drop_if_last(F, st->in[j].var, k);
+  for (int j = 0; j < st->nitems; j++) drop_if_last(F, st->items[j].atom.var, k);
+  for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j], k);
+}
+
 static void run_body(Interp *I, Frame *F) {
   IrFunc *fn = F->fn;
+  if (!fn->drops_planned) plan_drops(fn);
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->hook) I->hook(I, F, st, I->hook_data);
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
     exec_stmt(I, F, st);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
+    else if (!I->hook) drop_dead(F, st, i);
   }
 }
 

@@ -37,6 +37,9 @@ typedef struct IrVar {
   int slot;
   struct IrFunc *owner;
   Span sp;
+  bool captured;          /* read by a function defined inside its owner */
+  int last;               /* the last statement of the owner's body that reads
+                             or sets it (eval.c, once drops_planned) */
 } IrVar;
 
 /* An operand: a variable or a literal (a scalar Array of the atom's type). */
@@ -130,6 +133,7 @@ typedef struct IrFunc {
   bool is_shard_map_wrapper;
   struct IrFunc *scope_as;     /* a transpose runs where the function it came from would */
   int end_line;
+  bool drops_planned;          /* IrVar.last is set for its variables (eval.c) */
 } IrFunc;
 
 #endif

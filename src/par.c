@@ -1,5 +1,5 @@
 /*
-** par.c — a second thread for big copies (see par.h).
+** par.c — a second thread for big copies and elementwise work (see par.h).
 */
 #include <pthread.h>
 #include "par.h"

@@ -1,8 +1,8 @@
 /*
-** par.h — two cores for big memory-bound work.
+** par.h — two cores for big work: the collectives' copies and reductions
+** (fabric.c) and elementwise operations (prims.c) over many megabytes.
 **
-** Writing freshly allocated memory is dominated by the page faults of the
-** first touch, which two threads take on two cores.  Tasks run with par_for
+** Tasks run with par_for
 ** only copy or compute into memory allocated beforehand: they never
 ** allocate, never raise errors, and each writes its own part of the
 ** result, so the bytes produced do not depend on the threads.

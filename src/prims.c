@@ -20,8 +20,11 @@
 **                 the dtype, bools as 0/1.  The common operations run as
 **                 typed loops (one per operation and dtype, so they
 **                 vectorise) with exactly those results; f32 tanh too
-**                 (tanh_f32).  prim_ew_apply lets eval.c run the engine
-**                 over all blocks of a value at once.
+**                 (tanh_f32).  Big operations are split in two ranges of
+**                 elements run on two threads (par.h): each element is
+**                 computed the same way wherever the split falls.
+**                 prim_ew_apply lets eval.c run the engine over all blocks
+**                 of a value at once.
 **   reduction     red_axes folds any set of axes with a binary EwOp
 **                 (floats accumulate in double, integers in 64 bits);
 **                 scan_axis and arg_axis run along one axis (cumulative
@@ -46,6 +49,7 @@
 #include "blas.h"
 #include "err.h"
 #include "fabric.h"
+#include "par.h"
 #include "prim.h"
 #include "transpose.h"
 
@@ -512,7 +516,7 @@ static bool ew_binary_typed(int op, const Array *a, const Array *b, Array *r, in
 
 /* Applies a binary or comparison op elementwise: r = a op b.  a and b have
    the same dtype; a rank-0 operand broadcasts against r's shape. */
-static void ew_binary(int op, const Array *a, const Array *b, Array *r) {
+static void ew_binary_seq(int op, const Array *a, const Array *b, Array *r) {
   int64_t n = r->size, sa = a->rank || r->rank == 0 ? 1 : 0, sb = b->rank || r->rank == 0 ? 1 : 0;
   if (ew_binary_typed(op, a, b, r, n, sa, sb)) return;
   bool cmp = op >= C_EQ && op <= C_GE;
@@ -668,7 +672,7 @@ static bool ew_unary_typed(int op, const Array *a, Array *r, int64_t n) {
   }
 }
 
-static void ew_unary(int op, const Array *a, Array *r) {
+static void ew_unary_seq(int op, const Array *a, Array *r) {
   int64_t n = a->size;
   char kd = dtype_kinds[a->dt];
   if (ew_unary_typed(op, a, r, n)) return;
@@ -694,6 +698,56 @@ static void ew_unary(int op, const Array *a, Array *r) {
 #undef X
   default: break;
   }
+}
+
+/* Elementwise work of this many bytes (operands read + result written) or
+   more is split over two threads. */
+#define EW_PAR_BYTES ((double)(4u << 20))
+
+typedef struct EwSplit {
+  int op;
+  const Array *a, *b;   /* b NULL: a unary op */
+  Array *r;
+} EwSplit;
+
+/* x restricted to elements [lo, lo + len) of the result; an operand that
+   broadcasts (a scalar against an array) stays whole. */
+static Array ew_range(const Array *x, const Array *r, int64_t lo, int64_t len) {
+  Array v = *x;
+  if (x->rank == 0 && r->rank != 0) return v;
+  v.data = (char *)x->data + lo * dtype_sizes[x->dt];
+  v.size = len;
+  return v;
+}
+
+static void ew_half(void *ctx, int64_t half) {
+  EwSplit *j = ctx;
+  int64_t n = j->r->size, lo = half ? n / 2 : 0, len = half ? n - n / 2 : n / 2;
+  Array a = ew_range(j->a, j->r, lo, len), r = ew_range(j->r, j->r, lo, len);
+  if (j->b) {
+    Array b = ew_range(j->b, j->r, lo, len);
+    ew_binary_seq(j->op, &a, &b, &r);
+  } else {
+    ew_unary_seq(j->op, &a, &r);
+  }
+}
+
+static double ew_bytes(const Array *a, const Array *b, const Array *r) {
+  double n = (double)r->size;
+  return n * (dtype_sizes[r->dt] + dtype_sizes[a->dt] * (a->rank || !r->rank) +
+              (b ? dtype_sizes[b->dt] * (b->rank || !r->rank) : 0));
+}
+
+static void ew_binary(int op, const Array *a, const Array *b, Array *r) {
+  EwSplit j = {op, a, b, r};
+  if (r->size >= 2 && ew_bytes(a, b, r) >= EW_PAR_BYTES) par_for(2, ew_half, &j, PAR_BYTES);
+  else ew_binary_seq(op, a, b, r);
+}
+
+static void ew_unary(int op, const Array *a, Array *r) {
+  EwSplit j = {op, a, NULL, r};
+  if (r->size >= 2 && ew_bytes(a, NULL, r) >= EW_PAR_BYTES) par_for(2, ew_half, &j, PAR_BYTES);
+  else ew_unary_seq(op, a, r);
 }
 
 /* =========================================================================
