@@ -21,6 +21,7 @@ struct Interp {
   EvalTrace trace;
   void *trace_data;
   bool abandon;            /* eval_abandon: unwind without a message */
+  bool release_top;        /* eval_release_top: a script's top level drops values too */
 };
 
 /* ---- frames ------------------------------------------------------------------ */
@@ -658,7 +659,8 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
    the end: the function's results, variables a nested function reads
    (through the static link, at any time), and every variable while the
    debugger watches (it may print any of them).  The top level keeps its
-   values: the REPL and the debugger read them after the statement. */
+   values (the REPL and the debugger read them after the statement),
+   except in a script run on its own (eval_release_top). */
 static void set_last(IrVar *v, IrFunc *fn, int k) {
   if (v && v->owner == fn) v->last = k;
 }
@@ -724,6 +726,8 @@ void eval_set_hook(Interp *I, EvalHook hook, void *data) {
 
 void eval_set_max_steps(Interp *I, long n) { I->max_steps = n; }
 
+void eval_release_top(Interp *I) { I->release_top = true; }
+
 Val *eval_global(Interp *I, IrVar *v) {
   return v->slot < I->top->nslots ? I->top->slots[v->slot] : NULL;
 }
@@ -757,6 +761,7 @@ bool eval_run_to(Interp *I, int start, int to) {
     for (int i = T->nslots; i < I->main->nslots; i++) T->slots[i] = NULL;
     T->nslots = I->main->nslots;
   }
+  if (I->release_top && !I->main->drops_planned) plan_drops(I->main);
   volatile int i = start;
   ErrJmp j;
   if (ERR_TRY(&j)) {
@@ -768,6 +773,7 @@ bool eval_run_to(Interp *I, int start, int to) {
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
       exec_stmt(I, T, st);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
+      else if (I->release_top && !I->hook) drop_dead(T, st, i);
     }
     err_end(&j);
     fflush(stdout);

@@ -72,6 +72,10 @@ bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *w
 SHM_NORETURN void eval_abandon(Interp *I);
 /* --max-steps: bound on loop iterations (0: none). */
 void eval_set_max_steps(Interp *I, long n);
+/* For a script run on its own: the top level too releases each value
+   after its last use (no REPL or debugger will read it afterwards).  Call
+   once the whole program is checked. */
+void eval_release_top(Interp *I);
 
 /* Print a value as `print` does (one block per device inside a body). */
 void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start);

@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
       } else {
         I = eval_new(check_main(C));
         eval_set_max_steps(I, (long)max_steps);
+        eval_release_top(I);
         fab_stats_reset();
         bool ok = eval_run(I, 0);
         if (ok && stats) fab_stats_print(stdout);
