@@ -26,15 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError:
-    if os.path.exists("/usr/bin/python3") and sys.executable != "/usr/bin/python3" \
-            and not os.environ.get("SHM_NUMPY_REEXEC"):
-        os.environ["SHM_NUMPY_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    print("NumPy is not available")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _numpy import np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "printing"))

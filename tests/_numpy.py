@@ -1,0 +1,22 @@
+"""NumPy for the test scripts that compare against it, or a skip.
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from _numpy import np  # noqa: E402
+
+Debian's python3-numpy lives with /usr/bin/python3; a script started by
+another interpreter without NumPy runs itself again under that one.  With
+no NumPy anywhere the script is skipped (exit status 77, which
+tests/run.py reports as a skip).
+"""
+import os
+import sys
+
+try:
+    import numpy as np  # noqa: F401
+except ImportError:
+    if os.path.exists("/usr/bin/python3") and sys.executable != "/usr/bin/python3" \
+            and not os.environ.get("SHM_NUMPY_REEXEC"):
+        os.environ["SHM_NUMPY_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    print("skip: NumPy is not available")
+    sys.exit(77)
