@@ -135,6 +135,7 @@ static int fuzz_one(const uint8_t *data, size_t size, int mode) {
     } else if (run) {
       I = eval_new(check_main(C));
       eval_set_max_steps(I, 2000);
+      eval_release_top(I);          /* as `shmapi FILE` runs a script */
       eval_run(I, 0);
       eval_free(I);
       I = NULL;
