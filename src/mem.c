@@ -197,6 +197,22 @@ static void large_free(MemHdr *h) {
   munmap(large_base(h), span);
 }
 
+/* A new block for n bytes, from the system: large ones mapped (or from the
+   pool), the others from malloc. */
+static MemHdr *block_new(size_t n) {
+  MemHdr *h = large_alloc(n);
+  if (h) return h;
+  h = malloc(sizeof(MemHdr) + round16(n));
+  if (!h) err_throw("out of memory: the system refused %zu bytes", n);
+  h->mapped = 0;
+  return h;
+}
+
+static void block_free(MemHdr *h) {
+  if (h->mapped) large_free(h);
+  else free(h);
+}
+
 void *mem_alloc(size_t n) {
   check_request(n);
   MemHdr *h;
@@ -208,12 +224,7 @@ void *mem_alloc(size_t n) {
     if (on_valgrind) VALGRIND_MAKE_MEM_UNDEFINED(h + 1, c * 16);
   } else {
     if (!cache_ready) cache_init();
-    h = large_alloc(n);
-    if (!h) {
-      h = malloc(sizeof(MemHdr) + round16(n));
-      if (!h) err_throw("out of memory: the system refused %zu bytes", n);
-      h->mapped = 0;
-    }
+    h = block_new(n);
   }
   h->size = n;
   h->scoped = 0;
@@ -235,17 +246,11 @@ void *mem_realloc(void *p, size_t n) {
   if (n > old) check_request(n - old);
   if (h->mapped || n >= LARGE_MIN) {
     /* Into or out of a mapping of its own: a new block and a copy. */
-    MemHdr *nh = large_alloc(n);
-    if (!nh) {
-      nh = malloc(sizeof(MemHdr) + round16(n));
-      if (!nh) err_throw("out of memory: the system refused %zu bytes", n);
-      nh->mapped = 0;
-    }
+    MemHdr *nh = block_new(n);
     memcpy(nh + 1, h + 1, old < n ? old : n);
     bool was_scoped = h->scoped;
     scope_unlink(h);
-    if (h->mapped) large_free(h);
-    else free(h);
+    block_free(h);
     nh->size = n;
     nh->scoped = 0;
     if (was_scoped) scope_link(nh);
@@ -272,8 +277,7 @@ void mem_free(void *p) {
   MemHdr *h = (MemHdr *)p - 1;
   scope_unlink(h);
   in_use -= h->size;
-  if (h->mapped) large_free(h);
-  else if (!cache_put(h)) free(h);
+  if (h->mapped || !cache_put(h)) block_free(h);
 }
 
 char *mem_strndup(const char *s, size_t n) {

@@ -2,10 +2,10 @@
 ** par.h — two cores for big work: the collectives' copies and reductions
 ** (fabric.c) and elementwise operations (prims.c) over many megabytes.
 **
-** Tasks run with par_for
-** only copy or compute into memory allocated beforehand: they never
-** allocate, never raise errors, and each writes its own part of the
-** result, so the bytes produced do not depend on the threads.
+** Tasks run with par_for only copy or compute into memory allocated
+** beforehand: they never allocate, never raise errors, and each writes its
+** own part of the result, so the bytes produced do not depend on the
+** threads.
 */
 #ifndef SHM_PAR_H
 #define SHM_PAR_H

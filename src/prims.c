@@ -738,17 +738,16 @@ static double ew_bytes(const Array *a, const Array *b, const Array *r) {
               (b ? dtype_sizes[b->dt] * (b->rank || !r->rank) : 0));
 }
 
-static void ew_binary(int op, const Array *a, const Array *b, Array *r) {
+/* r = a op b (b NULL: r = op a), on two threads when it is big. */
+static void ew_run(int op, const Array *a, const Array *b, Array *r) {
   EwSplit j = {op, a, b, r};
   if (r->size >= 2 && ew_bytes(a, b, r) >= EW_PAR_BYTES) par_for(2, ew_half, &j, PAR_BYTES);
-  else ew_binary_seq(op, a, b, r);
-}
-
-static void ew_unary(int op, const Array *a, Array *r) {
-  EwSplit j = {op, a, NULL, r};
-  if (r->size >= 2 && ew_bytes(a, NULL, r) >= EW_PAR_BYTES) par_for(2, ew_half, &j, PAR_BYTES);
+  else if (b) ew_binary_seq(op, a, b, r);
   else ew_unary_seq(op, a, r);
 }
+
+static void ew_binary(int op, const Array *a, const Array *b, Array *r) { ew_run(op, a, b, r); }
+static void ew_unary(int op, const Array *a, Array *r) { ew_run(op, a, NULL, r); }
 
 /* =========================================================================
 ** Elementwise: rules and kernels
