@@ -295,7 +295,7 @@ class Suite:
                  f"{gflop / med(shm_body):.0f} GFLOP/s vs {gflop / ref:.0f}; the second call, as the "
                  "reference times after its warm-up")
         self.row("  └ first call", med(shm_first), "same", ref, ref / med(shm_first), "(info)", None, max(rss),
-                 "its 48 MiB of results go to fresh pages: faults included")
+                 "its 32 MiB of products go to fresh pages: faults included")
         self.row("  └ whole shard_map statement", med(shm_stmt), "same", ref, ref / med(shm_stmt),
                  "(info)", None, max(rss), "second call, splitting a, b into blocks and assembling c included")
 

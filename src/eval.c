@@ -36,6 +36,7 @@ static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
   F->slots = slots;
   F->caller = caller;
   F->space = *sp;
+  F->release_at = -1;
   /* static link: the innermost frame of the function that defines fn */
   Frame *s = caller;
   while (s && s->fn != fn->parent && (!s->fn->scope_as || s->fn->scope_as != fn->parent)) s = s->up;
@@ -616,6 +617,16 @@ static void exec_print(Frame *F, IrStmt *st) {
   buf_free(&b);
 }
 
+/* Is the value of atom a released right after the statement F is running
+   (its last use), with no other reference to it?  Then that statement may
+   reuse its blocks for its result. */
+static bool dies_here(Frame *F, const IrAtom *a) {
+  IrVar *v = a->var;
+  if (!v || F->release_at < 0 || v->owner != F->fn || v->captured || v->last != F->release_at) return false;
+  Val *x = F->slots[v->slot];
+  return x && x->refc == 1;
+}
+
 /* ---- statements ------------------------------------------------------------------------- */
 
 static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
@@ -639,7 +650,7 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
       if (lit) lit[0] = val_of(st->in[0].lit);
       Val *in = lit ? lit[0] : st->nin ? value_of(F, st->in[0].var) : NULL;
       mem_scope_begin();         /* a collective that fails leaves nothing behind */
-      Val *r = fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t);
+      Val *r = fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t, !lit && dies_here(F, &st->in[0]));
       mem_scope_end();
       if (lit) vals_free(lit);
       set_slot(F, st->out[0], r);
@@ -694,9 +705,10 @@ static void run_body(Interp *I, Frame *F) {
     IrStmt *st = fn->body[i];
     if (I->hook) I->hook(I, F, st, I->hook_data);
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
+    F->release_at = I->trace || I->hook ? -1 : i;
     exec_stmt(I, F, st);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
-    else if (!I->hook) drop_dead(F, st, i);
+    else if (F->release_at >= 0) drop_dead(F, st, i);
   }
 }
 
@@ -771,9 +783,10 @@ bool eval_run_to(Interp *I, int start, int to) {
       I->steps = 0;
       if (I->hook) I->hook(I, T, st, I->hook_data);
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
+      T->release_at = I->release_top && !I->trace && !I->hook ? i : -1;
       exec_stmt(I, T, st);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
-      else if (I->release_top && !I->hook) drop_dead(T, st, i);
+      else if (T->release_at >= 0) drop_dead(T, st, i);
     }
     err_end(&j);
     fflush(stdout);

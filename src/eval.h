@@ -32,6 +32,8 @@ typedef struct Frame {
   struct Frame *caller;      /* dynamic link */
   Space space;
   IrStmt *cur;               /* statement being run */
+  int release_at;            /* its index when the frame releases values after
+                                their last use (eval.c), else -1 */
 } Frame;
 
 /* Called before each statement when set (the debugger). */

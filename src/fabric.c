@@ -314,7 +314,8 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
     for (int64_t t0 = 0; t0 < n; t0 += TILE) {                                                 \
       int64_t m = n - t0 < TILE ? n - t0 : TILE;                                               \
       T *a = d + t0;                                                                           \
-      memcpy(a, (const T *)src[0]->data + off + t0, sizeof(T) * (size_t)m);                    \
+      if (a != (const T *)src[0]->data + off + t0)                                             \
+        memcpy(a, (const T *)src[0]->data + off + t0, sizeof(T) * (size_t)m);                  \
       for (int64_t g = 1; g < p; g++) {                                                        \
         const T *b = (const T *)src[g]->data + off + t0;                                       \
         if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] >= b[i]) ? a[i] : b[i]; \
@@ -330,7 +331,7 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
   case DT_I64: LOOP(int64_t)
   case DT_BOOL: {
     uint8_t *a = dst;
-    memcpy(a, (const uint8_t *)src[0]->data + off, (size_t)n);
+    if (a != (const uint8_t *)src[0]->data + off) memcpy(a, (const uint8_t *)src[0]->data + off, (size_t)n);
     for (int64_t g = 1; g < p; g++) {
       const uint8_t *b = (const uint8_t *)src[g]->data + off;
       if (prim == P_PMIN) for (int64_t i = 0; i < n; i++) a[i] = a[i] && b[i];
@@ -392,12 +393,25 @@ static void scatter_one(void *ctx, int64_t k) {
   reduce_into(P_PSUM, (DType)j->rs[k]->dt, j->rs[k]->data, j->blk, j->p, k * j->csize, j->csize);
 }
 
+/* Can the group's result be written over its first member's block?  Only
+   when the operand is given up (fab_exec's `donate`), nothing else holds
+   that block (so no other group or value sees it change), and it is a
+   big block of its own (not part of a slab of small ones). */
+static bool reusable(Array *const *blk, int64_t p, bool donate) {
+  if (!donate || blk[0]->refc != 1 || blk[0]->slab || arr_nbytes(blk[0]) < ((size_t)64 << 10)) return false;
+  for (int64_t g = 1; g < p; g++)
+    if (blk[g] == blk[0]) return false;
+  return true;
+}
+
 /* Sum (max, min, mean) of the group's blocks, members in ascending order. */
-static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p) {
+static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p,
+                           bool donate) {
   Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
   err_defer(mem_free, blk);
   group_blocks(m, at, in, outer, o, p, blk);
-  Array *acc = arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
+  /* reduce_into reads each tile of the first member before writing it */
+  Array *acc = reusable(blk, p, donate) ? arr_ref(blk[0]) : arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
   err_undefer(blk);
   RangeJob rj = {prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, acc->size};
   par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
@@ -570,7 +584,7 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
   }
 }
 
-Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt) {
+Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
   const Mesh *m = sp->mesh;
   if (prim != P_AXIS_INDEX && prim != P_PBROADCAST && prim != P_PSCATTER) check_groups(sp, prim, at);
   int64_t p = group_size(m, at);
@@ -616,7 +630,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN:
     for (int64_t o = 0; o < nouter; o++) {
       if (need && !need[o]) continue;
-      out->blk[o] = reduce_group(prim, m, at, in, outer, o, p);
+      out->blk[o] = reduce_group(prim, m, at, in, outer, o, p, donate);
     }
     account(prim, devices, 2.0 * (double)(p - 1) / (double)p * n_in, 2.0 * (double)(p - 1) / (double)p * n_in);
     break;
@@ -665,7 +679,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
         mem_free(blk);
         continue;
       }
-      Array *sum = reduce_group(P_PSUM, m, at, in, outer, o, p);
+      Array *sum = reduce_group(P_PSUM, m, at, in, outer, o, p, donate);
       int64_t c = at->b[0] ? sum->shape[d] / p : 1;
       decode(m, outer, o, coords);
       for (int64_t k = 0; k < p; k++) {

@@ -44,8 +44,11 @@ bool fab_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 /* Is `prim` one of the collectives the fabric runs? */
 bool fab_is_collective(int prim);
 /* Run a collective.  `in` is the operand (NULL for axis_index); `outt` the
-   result type (its vma is the result's mask).  Returns a new Val. */
-Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt);
+   result type (its vma is the result's mask).  Returns a new Val.
+   `donate`: the caller holds the only reference to `in` and releases it
+   right after, so a reduction may write its result into a block of `in`
+   that nothing else references, instead of new memory. */
+Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate);
 
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);

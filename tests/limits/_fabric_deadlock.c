@@ -33,7 +33,7 @@ static int run(const char *what, int prim, uint32_t axmask, const uint8_t *activ
   outt.vma = prim == P_PBROADCAST ? 3 : 3 & ~axmask;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    Val *r = fab_exec(&sp, prim, &at, in, &outt);
+    Val *r = fab_exec(&sp, prim, &at, in, &outt, false);
     err_end(&j);
     val_unref(r);
     printf("%s: ran\n", what);
