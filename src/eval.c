@@ -617,13 +617,16 @@ static void exec_print(Frame *F, IrStmt *st) {
   buf_free(&b);
 }
 
-/* Is the value of atom a released right after the statement F is running
-   (its last use), with no other reference to it?  Then that statement may
-   reuse its blocks for its result. */
+/* Is v's value released right after the statement F is running (its last
+   use; see plan_drops)?  dies_here: that of atom a, with no other
+   reference to it, so the statement may reuse its blocks for its result. */
+static bool released_here(Frame *F, IrVar *v) {
+  return v && F->release_at >= 0 && v->owner == F->fn && !v->captured && v->last == F->release_at;
+}
+
 static bool dies_here(Frame *F, const IrAtom *a) {
-  IrVar *v = a->var;
-  if (!v || F->release_at < 0 || v->owner != F->fn || v->captured || v->last != F->release_at) return false;
-  Val *x = F->slots[v->slot];
+  if (!released_here(F, a->var)) return false;
+  Val *x = F->slots[a->var->slot];
   return x && x->refc == 1;
 }
 
@@ -688,14 +691,15 @@ static void plan_drops(IrFunc *fn) {
   fn->drops_planned = true;
 }
 
-static void drop_if_last(Frame *F, IrVar *v, int k) {
-  if (v && v->owner == F->fn && v->last == k && !v->captured) set_slot(F, v, NULL);
+static void drop_if_last(Frame *F, IrVar *v) {
+  if (released_here(F, v)) set_slot(F, v, NULL);
 }
 
-static void drop_dead(Frame *F, IrStmt *st, int k) {
-  for (int j = 0; j < st->nin; j++) drop_if_last(F, st->in[j].var, k);
-  for (int j = 0; j < st->nitems; j++) drop_if_last(F, st->items[j].atom.var, k);
-  for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j], k);
+/* After statement F->release_at. */
+static void drop_dead(Frame *F, IrStmt *st) {
+  for (int j = 0; j < st->nin; j++) drop_if_last(F, st->in[j].var);
+  for (int j = 0; j < st->nitems; j++) drop_if_last(F, st->items[j].atom.var);
+  for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j]);
 }
 
 static void run_body(Interp *I, Frame *F) {
@@ -708,7 +712,7 @@ static void run_body(Interp *I, Frame *F) {
     F->release_at = I->trace || I->hook ? -1 : i;
     exec_stmt(I, F, st);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
-    else if (F->release_at >= 0) drop_dead(F, st, i);
+    else if (F->release_at >= 0) drop_dead(F, st);
   }
 }
 
@@ -786,7 +790,7 @@ bool eval_run_to(Interp *I, int start, int to) {
       T->release_at = I->release_top && !I->trace && !I->hook ? i : -1;
       exec_stmt(I, T, st);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
-      else if (T->release_at >= 0) drop_dead(T, st, i);
+      else if (T->release_at >= 0) drop_dead(T, st);
     }
     err_end(&j);
     fflush(stdout);
