@@ -780,8 +780,11 @@ static IrAtom lift(Ctx *cx, IrAtom a, uint32_t to, Span sp) {
   st->out[0] = v;
   st->nout = 1;
   emit(cx, st);
+  /* the result is the new variable alone: an atom is a variable or a
+     literal, never both (the evaluator reads a literal first) */
   IrAtom r = a;
   r.var = v;
+  r.lit = NULL;
   r.t = nt;
   return r;
 }

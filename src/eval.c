@@ -57,7 +57,22 @@ Val *eval_lookup(Frame *F, IrVar *v) {
   return F && v->slot < F->nslots ? F->slots[v->slot] : NULL;
 }
 
+/* Store val (a reference handed over) as v's value.  A value holds one
+   block per combination of the axes its type varies over, never fewer:
+   a value that arrives with a smaller mask (a literal, an invariant
+   initial carry) is widened here, its blocks shared, so that instances
+   along a varying axis never share one block that a later merge would
+   write for all of them.  A mask the type does not cover is the
+   checker's bug, caught here rather than printed as a wrong number. */
 static void set_slot(Frame *F, IrVar *v, Val *val) {
+  if (val && val->mask != v->t.vma) {
+    if (val->mask & ~v->t.vma) {
+      val_unref(val);
+      err_throw("internal error: a value of %.*s varies over more axes than its type says",
+                v->name.n, v->name.p);
+    }
+    val = val_widen(F->space.mesh, val, v->t.vma);
+  }
   val_unref(F->slots[v->slot]);
   F->slots[v->slot] = val;
 }
@@ -125,7 +140,7 @@ static void run_body(Interp *I, Frame *F);
 /* Call fn with argument values (borrowed); results are new references. */
 static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp) {
   Frame *F = frame_new(I, fn, caller, sp);
-  for (int i = 0; i < fn->nparams; i++) F->slots[fn->params[i]->slot] = val_ref(args[i]);
+  for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
   run_body(I, F);
   if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
   for (int i = 0; i < fn->nouts; i++) {
@@ -463,6 +478,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
 static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   int n = st->nin;
   Val **carry = atom_vals(F, st->in, n);
+  for (int k = 0; k < n; k++) carry[k] = val_widen(F->space.mesh, carry[k], st->out[k]->t.vma);
   Val **next = vals_new(n);
   Val **index = vals_new(1);
   Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
@@ -501,6 +517,9 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   IrFunc *cf = st->at->fns[0], *bf = st->at->fns[1];
   Val **all = atom_vals(F, st->in, st->nin);
   Val **carry = all + cn + bn;
+  /* each carry holds a block per combination of the axes its type varies
+     over (the predicate's included), whatever its initial value shares */
+  for (int k = 0; k < n; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
   Val **cargs = scratch(sizeof(Val *) * (size_t)(cn + n + 1));   /* borrowed */
   Val **bargs = scratch(sizeof(Val *) * (size_t)(bn + n + 1));
   Val **next = vals_new(n);
@@ -535,6 +554,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
     call_fn(I, F, bf, bargs, next, &lsp);
     for (int k = 0; k < n; k++) {
+      next[k] = val_widen(sp->mesh, next[k], st->out[k]->t.vma);
       if (lsp.active) {
         /* instances that have stopped keep their carry */
         Val *m = val_new(carry[k]->mask, carry[k]->nblk);
