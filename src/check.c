@@ -534,6 +534,15 @@ bool rule_int(RuleCtx *r, const char *key, bool required, int64_t dflt, int64_t 
   return true;
 }
 
+void rule_set_int(RuleCtx *r, const char *key, int64_t v) { record(r, key, mk_int(r, v)); }
+
+bool rule_axis_index(RuleCtx *r, const char *key, int64_t *v, int rank) {
+  if (*v < -(int64_t)rank || *v >= rank) return true;   /* the rule reports it, with its own bounds */
+  if (*v < 0) *v += rank;
+  record(r, key, mk_int(r, *v));
+  return true;
+}
+
 bool rule_float(RuleCtx *r, const char *key, bool required, double dflt, double *out) {
   PVal *v = unparen(get(r, key));
   if (!v) {
@@ -947,7 +956,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   if (!ok) { bind_bad(cx, s); return; }
   for (int k = 0; k < s->nargs; k++) in[k].t.dt = intypes[k].dt;
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { bind_bad(cx, s); return; }
-  if (prim_table[prim].vrule != VR_ELEM && prim_table[prim].vrule != VR_NULLARY && (at->axmask & cx->ctrl)) {
+  if (vrule_communicates(prim_table[prim].vrule) && (at->axmask & cx->ctrl)) {
     diag_error(s->callee_sp, "%s over %s inside control flow whose predicate varies over %s: "
                "instances would disagree on whether to communicate (it would hang on real hardware)",
                pi->name, vma_text(cx, at->axmask), vma_text(cx, at->axmask & cx->ctrl));
@@ -2121,14 +2130,16 @@ static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
   return b->mesh;
 }
 
-/* The specs of a parameter: a tuple of P(...) or one P(...). */
-static bool spec_list(RuleCtx *r, const char *key, PVal *v, PVal ***items, int *n) {
+/* The specs of a parameter: a tuple of P(...), or one P(...) standing for
+   all `want` of them (a pytree prefix, as in JAX: in_specs=P(i) splits
+   every argument the same way). */
+static bool spec_list(RuleCtx *r, const char *key, PVal *v, int want, PVal ***items, int *n) {
   v = unparen(v);
   if (!v) return missing(r, key);
   if (v->k == PV_SPEC || v->k == PV_NONE) {
-    *items = NEWN(r->cx->C, PVal *, 1);
-    (*items)[0] = v;
-    *n = 1;
+    *n = want > 1 ? want : 1;
+    *items = NEWN(r->cx->C, PVal *, *n);
+    for (int i = 0; i < *n; i++) (*items)[i] = v;
     return true;
   }
   if (v->k != PV_TUPLE && v->k != PV_LIST)
@@ -2228,8 +2239,9 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   if (!m) return NULL;
   PVal **ins, **outs;
   int nin, nout;
-  if (!spec_list(r, "in_specs", get(r, "in_specs"), &ins, &nin)) return NULL;
-  if (!spec_list(r, "out_specs", get(r, "out_specs"), &outs, &nout)) return NULL;
+  PVal *outv = get(r, "out_specs");
+  if (!spec_list(r, "in_specs", get(r, "in_specs"), nargs, &ins, &nin)) return NULL;
+  if (!unparen(outv)) return missing(r, "out_specs"), NULL;
   bool check_vma = true;
   PVal *cr = unparen(get(r, "check_rep"));
   if (cr && cr->k != PV_BOOL) return rule_param_error(r, "check_rep", "check_rep must be True or False"), NULL;
@@ -2284,6 +2296,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   sub.ctrl = 0;
   IrFunc *f = instantiate(&sub, body, block, nargs, sp);
   if (!f) { r->failed = true; return NULL; }
+  if (!spec_list(r, "out_specs", outv, f->nouts, &outs, &nout)) return NULL;
   if (nout != f->nouts) {
     rule_param_error(r, "out_specs", "shard_map has %d out_specs for %d result%s", nout, f->nouts, f->nouts == 1 ? "" : "s");
     return NULL;
@@ -2484,7 +2497,7 @@ static void shard_map_define(Ctx *cx, FuncDef *fd) {
   Mesh *m = mesh_param(cx, &r, get(&r, "mesh"));
   PVal **ins;
   int nin;
-  if (!m || !spec_list(&r, "in_specs", get(&r, "in_specs"), &ins, &nin)) return;
+  if (!m || !spec_list(&r, "in_specs", get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
   if (nin != af->nparams) {
     rule_param_error(&r, "in_specs", "shard_map has %d in_specs for %d parameter%s", nin, af->nparams,
                      af->nparams == 1 ? "" : "s");

@@ -52,6 +52,14 @@ typedef enum VarRule {
   VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
 } VarRule;
 
+/* Does a primitive with this rule move data between instances, so that
+   every member of a group must reach it?  pbroadcast, pscatter and
+   axis_index name axes but move nothing: they may run where only some
+   instances do (under a predicate that varies along their axes). */
+static inline bool vrule_communicates(VarRule r) {
+  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV;
+}
+
 typedef struct IntList {
   int n;
   int64_t *v;
@@ -102,6 +110,11 @@ const char *rule_prim_name(RuleCtx *cx);
    used (and recorded, so `show` spells every parameter out).  Each returns
    false after reporting a malformed value. */
 bool rule_int(RuleCtx *cx, const char *key, bool required, int64_t dflt, int64_t *out);
+/* A dimension number counted from the end when negative, as JAX's
+   canonicalize_axis does: -1 is the last of `rank` dimensions.  A value in
+   [-rank, rank) is made non-negative and recorded so (show prints it);
+   others are left for the rule's own range check. */
+bool rule_axis_index(RuleCtx *cx, const char *key, int64_t *v, int rank);
 bool rule_float(RuleCtx *cx, const char *key, bool required, double dflt, double *out);
 bool rule_bool(RuleCtx *cx, const char *key, bool dflt, bool *out);
 /* A dtype name (f32, float32, ...); dflt -1 means the parameter may be None. */
