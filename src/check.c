@@ -39,6 +39,8 @@ typedef struct Instance {
   int nargs;
   Mesh *mesh;
   uint32_t ctrl;
+  uint32_t *outvma;        /* results widened to these variance sets, or NULL */
+  int noutvma;
   IrFunc *ir;              /* NULL when the instance failed to check */
   struct Instance *next;
 } Instance;
@@ -76,6 +78,7 @@ typedef struct Ctx {
   Binding *scope;
   Mesh *mesh;              /* axes in scope, or NULL */
   uint32_t ctrl;           /* variance of enclosing predicates */
+  uint32_t stmt_pv;        /* variance of the predicate of the statement being bound */
   bool returned;
   AstStmt *ret;            /* readable form: the return statement */
   int file;
@@ -296,19 +299,47 @@ static bool resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   return true;
 }
 
-/* Check a binder's annotation against the type a statement gives it. */
-static bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
+/* May an annotation's variance set `an` stand for the inferred `sound`?
+   Under a predicate that varies along some axes (cx->ctrl, and the
+   predicate of the statement being bound), JAX's printer leaves those
+   axes out of the types it writes, where shmapi's sound types include
+   them (what a device computes there depends on its own predicate).  A
+   jaxpr pasted from JAX must check, so an annotation missing only such
+   axes is accepted; the sound type is kept for what follows. */
+static bool vma_jax_narrower(const Ctx *cx, uint32_t an, uint32_t sound) {
+  return an != sound && !(an & ~sound) && !((sound & ~an) & ~(cx->ctrl | cx->stmt_pv));
+}
+
+/* Check a binder's annotation against the type a statement gives it.
+   With `narrow` (NULL: strict), an annotation JAX would print under a
+   varying predicate is accepted: *narrow gets its variance set and
+   *is_narrow is set. */
+static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const char *what, uint32_t *narrow,
+                                 bool *is_narrow) {
   if (!b->type || t->bad) return true;
   Type at;
   bool has_vma;
   if (!resolve_type(cx, b->type, &at, &has_vma)) return false;
   if (!has_vma) at.vma = t->vma;
+  if (narrow && at.vma != t->vma && vma_jax_narrower(cx, at.vma, t->vma)) {
+    Type same = at;
+    same.vma = t->vma;
+    if (types_equal(&same, t)) {
+      *narrow = at.vma;
+      *is_narrow = true;
+      return true;
+    }
+  }
   if (!types_equal(&at, t)) {
     diag_error(b->type->sp, "%.*s is annotated %s but %s gives %s", b->name.n, b->name.p,
                type_text(cx, &at), what, type_text(cx, t));
     return false;
   }
   return true;
+}
+
+static bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
+  return check_annotation_jax(cx, b, t, what, NULL, NULL);
 }
 
 /* ---- operands ------------------------------------------------------------------ */
@@ -372,6 +403,8 @@ static bool finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int 
 
 static void check_stmt(Ctx *cx, AstStmt *s);
 static IrFunc *instantiate(Ctx *cx, struct FuncDef *fd, const Type *args, int nargs, Span call);
+static IrFunc *instantiate_w(Ctx *cx, struct FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                             int noutvma, Span call);
 static void check_top(Checker *C, AstList *stmts, int file);
 
 /* Bind the outputs of a statement, checking count and annotations. */
@@ -384,8 +417,10 @@ static void bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, con
     outt = NULL;
   }
   bool ok = true;
+  uint32_t *narrow = NEWN(cx->C, uint32_t, s->nouts);
+  bool *is_narrow = NEWN(cx->C, bool, s->nouts);
   for (int i = 0; i < s->nouts && outt; i++)
-    if (!check_annotation(cx, s->outs[i], &outt[i], what)) { ok = false; break; }
+    if (!check_annotation_jax(cx, s->outs[i], &outt[i], what, &narrow[i], &is_narrow[i])) { ok = false; break; }
   if (st) {
     st->out = NEWN(cx->C, IrVar *, nout);
     st->nout = nout;
@@ -394,6 +429,8 @@ static void bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, con
     AstBinder *b = s->outs[i];
     Type t = outt && ok ? outt[i] : bad_type();
     IrVar *v = new_var(cx, str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+    v->jax_narrow = ok && is_narrow[i];
+    v->jax_vma = narrow[i];
     if (st) st->out[i] = v;
     if (!str_eqc(b->name, "_")) {
       cx->scope = bind(cx->C, cx->scope, B_VAR, b->name);
@@ -1399,13 +1436,27 @@ static bool same_types(const Type *a, const Type *b, int n) {
   return true;
 }
 
-/* Check a function body for given argument types. */
 static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
+  return instantiate_w(cx, fd, args, nargs, NULL, 0, call);
+}
+
+static bool same_outvma(const Instance *i, const uint32_t *outvma, int n) {
+  if (!outvma || !i->outvma) return !outvma && !i->outvma;
+  return i->noutvma == n && !memcmp(i->outvma, outvma, sizeof(uint32_t) * (size_t)n);
+}
+
+/* Check a function body for given argument types.  With `outvma`, its
+   results are widened to those variance sets by pbroadcasts at its end
+   (a cond branch or a loop body whose result varies over fewer axes than
+   the construct's), so the instance is a distinct one. */
+static IrFunc *instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                             int noutvma, Span call) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
   Mesh *mesh = cx->mesh;
   for (Instance *i = fd->inst; i; i = i->next)
-    if (i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs)) {
+    if (i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs) &&
+        same_outvma(i, outvma, noutvma)) {
       if (!i->ir) return NULL;
       return i->ir;
     }
@@ -1431,6 +1482,11 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
   inst->nargs = nargs;
   inst->mesh = mesh;
   inst->ctrl = cx->ctrl;
+  if (outvma) {
+    inst->outvma = NEWN(C, uint32_t, noutvma);
+    memcpy(inst->outvma, outvma, sizeof(uint32_t) * (size_t)noutvma);
+    inst->noutvma = noutvma;
+  }
   IrFunc *f = NEW(C, IrFunc);
   f->name = arena_strndup(&C->arena, fd->name.p, (size_t)fd->name.n);
   f->sp = af->sp;
@@ -1457,19 +1513,27 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
       ok = false;
       continue;
     }
-    if (!check_annotation(&sub, b, &v->var->t, "the enclosing scope")) ok = false;
+    uint32_t nv;
+    bool narrow = false;
+    if (!check_annotation_jax(&sub, b, &v->var->t, "the enclosing scope", &nv, &narrow)) ok = false;
   }
   f->params = NEWN(C, IrVar *, nargs);
   f->nparams = nargs;
   for (int i = 0; i < nargs; i++) {
     AstBinder *b = af->params[i];
     Type t = args[i];
+    uint32_t jax_vma = UINT32_MAX;
     if (b->type) {
       Type an;
       bool has_vma;
       if (!resolve_type(&sub, b->type, &an, &has_vma)) { ok = false; t = bad_type(); }
       else {
         if (!has_vma) an.vma = t.vma;
+        bool narrow = !t.bad && vma_jax_narrower(&sub, an.vma, t.vma);
+        if (narrow) {        /* JAX's annotation under a varying predicate: keep the sound type */
+          jax_vma = an.vma;
+          an.vma = t.vma;
+        }
         if (!types_equal(&an, &t) && !t.bad) {
           if (!argerrs++)   /* the first mismatch only: one error per statement */
             diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
@@ -1480,6 +1544,8 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
       }
     }
     f->params[i] = new_var(&sub, b->name, t, b->sp);
+    f->params[i]->jax_narrow = jax_vma != UINT32_MAX;
+    f->params[i]->jax_vma = jax_vma;
     if (!str_eqc(b->name, "_")) {
       sub.scope = bind(C, sub.scope, B_VAR, b->name);
       sub.scope->var = f->params[i];
@@ -1494,6 +1560,8 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
     if (af->form == FN_READABLE && !sub.ret && diag_count() == errs)
       diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
     if (!resolve_outs(&sub, af)) ok = false;
+    for (int i = 0; ok && outvma && i < f->nouts && i < noutvma; i++)
+      if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = lift(&sub, f->outs[i], outvma[i], f->outs[i].sp);
   }
   if (diag_count() != errs) ok = false;
   if (!ok && call.file >= 0 && call.off != af->sp.off && diag_count() > errs + (argerrs > 0)) {
@@ -1889,11 +1957,30 @@ static void add_fn(Ctx *cx, Attrs *at, IrFunc *f) {
   at->fns = n;
 }
 
-/* Instantiate `fd` for `args` under extra control variance `ctrl`. */
-static IrFunc *inst_ctrl(Ctx *cx, FuncDef *fd, const Type *args, int nargs, uint32_t ctrl, Span sp) {
+/* ---- control flow ------------------------------------------------------------------
+** cond, while and fori_loop.  Each device runs its own control flow: where
+** a cond index, a while predicate or a fori_loop bound varies along some
+** axes (pv), the construct's results vary along them too, and its functions
+** are checked with those axes in cx->ctrl, so that a collective over them
+** inside is refused (the devices of a group would not all reach it).
+** Branch results and loop carries that differ only in variance are widened
+** to their union (a pbroadcast at the end of the narrower function, shown
+** by `show`), where JAX asks the user for a pvary; a loop carry that the
+** body returns unchanged keeps its own variance whatever the predicate.
+*/
+
+/* Equal dtype and shape (variance aside). */
+static bool same_shape_dtype(const Type *a, const Type *b) {
+  return a->dt == b->dt && type_same_shape(a, b);
+}
+
+/* Instantiate `fd` under extra control variance `pv`, its results widened
+   to `outvma` when not NULL. */
+static IrFunc *inst_ctrl(Ctx *cx, FuncDef *fd, const Type *args, int nargs, uint32_t pv, const uint32_t *outvma,
+                         int noutvma, Span sp) {
   uint32_t saved = cx->ctrl;
-  cx->ctrl |= ctrl;
-  IrFunc *f = instantiate(cx, fd, args, nargs, sp);
+  cx->ctrl |= pv;
+  IrFunc *f = instantiate_w(cx, fd, args, nargs, outvma, noutvma, sp);
   cx->ctrl = saved;
   return f;
 }
@@ -1907,16 +1994,75 @@ static void describe_types(Ctx *cx, Buf *b, const IrAtom *a, int n) {
   buf_putc(b, ')');
 }
 
-static bool outs_match(const IrFunc *f, const Type *t, int n) {
+static void describe_type_list(Ctx *cx, Buf *b, const Type *t, int n) {
+  buf_putc(b, '(');
+  for (int i = 0; i < n; i++) {
+    if (i) buf_puts(b, ", ");
+    show_type(b, &t[i], cx->mesh);
+  }
+  buf_putc(b, ')');
+}
+
+/* "fori_loop body must return its carry's types (..), but returns (..)" */
+static void carry_mismatch(Ctx *cx, Span sp, const char *what, const Type *carry, int n, const IrFunc *f) {
+  Buf b0 = {0}, b1 = {0};
+  err_defer(buf_release, &b0);
+  err_defer(buf_release, &b1);
+  describe_type_list(cx, &b0, carry, n);
+  describe_types(cx, &b1, f->outs, f->nouts);
+  diag_error(sp, "%s must return its carry's types %s, but returns %s", what, buf_cstr(&b0), buf_cstr(&b1));
+  err_undefer(&b0);
+  buf_free(&b0);
+  err_undefer(&b1);
+  buf_free(&b1);
+}
+
+/* Do f's results have the carries' dtypes and shapes? */
+static bool outs_fit(const IrFunc *f, const Type *t, int n) {
   if (f->nouts != n) return false;
   for (int i = 0; i < n; i++)
-    if (!types_equal(&f->outs[i].t, &t[i])) return false;
+    if (!same_shape_dtype(&f->outs[i].t, &t[i])) return false;
   return true;
 }
 
-/* Emit the checked equation for a higher-order primitive. */
+static bool outs_vma_are(const IrFunc *f, const uint32_t *vma, int n) {
+  for (int i = 0; i < n; i++)
+    if (f->outs[i].t.vma != vma[i]) return false;
+  return true;
+}
+
+/* Does f return its parameter `p` unchanged as result `k`? */
+static bool passes_through(const IrFunc *f, int k, int p) {
+  return k < f->nouts && p < f->nparams && f->outs[k].var == f->params[p];
+}
+
+/* The same, read from the syntax before the function is checked: result
+   k names parameter p, and no statement of the body binds that name again.
+   (A carry passed through keeps its value on every device however many
+   iterations each runs, so a varying predicate does not make it vary.) */
+static bool ast_passes_through(const FuncDef *fd, int k, int p) {
+  const AstFunc *af = fd->ast;
+  if (af->form == FN_TRANSPOSE || af->has_deco || p >= af->nparams) return false;
+  const AstArg *out = NULL;
+  if (af->form == FN_LAMBDA) out = k < af->nouts ? af->outs[k] : NULL;
+  else
+    for (int i = 0; i < af->nbody; i++)
+      if (af->body[i]->k == ST_RETURN && k < af->body[i]->nargs) out = af->body[i]->args[k];
+  Str name = af->params[p]->name;
+  if (!out || out->k != ARG_NAME || !str_eq(out->name, name)) return false;
+  for (int i = 0; i < af->nbody; i++) {
+    const AstStmt *st = af->body[i];
+    for (int j = 0; (st->k == ST_EQN || st->k == ST_LIT) && j < st->nouts; j++)
+      if (str_eq(st->outs[j]->name, name)) return false;
+  }
+  return true;
+}
+
+/* Emit the checked equation for a higher-order primitive.  `pv` is the
+   variance of its predicate: annotations of its results may leave it out,
+   as JAX's printer does. */
 static void emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, IrAtom *in, int nin,
-                         Type *out, int nout) {
+                         Type *out, int nout, uint32_t pv) {
   IrStmt *st = new_stmt(cx, IS_EQN, s->callee_sp);
   st->whole = s->sp;
   st->line = s->line;
@@ -1926,7 +2072,10 @@ static void emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, I
   st->nparams = r->ncanon;
   st->in = in;
   st->nin = nin;
+  uint32_t saved = cx->stmt_pv;
+  cx->stmt_pv = pv;
   bind_outs(cx, s, st, out, nout, prim_table[prim].name);
+  cx->stmt_pv = saved;
   emit(cx, st);
 }
 
@@ -1959,88 +2108,171 @@ static void check_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   Type *args = NEWN(cx->C, Type, nargs);
   for (int i = 0; i < nargs; i++) { in[i + 1].t.weak = false; args[i] = in[i + 1].t; }
   uint32_t pv = in[0].t.vma;
+  FuncDef **fds = NEWN(cx->C, FuncDef *, nb);
+  IrFunc **fs = NEWN(cx->C, IrFunc *, nb);
+  for (int b = 0; b < nb; b++) {
+    fds[b] = func_param(cx, r, "branches", items[b]);
+    if (!fds[b]) { bind_bad(cx, s); return; }
+    fs[b] = inst_ctrl(cx, fds[b], args, nargs, pv, NULL, 0, s->callee_sp);
+    if (!fs[b]) { bind_bad(cx, s); return; }
+  }
+  /* the branches' results: equal in dtype and shape; their variance sets
+     are joined, and a narrower branch is checked again with its results
+     widened to the union */
+  int nout = fs[0]->nouts;
+  uint32_t *u = NEWN(cx->C, uint32_t, nout);
+  for (int b = 0; b < nb; b++) {
+    bool fit = fs[b]->nouts == nout;
+    for (int i = 0; fit && i < nout; i++) fit = same_shape_dtype(&fs[b]->outs[i].t, &fs[0]->outs[i].t);
+    if (!fit) {
+      Buf b0 = {0}, b1 = {0};
+      err_defer(buf_release, &b0);
+      err_defer(buf_release, &b1);
+      describe_types(cx, &b0, fs[0]->outs, fs[0]->nouts);
+      describe_types(cx, &b1, fs[b]->outs, fs[b]->nouts);
+      diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
+                 buf_cstr(&b0), b, buf_cstr(&b1));
+      err_undefer(&b0);
+      buf_free(&b0);
+      err_undefer(&b1);
+      buf_free(&b1);
+      bind_bad(cx, s);
+      return;
+    }
+    for (int i = 0; i < nout; i++) u[i] |= fs[b]->outs[i].t.vma;
+  }
   PVal *canon = NEW(cx->C, PVal);
   canon->k = PV_TUPLE;
   canon->n = nb;
   canon->items = NEWN(cx->C, PVal *, nb);
-  IrFunc *first = NULL;
   for (int b = 0; b < nb; b++) {
-    FuncDef *fd = func_param(cx, r, "branches", items[b]);
-    if (!fd) { bind_bad(cx, s); return; }
-    IrFunc *f = inst_ctrl(cx, fd, args, nargs, pv, s->callee_sp);
-    if (!f) { bind_bad(cx, s); return; }
-    if (first && !outs_match(f, (Type[SHM_MAXRANK]){0}, -1)) {
-      bool same = f->nouts == first->nouts;
-      for (int i = 0; same && i < f->nouts; i++)
-        if (!types_equal(&f->outs[i].t, &first->outs[i].t)) same = false;
-      if (!same) {
-        Buf b0 = {0}, b1 = {0};
+    if (!outs_vma_are(fs[b], u, nout)) {
+      fs[b] = inst_ctrl(cx, fds[b], args, nargs, pv, u, nout, s->callee_sp);
+      if (!fs[b]) { bind_bad(cx, s); return; }
+      if (!outs_vma_are(fs[b], u, nout)) {    /* a function that cannot be widened (a transpose) */
+        Buf b0 = {0};
         err_defer(buf_release, &b0);
-        err_defer(buf_release, &b1);
-        describe_types(cx, &b0, first->outs, first->nouts);
-        describe_types(cx, &b1, f->outs, f->nouts);
-        diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
-                   buf_cstr(&b0), b, buf_cstr(&b1));
+        describe_types(cx, &b0, fs[b]->outs, fs[b]->nouts);
+        diag_error(s->callee_sp, "cond branches disagree in variance: branch %d returns %s; wrap it in a function "
+                   "that applies pvary to its results", b, buf_cstr(&b0));
         err_undefer(&b0);
         buf_free(&b0);
-        err_undefer(&b1);
-        buf_free(&b1);
         bind_bad(cx, s);
         return;
       }
     }
-    if (!first) first = f;
-    add_fn(cx, at, f);
+    add_fn(cx, at, fs[b]);
     canon->items[b] = fn_ref(cx, b);
   }
   record(r, "branches", canon);
-  Type *out = NEWN(cx->C, Type, first->nouts);
-  for (int i = 0; i < first->nouts; i++) {
-    out[i] = first->outs[i].t;
-    out[i].vma |= pv;
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int i = 0; i < nout; i++) {
+    out[i] = fs[0]->outs[i].t;
+    out[i].vma = u[i] | pv;
   }
-  emit_special(cx, s, P_COND, at, r, in, s->nargs, out, first->nouts);
+  emit_special(cx, s, P_COND, at, r, in, s->nargs, out, nout, pv);
 }
 
+/* A fori_loop bound: an integer literal, or the name of a scalar integer
+   value (invariant or varying) in scope.  *atom is set for a value. */
+static bool fori_bound(Ctx *cx, RuleCtx *r, const char *key, int64_t *lit, IrAtom *atom, bool *is_value) {
+  PVal *v = unparen(get(r, key));
+  *is_value = false;
+  if (!v) return missing(r, key);
+  if (v->k == PV_INT) {
+    *lit = v->i;
+    record(r, key, v);
+    return true;
+  }
+  if (v->k != PV_NAME) return rule_param_error(r, key, "parameter '%s' of fori_loop must be an integer or a value's name", key);
+  AstArg a;
+  memset(&a, 0, sizeof a);
+  a.k = ARG_NAME;
+  a.sp = v->sp;
+  a.name = v->s;
+  if (!resolve_arg(cx, &a, atom)) { r->failed = true; return false; }
+  if (atom->t.bad) { r->failed = true; return false; }
+  if (atom->t.rank != 0 || (atom->t.dt != DT_I32 && atom->t.dt != DT_I64)) {
+    r->failed = true;
+    diag_error(v->sp, "the %s bound of fori_loop must be a scalar integer, but %.*s is %s", key, v->s.n, v->s.p,
+               type_text(cx, &atom->t));
+    return false;
+  }
+  *is_value = true;
+  record(r, key, v);
+  return true;
+}
+
+/* fori_loop[lower, upper, body=f, reverse] carry...: f(i, carry...) ->
+   carry...  Bounds given as values come first among the equation's
+   operands (at->i[2] counts them; bit 0 of at->i[3]: lower is one, bit 1:
+   upper); literal bounds are at->i[0] and at->i[1]. */
 static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
-  int64_t lo, hi;
-  if (!rule_int(r, "lower", true, 0, &lo) || !rule_int(r, "upper", true, 0, &hi)) { bind_bad(cx, s); return; }
+  int64_t lo = 0, hi = 0;
+  IrAtom blo, bhi;
+  bool vlo, vhi;
+  if (!fori_bound(cx, r, "lower", &lo, &blo, &vlo) || !fori_bound(cx, r, "upper", &hi, &bhi, &vhi)) {
+    bind_bad(cx, s);
+    return;
+  }
   PVal *bv = get(r, "body");
   if (!bv) { missing(r, "body"); bind_bad(cx, s); return; }
   bool rev;
   if (!rule_bool(r, "reverse", false, &rev)) { bind_bad(cx, s); return; }
   at->b[0] = rev;
   if (!rule_unused(r, "lower upper body reverse")) { bind_bad(cx, s); return; }
-  at->i[0] = lo;
-  at->i[1] = hi;
   int n = s->nargs;
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, n)) { bind_bad(cx, s); return; }
+  int nbound = vlo + vhi;
+  at->i[0] = lo;
+  at->i[1] = hi;
+  at->i[2] = nbound;
+  at->i[3] = (vlo ? 1 : 0) | (vhi ? 2 : 0);
+  IrAtom *all = NEWN(cx->C, IrAtom, n + nbound);
+  int k0 = 0;
+  if (vlo) all[k0++] = blo;
+  if (vhi) all[k0++] = bhi;
+  /* the index: the bounds' dtype (i64 if either is), varying as they do */
+  uint32_t pv = (vlo ? blo.t.vma : 0) | (vhi ? bhi.t.vma : 0);
   Type *args = NEWN(cx->C, Type, n + 1);
   memset(&args[0], 0, sizeof(Type));
-  args[0].dt = DT_I32;
+  args[0].dt = (vlo && blo.t.dt == DT_I64) || (vhi && bhi.t.dt == DT_I64) ? DT_I64 : DT_I32;
+  args[0].vma = pv;
   for (int i = 0; i < n; i++) { in[i].t.weak = false; args[i + 1] = in[i].t; }
   FuncDef *fd = func_param(cx, r, "body", bv);
   if (!fd) { bind_bad(cx, s); return; }
-  IrFunc *f = inst_ctrl(cx, fd, args, n + 1, 0, s->callee_sp);
-  if (!f) { bind_bad(cx, s); return; }
-  if (!outs_match(f, args + 1, n)) {
-    Buf b0 = {0}, b1 = {0};
-    err_defer(buf_release, &b0);
-    err_defer(buf_release, &b1);
-    describe_types(cx, &b0, in, n);
-    describe_types(cx, &b1, f->outs, f->nouts);
-    diag_error(s->callee_sp, "fori_loop body must return its carry's types %s, but returns %s",
-               buf_cstr(&b0), buf_cstr(&b1));
-    err_undefer(&b0);
-    buf_free(&b0);
-    err_undefer(&b1);
-    buf_free(&b1);
-    bind_bad(cx, s);
-    return;
+  Type *carry = args + 1;
+  IrFunc *f = NULL;
+  /* the carries' variance: the fixed point of what the body makes of them
+     (and of the bounds' variance, for a carry the body changes) */
+  for (int k = 0; k < n; k++)
+    if (!ast_passes_through(fd, k, k + 1)) carry[k].vma |= pv;
+  for (;;) {      /* ends: each round that does not break widens a carry */
+    f = inst_ctrl(cx, fd, args, n + 1, pv, NULL, 0, s->callee_sp);
+    if (!f) { bind_bad(cx, s); return; }
+    if (!outs_fit(f, carry, n)) {
+      carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f);
+      bind_bad(cx, s);
+      return;
+    }
+    bool stable = true;
+    for (int k = 0; k < n; k++) {
+      uint32_t v = carry[k].vma | f->outs[k].t.vma | (passes_through(f, k, k + 1) ? 0 : pv);
+      if (v != carry[k].vma) { carry[k].vma = v; stable = false; }
+    }
+    if (stable) break;
   }
+  uint32_t *cv = NEWN(cx->C, uint32_t, n);
+  for (int k = 0; k < n; k++) cv[k] = carry[k].vma;
+  if (!outs_vma_are(f, cv, n)) {
+    f = inst_ctrl(cx, fd, args, n + 1, pv, cv, n, s->callee_sp);
+    if (!f) { bind_bad(cx, s); return; }
+    if (!outs_vma_are(f, cv, n)) { carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f); bind_bad(cx, s); return; }
+  }
+  for (int k = 0; k < n; k++) all[nbound + k] = lift(cx, in[k], cv[k], s->callee_sp);
   add_fn(cx, at, f);
   record(r, "body", fn_ref(cx, 0));
-  emit_special(cx, s, P_FORI_LOOP, at, r, in, n, args + 1, n);
+  emit_special(cx, s, P_FORI_LOOP, at, r, all, n + nbound, carry, n, pv);
 }
 
 static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
@@ -2065,15 +2297,26 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
   if (!bfd) { bind_bad(cx, s); return; }
   int nc = (int)(n - cn - bn);
   IrAtom *carry = in + cn + bn;
-  /* A predicate that varies makes the carry vary: find the fixed point. */
+  /* ct: cond consts then carries; bt: body consts then carries */
+  Type *ct = NEWN(cx->C, Type, cn + nc), *bt = NEWN(cx->C, Type, bn + nc);
+  for (int i = 0; i < cn; i++) ct[i] = in[i].t;
+  for (int i = 0; i < bn; i++) bt[i] = in[cn + i].t;
+  Type *c = bt + bn;                  /* the carries' types, as they settle */
+  for (int i = 0; i < nc; i++) c[i] = carry[i].t;
   uint32_t pv = 0;
   IrFunc *cf = NULL, *bf = NULL;
-  Type *ct = NEWN(cx->C, Type, cn + nc), *bt = NEWN(cx->C, Type, bn + nc);
-  for (int iter = 0; iter <= SHM_MAXAXES + 1; iter++) {
-    for (int i = 0; i < nc; i++) carry[i] = lift(cx, carry[i], carry[i].t.vma | pv, s->callee_sp);
-    for (int i = 0; i < cn; i++) ct[i] = in[i].t;
-    for (int i = 0; i < nc; i++) ct[cn + i] = carry[i].t;
-    cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, s->callee_sp);
+  /* The fixed point: a varying predicate makes each carry the body changes
+     vary too, and what the body returns joins the carry's variance.  The
+     predicate settles first, so the body is checked at the carry types it
+     will have (a body checked at narrower ones could report what is no
+     error at the final types). */
+  bool *pt = NEWN(cx->C, bool, nc);
+  for (int k = 0; k < nc; k++) pt[k] = ast_passes_through(bfd, k, (int)bn + k);
+  for (;;) {      /* ends: each round that does not break widens pv or a carry */
+    for (int k = 0; k < nc; k++)
+      if (!pt[k]) c[k].vma |= pv;
+    for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+    cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
     if (!cf) { bind_bad(cx, s); return; }
     if (cf->nouts != 1 || cf->outs[0].t.rank != 0 || cf->outs[0].t.dt != DT_BOOL) {
       Buf b = {0};
@@ -2085,34 +2328,41 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
       bind_bad(cx, s);
       return;
     }
-    uint32_t np = cf->outs[0].t.vma;
-    if ((np | pv) == pv) break;
-    pv |= np;
+    if ((cf->outs[0].t.vma | pv) != pv) {
+      pv |= cf->outs[0].t.vma;
+      continue;
+    }
+    bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
+    if (!bf) { bind_bad(cx, s); return; }
+    if (!outs_fit(bf, c, nc)) {
+      carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
+      bind_bad(cx, s);
+      return;
+    }
+    bool stable = true;
+    for (int k = 0; k < nc; k++) {
+      uint32_t v = c[k].vma | bf->outs[k].t.vma | (passes_through(bf, k, (int)bn + k) ? 0 : pv);
+      if (v != c[k].vma) { c[k].vma = v; stable = false; }
+    }
+    if (stable) break;
   }
-  for (int i = 0; i < bn; i++) bt[i] = in[cn + i].t;
-  for (int i = 0; i < nc; i++) bt[bn + i] = carry[i].t;
-  bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, s->callee_sp);
-  if (!bf) { bind_bad(cx, s); return; }
-  if (!outs_match(bf, bt + bn, nc)) {
-    Buf b0 = {0}, b1 = {0};
-    err_defer(buf_release, &b0);
-    err_defer(buf_release, &b1);
-    describe_types(cx, &b0, carry, nc);
-    describe_types(cx, &b1, bf->outs, bf->nouts);
-    diag_error(s->callee_sp, "while's body_jaxpr must return its carry's types %s, but returns %s",
-               buf_cstr(&b0), buf_cstr(&b1));
-    err_undefer(&b0);
-    buf_free(&b0);
-    err_undefer(&b1);
-    buf_free(&b1);
-    bind_bad(cx, s);
-    return;
+  uint32_t *cvma = NEWN(cx->C, uint32_t, nc);
+  for (int k = 0; k < nc; k++) cvma[k] = c[k].vma;
+  if (!outs_vma_are(bf, cvma, nc)) {
+    bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, cvma, nc, s->callee_sp);
+    if (!bf) { bind_bad(cx, s); return; }
+    if (!outs_vma_are(bf, cvma, nc)) {
+      carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
+      bind_bad(cx, s);
+      return;
+    }
   }
+  for (int i = 0; i < nc; i++) carry[i] = lift(cx, carry[i], cvma[i], s->callee_sp);
   add_fn(cx, at, cf);
   add_fn(cx, at, bf);
   record(r, "cond_jaxpr", fn_ref(cx, 0));
   record(r, "body_jaxpr", fn_ref(cx, 1));
-  emit_special(cx, s, P_WHILE, at, r, in, n, bt + bn, nc);
+  emit_special(cx, s, P_WHILE, at, r, in, n, c, nc, pv);
 }
 
 /* ---- shard_map ----------------------------------------------------------------------------- */
@@ -2372,7 +2622,7 @@ static void check_shard_map_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Att
   Type *out;
   int nout;
   if (!build_shard_map(cx, r, s->callee_sp, fd, args, s->nargs, at, &out, &nout)) { bind_bad(cx, s); return; }
-  emit_special(cx, s, P_SHARD_MAP, at, r, in, s->nargs, out, nout);
+  emit_special(cx, s, P_SHARD_MAP, at, r, in, s->nargs, out, nout, 0);
 }
 
 static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {

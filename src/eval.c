@@ -475,26 +475,76 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   vals_free(args);
 }
 
+/* The carry after a step that only the instances of sp->active ran:
+   theirs from `next`, the others' kept from `carry`.  Consumes next;
+   returns a new reference. */
+static Val *keep_stopped(const Space *sp, Val *carry, Val *next) {
+  if (!sp->active) return next;
+  Val *m = val_new(carry->mask, carry->nblk);
+  for (int64_t b = 0; b < m->nblk; b++) m->blk[b] = arr_ref(carry->blk[b]);
+  merge_into(sp, m, next, sp->active);
+  val_unref(next);
+  return m;
+}
+
+/* A fori_loop bound at instance `inst`: a literal, or a value operand. */
+static int64_t bound_at(Frame *F, const IrStmt *st, int which, int64_t inst) {
+  int64_t mask = st->at->i[3];
+  if (!(mask & (1 << which))) return st->at->i[which];
+  const IrAtom *a = &st->in[which == 1 && (mask & 1) ? 1 : 0];
+  if (a->lit) return arr_geti(a->lit, 0);
+  return scalar_at(&F->space, value_of(F, a->var), inst);
+}
+
+/* fori_loop: iteration t of an instance runs its body with index lo + t
+   (reverse: hi - 1 - t) while t < hi - lo.  With bounds that vary between
+   instances each runs its own number of iterations, in lockstep: at step
+   t the instances whose loop has not ended run together. */
 static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
-  int n = st->nin;
-  Val **carry = atom_vals(F, st->in, n);
-  for (int k = 0; k < n; k++) carry[k] = val_widen(F->space.mesh, carry[k], st->out[k]->t.vma);
+  const Space *sp = &F->space;
+  int nb = (int)st->at->i[2], n = st->nin - nb;
+  bool rev = st->at->b[0];
+  IrFunc *body = st->at->fns[0];
+  const Type *it = &body->params[0]->t;          /* the index: its dtype, its variance */
+  Val **carry = atom_vals(F, st->in + nb, n);
+  for (int k = 0; k < n; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
   Val **next = vals_new(n);
   Val **index = vals_new(1);
   Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
-  IrFunc *body = st->at->fns[0];
-  int64_t lo = st->at->i[0], hi = st->at->i[1];
-  for (int64_t it = lo; it < hi; it++) {
-    int64_t i = st->at->b[0] ? lo + hi - 1 - it : it;   /* reverse=True runs the iterations backwards */
-    step(I, &F->space);
-    index[0] = val_new(0, 1);
-    index[0]->blk[0] = arr_scalar_i(DT_I32, i);
+  /* per block of the index's mask: its bounds (one block when invariant) */
+  int64_t ni = val_nblk(sp->mesh, it->vma);
+  int64_t *lo = scratch(sizeof(int64_t) * (size_t)(2 * ni)), *hi = lo + ni;
+  int64_t steps = 0;
+  for (int64_t b = 0; b < ni; b++) {
+    int64_t inst = it->vma ? val_first_inst(sp->mesh, it->vma, b) : 0;
+    while (!it->vma && sp->active && !sp->active[inst]) inst++;
+    lo[b] = bound_at(F, st, 0, inst);
+    hi[b] = bound_at(F, st, 1, inst);
+    if (hi[b] - lo[b] > steps) steps = hi[b] - lo[b];
+  }
+  uint8_t *act = NULL;
+  Space lsp = *sp;
+  for (int64_t t = 0; t < steps; t++) {
+    step(I, sp);
+    if (it->vma) {      /* the instances still looping at step t */
+      scratch_free(act);
+      act = scratch((size_t)sp->ninst);
+      for (int64_t d = 0; d < sp->ninst; d++) {
+        int64_t b = val_block_of(sp->mesh, it->vma, d);
+        act[d] = (!sp->active || sp->active[d]) && t < hi[b] - lo[b];
+      }
+      lsp.active = act;
+    }
+    index[0] = val_new(it->vma, ni);
+    for (int64_t b = 0; b < ni; b++)
+      if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
-    call_fn(I, F, body, args, next, &F->space);
+    call_fn(I, F, body, args, next, &lsp);
     val_unref(index[0]);
     index[0] = NULL;
     for (int k = 0; k < n; k++) {
+      next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
       val_unref(carry[k]);
       carry[k] = next[k];
       next[k] = NULL;
@@ -504,6 +554,8 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
     set_slot(F, st->out[k], carry[k]);
     carry[k] = NULL;
   }
+  scratch_free(act);
+  scratch_free(lo);
   vals_free(carry);
   vals_free(next);
   vals_free(index);
@@ -554,15 +606,8 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
     call_fn(I, F, bf, bargs, next, &lsp);
     for (int k = 0; k < n; k++) {
-      next[k] = val_widen(sp->mesh, next[k], st->out[k]->t.vma);
-      if (lsp.active) {
-        /* instances that have stopped keep their carry */
-        Val *m = val_new(carry[k]->mask, carry[k]->nblk);
-        for (int64_t b = 0; b < m->nblk; b++) m->blk[b] = arr_ref(carry[k]->blk[b]);
-        merge_into(&lsp, m, next[k], lsp.active);
-        val_unref(next[k]);
-        next[k] = m;
-      }
+      /* instances that have stopped keep their carry */
+      next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
       val_unref(carry[k]);
       carry[k] = next[k];
       next[k] = NULL;
