@@ -9,8 +9,10 @@
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
 **   nout         result count (-1: decided by the rule, e.g. control flow)
-**   params       the parameter names, space-separated ("axes", "axis_name
-**                axis tiled"), for help and completion
+**   params       the parameter names, space-separated, in the order `show`
+**                prints them, for help and completion; after a `|`, the
+**                synonyms also accepted ("axes | axis_name"); a function
+**                that is never called is checked against all of them
 **   shape        the shape rule: checks operand types and parameters and
 **                computes the result types (NULL for rows the checker
 **                handles itself: control flow)
@@ -179,6 +181,16 @@ typedef struct PrimInfo {
 } PrimInfo;
 
 extern const PrimInfo prim_table[P_COUNT];
+
+/* The length of the canonical part of a params column (before " |"). */
+static inline size_t prim_params_len(const char *params) {
+  const char *bar = params ? strchr(params, '|') : NULL;
+  size_t n = bar ? (size_t)(bar - params) : params ? strlen(params) : 0;
+  while (n && params[n - 1] == ' ') n--;
+  return n;
+}
+/* Does the primitive accept a parameter named `key` (a synonym too)? */
+bool prim_accepts(int prim, Str key);
 
 /* Primitive by canonical name or alias; -1 if none. */
 int prim_lookup(Str name);

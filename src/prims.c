@@ -2400,3 +2400,15 @@ int prim_lookup(Str name) {
       return p;
   return -1;
 }
+
+bool prim_accepts(int prim, Str key) {
+  const char *p = prim_table[prim].params;
+  while (p && *p) {
+    while (*p == ' ' || *p == '|') p++;
+    const char *e = p;
+    while (*e && *e != ' ') e++;
+    if (e > p && (int)(e - p) == key.n && !memcmp(p, key.p, (size_t)key.n)) return true;
+    p = e;
+  }
+  return false;
+}

@@ -216,9 +216,10 @@ static const char *operand_text(const PrimInfo *p, char *buf, size_t n) {
 
 static void prim_signature(Buf *b, const PrimInfo *p) {
   buf_puts(b, p->name);
-  if (p->params && *p->params) {
+  size_t np = prim_params_len(p->params);
+  if (np) {
     buf_putc(b, '[');
-    for (const char *s = p->params; *s; s++) buf_puts(b, *s == ' ' ? ", " : (char[2]){*s, 0});
+    for (const char *s = p->params; s < p->params + np; s++) buf_puts(b, *s == ' ' ? ", " : (char[2]){*s, 0});
     buf_putc(b, ']');
   }
 }
@@ -410,8 +411,8 @@ static char **complete(const char *text, int start, int end) {
     Str w = {line + b, e - b};
     int id = prim_lookup(w);
     if (id >= 0 && prim_table[id].params) {
-      const char *p = prim_table[id].params;
-      while (*p) {
+      const char *p = prim_table[id].params, *end = p + prim_params_len(p);
+      while (p < end) {
         const char *e = strchr(p, ' ');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         char key[64];
