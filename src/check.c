@@ -1613,15 +1613,19 @@ static void check_def(Ctx *cx, AstStmt *s) {
     return;
   }
   /* A function of no parameters is checked where it is called: it may be
-     a shard_map body, whose collectives need the mesh axes in scope. */
+     a shard_map body, whose collectives need the mesh axes in scope.  One
+     whose parameters' types are all written is checked here -- but inside
+     a body a type without a variance set leaves the set open (each call
+     decides it), so such a function waits for its calls. */
   if (af->nparams > 0 && all_annotated(af)) {
     Type *args = NEWN(cx->C, Type, af->nparams);
-    bool ok = true;
+    bool ok = true, open = false;
     for (int i = 0; i < af->nparams; i++) {
       bool has_vma;
       if (!resolve_type(cx, af->params[i]->type, &args[i], &has_vma)) ok = false;
+      if (cx->mesh && !has_vma) open = true;
     }
-    if (ok) instantiate(cx, fd, args, af->nparams, af->sp);
+    if (ok && !open) instantiate(cx, fd, args, af->nparams, af->sp);
   }
 }
 
@@ -2437,6 +2441,22 @@ static bool ast_passes_through(const FuncDef *fd, int k, int p) {
   return true;
 }
 
+/* The variance set parameter p of a loop function is annotated with, if
+   any: a loop's carries start from it, so that a parameter annotated with
+   the carry's final variance is not refused in the fixed point's first
+   rounds, before the predicate's variance has reached the carry. */
+static uint32_t ast_param_vma(Ctx *cx, const FuncDef *fd, int p) {
+  const AstFunc *af = fd->ast;
+  if (af->form == FN_TRANSPOSE || p >= af->nparams || !af->params[p]->type || !af->params[p]->type->has_vma)
+    return 0;
+  uint32_t v = 0;
+  const AstType *t = af->params[p]->type;
+  for (int i = 0; i < t->naxes; i++)
+    for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
+      if (str_eq(cx->mesh->axis[a], t->axes[i])) v |= 1u << a;
+  return v;
+}
+
 /* Emit the checked equation for a higher-order primitive.  `pv` is the
    variance of its predicate: annotations of its results may leave it out,
    as JAX's printer does. */
@@ -2624,8 +2644,10 @@ static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   IrFunc *f = NULL;
   /* the carries' variance: the fixed point of what the body makes of them
      (and of the bounds' variance, for a carry the body changes) */
-  for (int k = 0; k < n; k++)
+  for (int k = 0; k < n; k++) {
     if (!ast_passes_through(fd, k, k + 1)) carry[k].vma |= pv;
+    carry[k].vma |= ast_param_vma(cx, fd, k + 1);
+  }
   for (;;) {      /* ends: each round that does not break widens a carry */
     f = inst_ctrl(cx, fd, args, n + 1, pv, NULL, 0, s->callee_sp);
     if (!f) { bind_bad(cx, s); return; }
@@ -2690,7 +2712,10 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
      will have (a body checked at narrower ones could report what is no
      error at the final types). */
   bool *pt = NEWN(cx->C, bool, nc);
-  for (int k = 0; k < nc; k++) pt[k] = ast_passes_through(bfd, k, (int)bn + k);
+  for (int k = 0; k < nc; k++) {
+    pt[k] = ast_passes_through(bfd, k, (int)bn + k);
+    c[k].vma |= ast_param_vma(cx, cfd, (int)cn + k) | ast_param_vma(cx, bfd, (int)bn + k);
+  }
   for (;;) {      /* ends: each round that does not break widens pv or a carry */
     for (int k = 0; k < nc; k++)
       if (!pt[k]) c[k].vma |= pv;
