@@ -246,7 +246,7 @@ static void help_collectives(void) {
        "  psum, pmax, pmin        {S} - axes              all-reduce: 2(p-1)/p * n per device\n"
        "  pmean                   {S} - axes              all-reduce, divided by the group size\n"
        "  pbroadcast (pvary)      {S} + axes              none (operand invariant along axes)\n"
-       "  all_gather              {S} + axis_name         all-gather: (p-1)/p * n\n"
+       "  all_gather              {S} + axis_name         all-gather: (p-1) * n\n"
        "  all_gather_invariant    {S} - axis_name         all-gather\n"
        "  psum_scatter            {S} + axis_name         reduce-scatter: (p-1)/p * n\n"
        "  pscatter                {S} + axis_name         none (a local slice)\n"
