@@ -10,10 +10,10 @@ blocks", explains them):
     <!-- part: PATH -->       the blocks tagged `part: PATH` in one document,
                               joined by one blank line, are the whole of PATH
     <!-- session: PATH.shm --> a transcript: the golden test PATH.shm run with
-                              its directives (args, stdin) and standard error
-                              merged into standard output prints the block,
-                              after a first line `$ build/shmapi ARGS` if the
-                              block has one
+                              its directives (args, stdin; no stdin directive:
+                              /dev/null) and standard error merged into
+                              standard output prints the block, after a first
+                              line `$ build/shmapi ARGS` if the block has one
     <!-- shell -->            command lines for a shell; not run
 
 and every .shm a tag names is run by a golden test (it is one, or a golden
@@ -94,9 +94,9 @@ def session(test):
         argv = runner.substitute(d['argv'], test, append=False)
     else:
         argv = runner.substitute(d.get('args', ''), test, append=True)
-    if 'stdin' not in d:
-        return None, None, 'has no # stdin: directive'
-    stdin = os.path.join(os.path.dirname(test), d['stdin'])
+    if isinstance(argv, str):
+        return None, None, 'has a bad directive: ' + argv
+    stdin = os.path.join(os.path.dirname(test), d['stdin']) if 'stdin' in d else os.devnull
     env = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
     with open(stdin, 'rb') as f:
         p = subprocess.run([SHMAPI] + argv, stdin=f, stdout=subprocess.PIPE,
