@@ -581,7 +581,6 @@ bool rule_int(RuleCtx *r, const char *key, bool required, int64_t dflt, int64_t 
   return true;
 }
 
-void rule_set_int(RuleCtx *r, const char *key, int64_t v) { record(r, key, mk_int(r, v)); }
 
 bool rule_axis_index(RuleCtx *r, const char *key, int64_t *v, int rank) {
   if (*v < -(int64_t)rank || *v >= rank) return true;   /* the rule reports it, with its own bounds */
@@ -681,6 +680,8 @@ static PVal *tuple_of_ints(RuleCtx *r, const int64_t *x, int n, PVKind k) {
   for (int i = 0; i < n; i++) t->items[i] = mk_int(r, x[i]);
   return t;
 }
+
+void rule_set_ints(RuleCtx *r, const char *key, const IntList *l) { record(r, key, tuple_of_ints(r, l->v, l->n, PV_TUPLE)); }
 
 bool rule_ints(RuleCtx *r, const char *key, bool required, IntList *out) {
   PVal *v = get(r, key);
@@ -2983,7 +2984,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
       const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
       int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
       diag_error(o->sp.file >= 0 ? o->sp : sp,
-                 "out_specs %s promise replication over mesh axis '%.*s', but the result %.*s varies over %s",
+                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
                  buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
       err_undefer(&ax);
       buf_free(&ax);
@@ -3050,6 +3051,11 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   AstFunc *af = fd->ast;
   if (!str_eqc(af->deco, "shard_map")) {
     diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+    return NULL;
+  }
+  if (cx->mesh) {      /* as for the equation form: no shard_map inside a body */
+    diag_error(call, "%.*s is a shard_map: it cannot be called inside a shard_map body (a body runs per device)",
+               fd->name.n, fd->name.p);
     return NULL;
   }
   Instance *inst = NEW(C, Instance);

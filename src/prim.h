@@ -117,6 +117,8 @@ bool rule_int(RuleCtx *cx, const char *key, bool required, int64_t dflt, int64_t
    [-rank, rank) is made non-negative and recorded so (show prints it);
    others are left for the rule's own range check. */
 bool rule_axis_index(RuleCtx *cx, const char *key, int64_t *v, int rank);
+/* Record `key` as the tuple l (a list the rule normalised; show prints it). */
+void rule_set_ints(RuleCtx *cx, const char *key, const IntList *l);
 bool rule_float(RuleCtx *cx, const char *key, bool required, double dflt, double *out);
 bool rule_bool(RuleCtx *cx, const char *key, bool dflt, bool *out);
 /* A dtype name (f32, float32, ...); dflt -1 means the parameter may be None. */
