@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "check.h"
+#include "emit.h"
 #include "diag.h"
 #include "err.h"
 #include "parse.h"
@@ -65,7 +66,7 @@ typedef struct ImportedFile {
 } ImportedFile;
 
 struct Checker {
-  Arena arena;             /* syntax trees and checked program */
+  IrProg prog;             /* syntax trees and the checked program */
   IrFunc *main;
   Binding *top;            /* top-level scope */
   ImportedFile *imports;
@@ -90,8 +91,10 @@ typedef struct Ctx {
   int file;
 } Ctx;
 
-#define NEW(C, T) ((T *)arena_alloc(&(C)->arena, sizeof(T)))
-#define NEWN(C, T, n) ((T *)arena_alloc(&(C)->arena, sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))
+#define NEW(C, T) ((T *)arena_alloc(&(C)->prog.arena, sizeof(T)))
+#define NEWN(C, T, n) ((T *)arena_alloc(&(C)->prog.arena, sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))
+/* The emitter writing cx's function (emit.h). */
+#define EM(cx) (&(Emitter){&(cx)->C->prog, (cx)->fn, (cx)->mesh})
 
 /* The deepest nesting of function instantiations accepted. */
 #define MAX_DEPTH 200
@@ -125,24 +128,12 @@ static char *type_text(Ctx *cx, const Type *t) {
   return r;
 }
 
-/* A variance set as messages write it: `{i, j}`. */
-static void vma_message(Buf *b, uint32_t vma, const Mesh *m) {
-  buf_putc(b, '{');
-  bool first = true;
-  for (int k = 0; m && k < m->naxes; k++)
-    if (vma & (1u << k)) {
-      buf_printf(b, "%s%.*s", first ? "" : ", ", m->axis[k].n, m->axis[k].p);
-      first = false;
-    }
-  buf_putc(b, '}');
-}
-
 static char *vma_text(Ctx *cx, uint32_t vma) {
   static char bufs[4][256];
   static int which;
   Buf b = {0};
   err_defer(buf_release, &b);
-  vma_message(&b, vma, cx->mesh);
+  show_vma_message(&b, vma, cx->mesh);
   char *r = bufs[which++ & 3];
   snprintf(r, 256, "%s", buf_cstr(&b));
   err_undefer(&b);
@@ -159,57 +150,6 @@ static Type bad_type(void) {
 
 static bool types_equal(const Type *a, const Type *b) {
   return a->dt == b->dt && a->vma == b->vma && type_same_shape(a, b);
-}
-
-static IrVar *new_var(Ctx *cx, Str name, Type t, Span sp) {
-  IrVar *v = NEW(cx->C, IrVar);
-  v->name = name;
-  v->t = t;
-  v->t.weak = false;
-  v->slot = cx->fn->nslots++;
-  v->owner = cx->fn;
-  v->sp = sp;
-  return v;
-}
-
-static IrStmt *new_stmt(Ctx *cx, IrStmtKind k, Span sp) {
-  IrStmt *s = NEW(cx->C, IrStmt);
-  s->k = k;
-  s->sp = sp;
-  s->whole = sp;
-  int col;
-  diag_linecol(sp.file, sp.off, &s->line, &col);
-  s->prim = -1;
-  return s;
-}
-
-static void emit(Ctx *cx, IrStmt *s) {
-  IrFunc *f = cx->fn;
-  if (f->nbody == f->capbody) {
-    int nc = f->capbody ? f->capbody * 2 : 16;
-    IrStmt **nb = NEWN(cx->C, IrStmt *, nc);
-    if (f->nbody) memcpy(nb, f->body, sizeof(IrStmt *) * (size_t)f->nbody);
-    f->body = nb;
-    f->capbody = nc;
-  }
-  f->body[f->nbody++] = s;
-}
-
-/* Note that `v`, defined in an enclosing function, is read by cx->fn. */
-static void note_capture(Ctx *cx, IrVar *v) {
-  v->captured = true;
-  for (IrFunc *f = cx->fn; f && f != v->owner; f = f->parent) {
-    for (int i = 0; i < f->ncaptured; i++)
-      if (f->captured[i] == v) return;
-    if (f->ncaptured == f->capcaptured) {
-      int nc = f->capcaptured ? f->capcaptured * 2 : 4;
-      IrVar **n = NEWN(cx->C, IrVar *, nc);
-      if (f->ncaptured) memcpy(n, f->captured, sizeof(IrVar *) * (size_t)f->ncaptured);
-      f->captured = n;
-      f->capcaptured = nc;
-    }
-    f->captured[f->ncaptured++] = v;
-  }
 }
 
 /* ---- literals ------------------------------------------------------------------ */
@@ -243,24 +183,7 @@ static int lit_default_dtype(const AstLit *l) {
   return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : DT_I32;
 }
 
-/* The checked program keeps literal arrays; they are released with it. */
-typedef struct LitKeep {
-  Array *a;
-  struct LitKeep *next;
-} LitKeep;
-static LitKeep *kept_literals;
-
-static void unref_array(void *a) { arr_unref(a); }
-
-static Array *keep(Array *a) {
-  err_defer(unref_array, a);
-  LitKeep *k = mem_alloc(sizeof *k);
-  err_undefer(a);
-  k->a = a;
-  k->next = kept_literals;
-  kept_literals = k;
-  return a;
-}
+static void array_release(void *a) { arr_unref(a); }
 
 /* ---- annotations ------------------------------------------------------------- */
 
@@ -366,7 +289,7 @@ static bool resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
     }
     out->var = b->var;
     out->t = b->var->t;
-    if (b->var->owner != cx->fn) note_capture(cx, b->var);
+    if (b->var->owner != cx->fn) emit_capture(EM(cx), b->var);
     return true;
   }
   if (a->k == ARG_STR) {
@@ -383,7 +306,7 @@ static bool resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
       return false;
     }
     if (!lit_value(cx, l, t.dt, &out->lit)) return false;
-    keep(out->lit);
+    prog_keep(&cx->C->prog, out->lit);
     t.vma = 0;
     out->t = t;
     return true;
@@ -399,7 +322,7 @@ static bool finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int 
   for (int k = 0; k < n; k++) {
     if (in[k].var || in[k].lit || !args) continue;
     if (!lit_value(cx, &args[k]->lit, in[k].t.dt, &in[k].lit)) { ok = false; continue; }
-    keep(in[k].lit);
+    prog_keep(&cx->C->prog, in[k].lit);
     in[k].t.weak = false;
   }
   return ok;
@@ -438,7 +361,7 @@ static void bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, con
   for (int i = 0; i < s->nouts; i++) {
     AstBinder *b = s->outs[i];
     Type t = outt && ok ? outt[i] : bad_type();
-    IrVar *v = new_var(cx, str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+    IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
     v->jax_narrow = ok && is_narrow[i];
     v->jax_vma = narrow[i];
     if (st) st->out[i] = v;
@@ -452,496 +375,10 @@ static void bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, con
 static void bind_bad(Ctx *cx, AstStmt *s) {
   for (int i = 0; i < s->nouts; i++) {
     AstBinder *b = s->outs[i];
-    IrVar *v = new_var(cx, b->name, bad_type(), b->sp);
+    IrVar *v = emit_var(EM(cx), b->name, bad_type(), b->sp);
     cx->scope = bind(cx->C, cx->scope, B_VAR, b->name);
     cx->scope->var = v;
   }
-}
-
-/* ---- the rule context -------------------------------------------------------------- */
-
-struct RuleCtx {
-  Ctx *cx;
-  const char *prim;
-  Span sp;
-  AstParam **params;
-  int nparams;
-  bool *used;
-  bool failed;
-  IrParam *canon;
-  int ncanon, capcanon;
-};
-
-bool rule_error(RuleCtx *r, const char *fmt, ...) {
-  if (r->failed) return false;
-  r->failed = true;
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  diag_error(r->sp, "%s", msg);
-  return false;
-}
-
-static AstParam *find_param(RuleCtx *r, const char *key, int *idx) {
-  for (int i = 0; i < r->nparams; i++)
-    if (str_eqc(r->params[i]->key, key)) {
-      if (idx) *idx = i;
-      return r->params[i];
-    }
-  return NULL;
-}
-
-bool rule_param_error(RuleCtx *r, const char *key, const char *fmt, ...) {
-  if (r->failed) return false;
-  r->failed = true;
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  AstParam *p = find_param(r, key, NULL);
-  diag_error(p ? span_join(p->sp, p->v->sp) : r->sp, "%s", msg);
-  return false;
-}
-
-const char *rule_prim_name(RuleCtx *r) { return r->prim; }
-
-static void record(RuleCtx *r, const char *key, PVal *v) {
-  for (int i = 0; i < r->ncanon; i++)
-    if (!strcmp(r->canon[i].key, key)) { r->canon[i].v = v; return; }
-  if (r->ncanon == r->capcanon) {
-    int nc = r->capcanon ? r->capcanon * 2 : 8;
-    IrParam *n = NEWN(r->cx->C, IrParam, nc);
-    if (r->ncanon) memcpy(n, r->canon, sizeof(IrParam) * (size_t)r->ncanon);
-    r->canon = n;
-    r->capcanon = nc;
-  }
-  r->canon[r->ncanon].key = key;
-  r->canon[r->ncanon].v = v;
-  r->ncanon++;
-}
-
-/* Fetch a parameter, marking it used; NULL when absent. */
-static PVal *get(RuleCtx *r, const char *key) {
-  int i;
-  AstParam *p = find_param(r, key, &i);
-  if (!p) return NULL;
-  r->used[i] = true;
-  return p->v;
-}
-
-static PVal *mk_pv(RuleCtx *r, PVKind k) {
-  PVal *v = NEW(r->cx->C, PVal);
-  v->k = k;
-  v->sp = span_none();
-  return v;
-}
-
-static PVal *mk_int(RuleCtx *r, int64_t x) {
-  PVal *v = mk_pv(r, PV_INT);
-  v->i = x;
-  v->f = (double)x;
-  return v;
-}
-
-/* A one-element tuple written `(x)` stands for x. */
-static PVal *unparen(PVal *v) {
-  while (v && v->k == PV_TUPLE && v->paren_only) v = v->items[0];
-  return v;
-}
-
-/* Accepted (and ignored) parameters count as used. */
-bool rule_has(RuleCtx *r, const char *key) { return get(r, key) != NULL; }
-
-int rule_number_kind(RuleCtx *r, const char *key) {
-  AstParam *p = find_param(r, key, NULL);
-  PVal *v = p ? unparen(p->v) : NULL;
-  return !v ? -1 : v->k == PV_BOOL ? DT_BOOL : v->k == PV_INT ? DT_I32 : v->k == PV_FLOAT ? DT_F32 : -1;
-}
-
-int64_t *rule_alloc_ints(RuleCtx *r, int n) { return NEWN(r->cx->C, int64_t, n); }
-
-static bool missing(RuleCtx *r, const char *key) {
-  return rule_error(r, "%s requires the parameter '%s'", r->prim, key);
-}
-
-bool rule_int(RuleCtx *r, const char *key, bool required, int64_t dflt, int64_t *out) {
-  PVal *v = unparen(get(r, key));
-  if (!v) {
-    if (required) return missing(r, key);
-    *out = dflt;
-    record(r, key, mk_int(r, dflt));
-    return true;
-  }
-  if (v->k != PV_INT) return rule_param_error(r, key, "parameter '%s' of %s must be an integer", key, r->prim);
-  *out = v->i;
-  record(r, key, v);
-  return true;
-}
-
-
-bool rule_axis_index(RuleCtx *r, const char *key, int64_t *v, int rank) {
-  if (*v < -(int64_t)rank || *v >= rank) return true;   /* the rule reports it, with its own bounds */
-  if (*v < 0) *v += rank;
-  record(r, key, mk_int(r, *v));
-  return true;
-}
-
-bool rule_float(RuleCtx *r, const char *key, bool required, double dflt, double *out) {
-  PVal *v = unparen(get(r, key));
-  if (!v) {
-    if (required) return missing(r, key);
-    *out = dflt;
-    PVal *d = mk_pv(r, PV_FLOAT);
-    d->f = dflt;
-    record(r, key, d);
-    return true;
-  }
-  if (v->k != PV_INT && v->k != PV_FLOAT && v->k != PV_BOOL)
-    return rule_param_error(r, key, "parameter '%s' of %s must be a number", key, r->prim);
-  *out = v->k == PV_FLOAT ? v->f : (double)v->i;
-  record(r, key, v);
-  return true;
-}
-
-bool rule_bool(RuleCtx *r, const char *key, bool dflt, bool *out) {
-  PVal *v = unparen(get(r, key));
-  if (!v) {
-    *out = dflt;
-    PVal *d = mk_pv(r, PV_BOOL);
-    d->i = dflt;
-    record(r, key, d);
-    return true;
-  }
-  if (v->k != PV_BOOL && !(v->k == PV_INT && (v->i == 0 || v->i == 1)))
-    return rule_param_error(r, key, "parameter '%s' of %s must be True or False", key, r->prim);
-  *out = v->i != 0;
-  record(r, key, v);
-  return true;
-}
-
-bool rule_dtype(RuleCtx *r, const char *key, bool required, int dflt, int *out) {
-  PVal *v = unparen(get(r, key));
-  if (!v || v->k == PV_NONE) {
-    if (!v && required) return missing(r, key);
-    if (v && dflt >= 0 && required) return missing(r, key);
-    *out = dflt;
-    if (dflt >= 0) {
-      PVal *d = mk_pv(r, PV_NAME);
-      d->s = str_c(dtype_names[dflt]);
-      record(r, key, d);
-    } else {
-      record(r, key, mk_pv(r, PV_NONE));
-    }
-    return true;
-  }
-  int dt = (v->k == PV_NAME || v->k == PV_STR) ? dtype_lookup(v->s) : -1;
-  if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (bool, i32, i64, f32, f64)", key, r->prim);
-  *out = dt;
-  PVal *d = mk_pv(r, PV_NAME);
-  d->s = str_c(dtype_names[dt]);
-  record(r, key, d);
-  return true;
-}
-
-/* Read a tuple/list of ints from v into out. */
-static bool ints_of(RuleCtx *r, const char *key, PVal *v, IntList *out) {
-  v = unparen(v);
-  if (v->k == PV_INT) {
-    out->n = 1;
-    out->v = rule_alloc_ints(r, 1);
-    out->v[0] = v->i;
-    return true;
-  }
-  if (v->k == PV_NONE) {
-    out->n = 0;
-    out->v = rule_alloc_ints(r, 1);
-    return true;
-  }
-  if (v->k != PV_TUPLE && v->k != PV_LIST)
-    return rule_param_error(r, key, "parameter '%s' of %s must be a tuple of integers", key, r->prim);
-  out->n = v->n;
-  out->v = rule_alloc_ints(r, v->n);
-  for (int i = 0; i < v->n; i++) {
-    PVal *e = unparen(v->items[i]);
-    if (e->k != PV_INT)
-      return rule_param_error(r, key, "parameter '%s' of %s must be a tuple of integers", key, r->prim);
-    out->v[i] = e->i;
-  }
-  return true;
-}
-
-static PVal *tuple_of_ints(RuleCtx *r, const int64_t *x, int n, PVKind k) {
-  PVal *t = mk_pv(r, k);
-  t->n = n;
-  t->items = NEWN(r->cx->C, PVal *, n);
-  for (int i = 0; i < n; i++) t->items[i] = mk_int(r, x[i]);
-  return t;
-}
-
-void rule_set_ints(RuleCtx *r, const char *key, const IntList *l) { record(r, key, tuple_of_ints(r, l->v, l->n, PV_TUPLE)); }
-
-bool rule_ints(RuleCtx *r, const char *key, bool required, IntList *out) {
-  PVal *v = get(r, key);
-  if (!v) {
-    if (required) return missing(r, key);
-    out->n = 0;
-    out->v = rule_alloc_ints(r, 1);
-    record(r, key, mk_pv(r, PV_NONE));
-    return true;
-  }
-  if (!ints_of(r, key, v, out)) return false;
-  record(r, key, unparen(v)->k == PV_NONE ? unparen(v) : tuple_of_ints(r, out->v, out->n, PV_TUPLE));
-  return true;
-}
-
-bool rule_int_tuples(RuleCtx *r, const char *key, bool required, int width, IntList *out) {
-  PVal *v = unparen(get(r, key));
-  if (!v) {
-    if (required) return missing(r, key);
-    out->n = 0;
-    out->v = rule_alloc_ints(r, 1);
-    PVal *e = mk_pv(r, PV_TUPLE);
-    record(r, key, e);
-    return true;
-  }
-  if (v->k != PV_TUPLE && v->k != PV_LIST)
-    return rule_param_error(r, key, "parameter '%s' of %s must be a tuple of %d-tuples of integers", key, r->prim, width);
-  out->n = v->n * width;
-  out->v = rule_alloc_ints(r, out->n);
-  PVal *canon = mk_pv(r, PV_TUPLE);
-  canon->n = v->n;
-  canon->items = NEWN(r->cx->C, PVal *, v->n);
-  for (int i = 0; i < v->n; i++) {
-    IntList one;
-    PVal *e = unparen(v->items[i]);
-    if ((e->k != PV_TUPLE && e->k != PV_LIST) || !ints_of(r, key, e, &one) || one.n != width)
-      return rule_param_error(r, key, "parameter '%s' of %s must be a tuple of %d-tuples of integers", key, r->prim, width);
-    memcpy(out->v + i * width, one.v, sizeof(int64_t) * (size_t)width);
-    canon->items[i] = tuple_of_ints(r, one.v, width, PV_TUPLE);
-  }
-  record(r, key, canon);
-  return true;
-}
-
-/* Sugar spelled out: records `key` as the tuple of width-tuples in l and
-   drops `sugar`, the parameter l was computed from, so that `show` prints
-   the canonical form (ppermute's shift=k becomes its perm). */
-void rule_respell_int_tuples(RuleCtx *r, const char *sugar, const char *key, int width, const IntList *l) {
-  PVal *canon = mk_pv(r, PV_TUPLE);
-  canon->n = l->n / width;
-  canon->items = NEWN(r->cx->C, PVal *, canon->n ? canon->n : 1);
-  for (int i = 0; i < canon->n; i++) canon->items[i] = tuple_of_ints(r, l->v + i * width, width, PV_TUPLE);
-  for (int i = 0; i < r->ncanon; i++)
-    if (!strcmp(r->canon[i].key, sugar)) {
-      memmove(&r->canon[i], &r->canon[i + 1], sizeof(IrParam) * (size_t)(r->ncanon - i - 1));
-      r->ncanon--;
-      break;
-    }
-  record(r, key, canon);
-}
-
-bool rule_dimnums(RuleCtx *r, const char *key, IntList out[4]) {
-  PVal *v = unparen(get(r, key));
-  if (!v) return missing(r, key);
-  const char *msg = "dimension_numbers must read (([lhs contracting], [rhs contracting]), ([lhs batch], [rhs batch]))";
-  if ((v->k != PV_TUPLE && v->k != PV_LIST) || v->n != 2) return rule_param_error(r, key, "%s", msg);
-  PVal *canon = mk_pv(r, PV_TUPLE);
-  canon->n = 2;
-  canon->items = NEWN(r->cx->C, PVal *, 2);
-  for (int g = 0; g < 2; g++) {
-    PVal *p = unparen(v->items[g]);
-    if ((p->k != PV_TUPLE && p->k != PV_LIST) || p->n != 2) return rule_param_error(r, key, "%s", msg);
-    PVal *pc = mk_pv(r, PV_TUPLE);
-    pc->n = 2;
-    pc->items = NEWN(r->cx->C, PVal *, 2);
-    for (int s = 0; s < 2; s++) {
-      PVal *e = unparen(p->items[s]);
-      if (e->k != PV_TUPLE && e->k != PV_LIST && e->k != PV_INT) return rule_param_error(r, key, "%s", msg);
-      if (!ints_of(r, key, e, &out[g * 2 + s])) return false;
-      pc->items[s] = tuple_of_ints(r, out[g * 2 + s].v, out[g * 2 + s].n, PV_LIST);
-    }
-    canon->items[g] = pc;
-  }
-  record(r, key, canon);
-  return true;
-}
-
-static void rule_init(RuleCtx *r, Ctx *cx, const char *prim, Span sp, AstParam **params, int nparams) {
-  memset(r, 0, sizeof *r);
-  r->cx = cx;
-  r->prim = prim;
-  r->sp = sp;
-  r->params = params;
-  r->nparams = nparams;
-  r->used = NEWN(cx->C, bool, nparams);
-}
-
-/* Report the first parameter the rule did not read. */
-static bool rule_unused(RuleCtx *r, const char *known) {
-  for (int i = 0; i < r->nparams; i++) {
-    if (r->used[i]) continue;
-    AstParam *p = r->params[i];
-    for (int j = 0; j < i; j++)
-      if (str_eq(r->params[j]->key, p->key)) {
-        diag_error(p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
-        return false;
-      }
-    if (known && *known)
-      diag_error(p->sp, "%s has no parameter '%.*s' (its parameters: %s)", r->prim, p->key.n, p->key.p, known);
-    else
-      diag_error(p->sp, "%s takes no parameters, but '%.*s' was given", r->prim, p->key.n, p->key.p);
-    return false;
-  }
-  return true;
-}
-
-/* ---- variance ---------------------------------------------------------------------- */
-
-/* A pbroadcast equation lifting atom `a` to variance `to`; returns the new atom. */
-static IrAtom lift(Ctx *cx, IrAtom a, uint32_t to, Span sp) {
-  if ((!a.var && !a.lit) || (a.t.vma | to) == a.t.vma) return a;
-  uint32_t add = to & ~a.t.vma;
-  IrStmt *st = new_stmt(cx, IS_EQN, sp);
-  st->prim = P_PBROADCAST;
-  st->inserted = true;
-  st->at = NEW(cx->C, Attrs);
-  st->at->dtype = -1;
-  st->at->axmask = add;
-  for (int k = 0; k < cx->mesh->naxes; k++)
-    if (add & (1u << k)) st->at->axes[st->at->naxes++] = (uint8_t)k;
-  /* canonical parameter: axes=(...) */
-  PVal *t = NEW(cx->C, PVal);
-  t->k = PV_TUPLE;
-  t->n = st->at->naxes;
-  t->items = NEWN(cx->C, PVal *, t->n);
-  for (int k = 0; k < t->n; k++) {
-    PVal *e = NEW(cx->C, PVal);
-    e->k = PV_NAME;
-    e->s = cx->mesh->axis[st->at->axes[k]];
-    t->items[k] = e;
-  }
-  st->params = NEWN(cx->C, IrParam, 1);
-  st->params[0].key = "axes";
-  st->params[0].v = t;
-  st->nparams = 1;
-  st->in = NEWN(cx->C, IrAtom, 1);
-  st->in[0] = a;
-  st->nin = 1;
-  Type nt = a.t;
-  nt.vma = a.t.vma | to;
-  IrVar *v = new_var(cx, a.var ? a.var->name : str_c(""), nt, sp);
-  st->out = NEWN(cx->C, IrVar *, 1);
-  st->out[0] = v;
-  st->nout = 1;
-  emit(cx, st);
-  /* the result is the new variable alone: an atom is a variable or a
-     literal, never both (the evaluator reads a literal first) */
-  IrAtom r = a;
-  r.var = v;
-  r.lit = NULL;
-  r.t = nt;
-  return r;
-}
-
-/* Apply a primitive's variance rule: lift operands, set result variance. */
-static bool apply_vrule(Ctx *cx, int prim, IrAtom *in, int nin, Attrs *at, Type *out, int nout, Span sp) {
-  VarRule vr = prim_table[prim].vrule;
-  uint32_t u = 0;
-  for (int k = 0; k < nin; k++) u |= in[k].t.vma;
-  uint32_t res = 0;
-  switch (vr) {
-  case VR_ELEM:      /* a literal takes any variance: it is not lifted */
-    for (int k = 0; k < nin; k++)
-      if (in[k].var) in[k] = lift(cx, in[k], u, sp);
-    res = u;
-    break;
-  case VR_NULLARY:
-    res = 0;
-    break;
-  case VR_REDUCE:
-    in[0] = lift(cx, in[0], in[0].t.vma | at->axmask, sp);
-    res = in[0].t.vma & ~at->axmask;
-    break;
-  case VR_GATHER_INV:
-    in[0] = lift(cx, in[0], in[0].t.vma | at->axmask, sp);
-    res = in[0].t.vma & ~at->axmask;
-    break;
-  case VR_VARY:
-    in[0] = lift(cx, in[0], in[0].t.vma | at->axmask, sp);
-    res = in[0].t.vma | at->axmask;
-    break;
-  case VR_PBCAST:
-  case VR_PSCATTER:
-    if (in[0].t.vma & at->axmask) {
-      diag_error(sp, "%s needs an operand invariant along %s, but %.*s varies over %s",
-                 prim_table[prim].name, vma_text(cx, at->axmask & in[0].t.vma),
-                 in[0].var ? in[0].var->name.n : 7, in[0].var ? in[0].var->name.p : "operand",
-                 vma_text(cx, in[0].t.vma));
-      return false;
-    }
-    res = in[0].t.vma | at->axmask;
-    break;
-  case VR_AXIS_INDEX:
-    res = at->axmask;
-    break;
-  case VR_SPECIAL:
-    return true;
-  }
-  for (int k = 0; k < nout; k++) out[k].vma = res;
-  return true;
-}
-
-/* ---- collectives' axis parameters --------------------------------------------------- */
-
-/* Read an axis-name parameter (one name or a tuple of names) into at->axes. */
-bool rule_axes(RuleCtx *r, const char *key, bool required, Attrs *at) {
-  PVal *v = get(r, key);
-  Ctx *cx = r->cx;
-  if (!v) {
-    if (required) return missing(r, key);
-    return true;
-  }
-  PVal *one[1];
-  PVal **items;
-  int n;
-  PVal *u = unparen(v);
-  if (u->k == PV_TUPLE || u->k == PV_LIST) { items = u->items; n = u->n; }
-  else { one[0] = u; items = one; n = 1; }
-  PVal *canon = mk_pv(r, PV_TUPLE);
-  canon->items = NEWN(cx->C, PVal *, n);
-  canon->n = n;
-  for (int i = 0; i < n; i++) {
-    PVal *e = unparen(items[i]);
-    if (e->k != PV_NAME && e->k != PV_STR)
-      return rule_param_error(r, key, "parameter '%s' of %s must name mesh axes", key, r->prim);
-    int k = -1;
-    for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
-      if (str_eq(cx->mesh->axis[a], e->s)) k = a;
-    if (k < 0) {
-      r->failed = true;
-      diag_error(e->sp.file >= 0 ? e->sp : r->sp, "unbound axis name '%.*s'%s", e->s.n, e->s.p,
-                 cx->mesh ? "" : " (collectives run inside a shard_map)");
-      return false;
-    }
-    if (at->axmask & (1u << k))
-      return rule_param_error(r, key, "axis '%.*s' named twice", e->s.n, e->s.p);
-    at->axes[at->naxes++] = (uint8_t)k;
-    at->axmask |= 1u << k;
-    PVal *c = mk_pv(r, PV_NAME);
-    c->s = cx->mesh->axis[k];
-    canon->items[i] = c;
-  }
-  record(r, key, canon);
-  return true;
-}
-
-int64_t rule_group_size(RuleCtx *r, const Attrs *at) {
-  int64_t n = 1;
-  for (int k = 0; k < at->naxes; k++) n *= r->cx->mesh->size[at->axes[k]];
-  return n;
 }
 
 /* Higher-order equations and shard_map (below). */
@@ -991,17 +428,15 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
     return;
   }
   RuleCtx r;
-  rule_init(&r, cx, pi->name, s->callee_sp, s->params, s->nparams);
   Attrs *at = NEW(cx->C, Attrs);
-  at->dtype = -1;
   Type *intypes = NEWN(cx->C, Type, s->nargs);
   for (int k = 0; k < s->nargs; k++) intypes[k] = in[k].t;
   int nout = pi->nout > 0 ? pi->nout : 1;
   Type *out = NEWN(cx->C, Type, nout);
-  bool ok = pi->shape(&r, intypes, s->nargs, at, out);
-  if (ok && !r.failed) ok = rule_unused(&r, pi->params);
-  else ok = false;
-  if (!ok) { bind_bad(cx, s); return; }
+  if (!emit_prim_shape(EM(cx), &r, prim, s->callee_sp, s->params, s->nparams, intypes, s->nargs, at, out)) {
+    bind_bad(cx, s);
+    return;
+  }
   for (int k = 0; k < s->nargs; k++) in[k].t.dt = intypes[k].dt;
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { bind_bad(cx, s); return; }
   if (vrule_communicates(prim_table[prim].vrule) && (at->axmask & cx->ctrl)) {
@@ -1011,10 +446,8 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
     bind_bad(cx, s);
     return;
   }
-  if (cx->mesh || prim_table[prim].vrule != VR_ELEM) {
-    if (!apply_vrule(cx, prim, in, s->nargs, at, out, nout, s->callee_sp)) { bind_bad(cx, s); return; }
-  }
-  IrStmt *st = new_stmt(cx, IS_EQN, s->callee_sp);
+  if (!emit_prim_vary(EM(cx), prim, in, s->nargs, at, out, nout, s->callee_sp)) { bind_bad(cx, s); return; }
+  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
   st->whole = s->sp;
   st->line = s->line;
   st->prim = prim;
@@ -1024,7 +457,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   st->in = in;
   st->nin = s->nargs;
   bind_outs(cx, s, st, out, nout, pi->name);
-  emit(cx, st);
+  emit_stmt(EM(cx), st);
 }
 
 static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
@@ -1044,7 +477,7 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { bind_bad(cx, s); return; }
   IrFunc *f = instantiate(cx, fd, at, s->nargs, s->callee_sp);
   if (!f) { bind_bad(cx, s); return; }
-  IrStmt *st = new_stmt(cx, IS_EQN, s->callee_sp);
+  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
   st->whole = s->sp;
   st->line = s->line;
   st->callee = f;
@@ -1055,7 +488,7 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   char what[256];
   snprintf(what, sizeof what, "%.*s", fd->name.n, fd->name.p);
   bind_outs(cx, s, st, out, f->nouts, what);
-  emit(cx, st);
+  emit_stmt(EM(cx), st);
 }
 
 static void check_eqn(Ctx *cx, AstStmt *s) {
@@ -1066,7 +499,7 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   b = lookup(cx->scope, B_VAR, s->callee);
   if (b && !s->has_params && s->nargs == 0) {       /* y = x */
     IrVar *v = b->var;
-    if (v->owner != cx->fn) note_capture(cx, v);
+    if (v->owner != cx->fn) emit_capture(EM(cx), v);
     if (s->nouts != 1) {
       diag_error(s->outs[1]->sp, "'%.*s' is one value; it cannot be bound to %d names", s->callee.n, s->callee.p, s->nouts);
       bind_bad(cx, s);
@@ -1220,29 +653,29 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   Array *arr = arr_new((DType)t.dt, t.rank, t.shape);
   int64_t pos = 0;
   bool ok = true;
-  err_defer(unref_array, arr);
+  err_defer(array_release, arr);
   lit_fill(cx, s->alit, arr, &pos, &ok);
   err_undefer(arr);
   if (!ok) { arr_unref(arr); bind_bad(cx, s); return; }
-  keep(arr);
-  IrStmt *st = new_stmt(cx, IS_CONST, s->sp);
+  prog_keep(&cx->C->prog, arr);
+  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
   st->line = s->line;
   st->value = arr;
   st->out = NEWN(cx->C, IrVar *, 1);
   st->nout = 1;
-  IrVar *v = new_var(cx, str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
   st->out[0] = v;
   if (!str_eqc(b->name, "_")) {
     cx->scope = bind(cx->C, cx->scope, B_VAR, b->name);
     cx->scope->var = v;
   }
-  emit(cx, st);
+  emit_stmt(EM(cx), st);
 }
 
 /* ---- print, show, mesh, import ------------------------------------------------------- */
 
 static void check_print(Ctx *cx, AstStmt *s) {
-  IrStmt *st = new_stmt(cx, IS_PRINT, s->sp);
+  IrStmt *st = emit_new_stmt(EM(cx), IS_PRINT, s->sp);
   st->line = s->line;
   st->items = NEWN(cx->C, IrPrintItem, s->nargs);
   st->nitems = s->nargs;
@@ -1256,11 +689,11 @@ static void check_print(Ctx *cx, AstStmt *s) {
     if (st->items[k].atom.t.bad) return;
     if (!st->items[k].atom.var && !st->items[k].atom.lit) {
       if (!lit_value(cx, &a->lit, st->items[k].atom.t.dt, &st->items[k].atom.lit)) return;
-      keep(st->items[k].atom.lit);
+      prog_keep(&cx->C->prog, st->items[k].atom.lit);
       st->items[k].atom.t.weak = false;
     }
   }
-  emit(cx, st);
+  emit_stmt(EM(cx), st);
 }
 
 static void check_show(Ctx *cx, AstStmt *s) {
@@ -1281,17 +714,17 @@ static void check_show(Ctx *cx, AstStmt *s) {
                  s->name.n, s->name.p);
     return;
   }
-  IrStmt *st = new_stmt(cx, IS_SHOW, s->sp);
+  IrStmt *st = emit_new_stmt(EM(cx), IS_SHOW, s->sp);
   st->line = s->line;
   Buf out = {0};
   err_defer(buf_release, &out);
   char name[256];
   snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
   show_func(&out, fd->latest, name);
-  st->text = arena_strndup(&cx->C->arena, buf_cstr(&out), out.n);
+  st->text = arena_strndup(&cx->C->prog.arena, buf_cstr(&out), out.n);
   err_undefer(&out);
   buf_free(&out);
-  emit(cx, st);
+  emit_stmt(EM(cx), st);
 }
 
 static void check_mesh(Ctx *cx, AstStmt *s) {
@@ -1374,12 +807,12 @@ static void check_import(Ctx *cx, AstStmt *s) {
   for (ImportedFile *f = cx->C->imports; f; f = f->next)
     if (!strcmp(f->path, path)) return;
   ImportedFile *imp = NEW(cx->C, ImportedFile);
-  imp->path = arena_strndup(&cx->C->arena, path, strlen(path));
+  imp->path = arena_strndup(&cx->C->prog.arena, path, strlen(path));
   imp->next = cx->C->imports;
   cx->C->imports = imp;
   int file = parse_load(found, s->name_sp);
   if (file < 0) return;
-  AstList *stmts = parse_file(&cx->C->arena, file);
+  AstList *stmts = parse_file(&cx->C->prog.arena, file);
   cx->C->top = cx->scope;
   check_top(cx->C, stmts, file);
   cx->scope = cx->C->top;
@@ -1434,7 +867,7 @@ static bool resolve_outs(Ctx *cx, AstFunc *af) {
     if (f->outs[i].t.bad) { ok = false; continue; }
     if (!f->outs[i].var && !f->outs[i].lit) {
       if (!lit_value(cx, &outs[i]->lit, f->outs[i].t.dt, &f->outs[i].lit)) { ok = false; continue; }
-      keep(f->outs[i].lit);
+      prog_keep(&cx->C->prog, f->outs[i].lit);
       f->outs[i].t.weak = false;
     }
   }
@@ -1501,7 +934,7 @@ static IrFunc *instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, 
     inst->noutvma = noutvma;
   }
   IrFunc *f = NEW(C, IrFunc);
-  f->name = arena_strndup(&C->arena, fd->name.p, (size_t)fd->name.n);
+  f->name = arena_strndup(&C->prog.arena, fd->name.p, (size_t)fd->name.n);
   f->sp = af->sp;
   f->ast = af;
   f->parent = fd->parent;
@@ -1556,7 +989,7 @@ static IrFunc *instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, 
         if (t.bad) t = an;
       }
     }
-    f->params[i] = new_var(&sub, b->name, t, b->sp);
+    f->params[i] = emit_var(EM(&sub), b->name, t, b->sp);
     f->params[i]->jax_narrow = jax_vma != UINT32_MAX;
     f->params[i]->jax_vma = jax_vma;
     if (!str_eqc(b->name, "_")) {
@@ -1574,7 +1007,7 @@ static IrFunc *instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, 
       diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
     if (!resolve_outs(&sub, af)) ok = false;
     for (int i = 0; ok && outvma && i < f->nouts && i < noutvma; i++)
-      if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = lift(&sub, f->outs[i], outvma[i], f->outs[i].sp);
+      if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = emit_lift(EM(&sub), f->outs[i], outvma[i], f->outs[i].sp);
   }
   if (diag_count() != errs) ok = false;
   if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0)) {
@@ -1664,212 +1097,6 @@ static void check_top(Checker *C, AstList *stmts, int file) {
   }
 }
 
-/* ---- building functions (transformations) ---------------------------------------------- */
-
-struct Builder {
-  Ctx cx;
-  Span where;
-  int capparams;
-};
-
-Builder *bld_new(Checker *C, const char *name, IrFunc *parent, Mesh *mesh, Span where) {
-  Builder *B = NEW(C, Builder);
-  IrFunc *f = NEW(C, IrFunc);
-  f->name = arena_strndup(&C->arena, name, strlen(name));
-  f->sp = where;
-  f->parent = parent;
-  f->mesh = mesh;
-  B->cx.C = C;
-  B->cx.fn = f;
-  B->cx.mesh = mesh;
-  B->cx.file = where.file;
-  B->where = where;
-  return B;
-}
-
-IrFunc *bld_func(Builder *B) { return B->cx.fn; }
-void *bld_alloc(Builder *B, size_t n) { return arena_alloc(&B->cx.C->arena, n); }
-
-IrVar *bld_param(Builder *B, Str name, Type t) {
-  IrFunc *f = B->cx.fn;
-  if (f->nparams == B->capparams) {
-    int nc = B->capparams ? B->capparams * 2 : 8;
-    IrVar **n = NEWN(B->cx.C, IrVar *, nc);
-    if (f->nparams) memcpy(n, f->params, sizeof(IrVar *) * (size_t)f->nparams);
-    f->params = n;
-    B->capparams = nc;
-  }
-  IrVar *v = new_var(&B->cx, name, t, B->where);
-  f->params[f->nparams++] = v;
-  return v;
-}
-
-static void bld_captures(Builder *B, IrAtom *in, int nin) {
-  for (int k = 0; k < nin; k++)
-    if (in[k].var && in[k].var->owner != B->cx.fn) note_capture(&B->cx, in[k].var);
-}
-
-static IrStmt *bld_stmt(Builder *B, int prim, IrAtom *in, int nin, const Type *outt, int nout, IrAtom *out) {
-  IrStmt *st = new_stmt(&B->cx, IS_EQN, B->where);
-  st->prim = prim;
-  st->in = NEWN(B->cx.C, IrAtom, nin);
-  for (int k = 0; k < nin; k++) st->in[k] = in[k];
-  st->nin = nin;
-  st->out = NEWN(B->cx.C, IrVar *, nout);
-  st->nout = nout;
-  for (int i = 0; i < nout; i++) {
-    st->out[i] = new_var(&B->cx, str_c(""), outt[i], B->where);
-    memset(&out[i], 0, sizeof(IrAtom));
-    out[i].var = st->out[i];
-    out[i].t = outt[i];
-    out[i].sp = B->where;
-  }
-  return st;
-}
-
-bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
-  const PrimInfo *pi = &prim_table[prim];
-  Ctx *cx = &B->cx;
-  AstParam **aps = NEWN(cx->C, AstParam *, nparams);
-  for (int i = 0; i < nparams; i++) {
-    aps[i] = NEW(cx->C, AstParam);
-    aps[i]->key = str_c(params[i].key);
-    aps[i]->sp = B->where;
-    aps[i]->v = params[i].v;
-  }
-  RuleCtx r;
-  rule_init(&r, cx, pi->name, B->where, aps, nparams);
-  Attrs *at = NEW(cx->C, Attrs);
-  at->dtype = -1;
-  IrAtom *ins = NEWN(cx->C, IrAtom, nin);
-  for (int k = 0; k < nin; k++) ins[k] = in[k];
-  Type *intypes = NEWN(cx->C, Type, nin);
-  for (int k = 0; k < nin; k++) intypes[k] = ins[k].t;
-  int nout = pi->nout > 0 ? pi->nout : 1;
-  Type *outt = NEWN(cx->C, Type, nout);
-  if (!pi->shape(&r, intypes, nin, at, outt) || r.failed || !rule_unused(&r, pi->params)) return false;
-  if (cx->mesh && !apply_vrule(cx, prim, ins, nin, at, outt, nout, B->where)) return false;
-  if (!cx->mesh && prim_table[prim].vrule != VR_ELEM && !apply_vrule(cx, prim, ins, nin, at, outt, nout, B->where))
-    return false;
-  bld_captures(B, ins, nin);
-  IrStmt *st = bld_stmt(B, prim, ins, nin, outt, nout, out);
-  st->at = at;
-  st->params = r.canon;
-  st->nparams = r.ncanon;
-  emit(cx, st);
-  return true;
-}
-
-bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out) {
-  Type *outt = NEWN(B->cx.C, Type, callee->nouts);
-  for (int i = 0; i < callee->nouts; i++) outt[i] = callee->outs[i].t;
-  bld_captures(B, in, nin);
-  IrStmt *st = bld_stmt(B, -1, in, nin, outt, callee->nouts, out);
-  st->callee = callee;
-  emit(&B->cx, st);
-  return true;
-}
-
-bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int nparams, IrAtom *in, int nin,
-                const Type *outt, int nout, IrAtom *out) {
-  bld_captures(B, in, nin);
-  IrStmt *st = bld_stmt(B, prim, in, nin, outt, nout, out);
-  st->at = at;
-  st->params = NEWN(B->cx.C, IrParam, nparams);
-  if (nparams) memcpy(st->params, params, sizeof(IrParam) * (size_t)nparams);
-  st->nparams = nparams;
-  emit(&B->cx, st);
-  return true;
-}
-
-IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma) { return lift(&B->cx, a, vma, B->where); }
-
-PVal *bld_pv_int(Builder *B, int64_t v) {
-  PVal *p = NEW(B->cx.C, PVal);
-  p->k = PV_INT;
-  p->i = v;
-  p->f = (double)v;
-  p->sp = span_none();
-  return p;
-}
-
-PVal *bld_pv_bool(Builder *B, bool v) {
-  PVal *p = bld_pv_int(B, v);
-  p->k = PV_BOOL;
-  return p;
-}
-
-PVal *bld_pv_name(Builder *B, const char *s) {
-  PVal *p = NEW(B->cx.C, PVal);
-  p->k = PV_NAME;
-  p->s = str_c(arena_strndup(&B->cx.C->arena, s, strlen(s)));
-  p->sp = span_none();
-  return p;
-}
-
-PVal *bld_pv_tuple(Builder *B, PVal **items, int n) {
-  PVal *p = NEW(B->cx.C, PVal);
-  p->k = PV_TUPLE;
-  p->items = NEWN(B->cx.C, PVal *, n);
-  if (n) memcpy(p->items, items, sizeof(PVal *) * (size_t)n);
-  p->n = n;
-  p->sp = span_none();
-  return p;
-}
-
-PVal *bld_pv_ints(Builder *B, const int64_t *v, int n) {
-  PVal **items = NEWN(B->cx.C, PVal *, n);
-  for (int i = 0; i < n; i++) items[i] = bld_pv_int(B, v[i]);
-  return bld_pv_tuple(B, items, n);
-}
-
-Array *bld_keep(Array *a) { return keep(a); }
-
-IrAtom bld_zeros(Builder *B, const Type *t) {
-  IrAtom z;
-  memset(&z, 0, sizeof z);
-  z.lit = keep(arr_scalar_i((DType)t->dt, 0));
-  z.t = *t;
-  z.t.rank = 0;
-  z.t.vma = 0;
-  z.sp = B->where;
-  if (t->rank == 0 && !t->vma) return z;
-  IrParam ps[2];
-  ps[0].key = "shape";
-  ps[0].v = bld_pv_ints(B, t->shape, t->rank);
-  ps[1].key = "broadcast_dimensions";
-  ps[1].v = bld_pv_ints(B, NULL, 0);
-  IrAtom out;
-  if (!bld_prim(B, prim_lookup(str_c("broadcast_in_dim")), ps, 2, &z, 1, &out)) return z;
-  return bld_lift(B, out, t->vma);
-}
-
-void bld_const(Builder *B, Array *value, IrAtom *out) {
-  Type t;
-  memset(&t, 0, sizeof t);
-  t.dt = value->dt;
-  t.rank = value->rank;
-  for (int i = 0; i < value->rank; i++) t.shape[i] = value->shape[i];
-  IrStmt *st = new_stmt(&B->cx, IS_CONST, B->where);
-  st->value = value;
-  st->out = NEWN(B->cx.C, IrVar *, 1);
-  st->nout = 1;
-  st->out[0] = new_var(&B->cx, str_c(""), t, B->where);
-  memset(out, 0, sizeof *out);
-  out->var = st->out[0];
-  out->t = t;
-  emit(&B->cx, st);
-}
-
-IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
-  IrFunc *f = B->cx.fn;
-  f->outs = NEWN(B->cx.C, IrAtom, nouts);
-  for (int k = 0; k < nouts; k++) f->outs[k] = outs[k];
-  f->nouts = nouts;
-  bld_captures(B, f->outs, nouts);
-  return f;
-}
-
 /* ---- functions never checked: resolving their names --------------------------------
 ** A function whose parameters are not all annotated is checked at each
 ** call, with the argument types; one that is never called would never be
@@ -1939,13 +1166,13 @@ static bool res_axis_known(Res *R, Str name) {
 }
 
 static void res_axes(Res *R, const PVal *v, Span sp) {
-  v = unparen((PVal *)v);
+  v = pv_unparen((PVal *)v);
   if (!v) return;
   const PVal *const *items = (const PVal *const *)&v;
   int n = 1;
   if (v->k == PV_TUPLE || v->k == PV_LIST) { items = (const PVal *const *)v->items; n = v->n; }
   for (int i = 0; i < n; i++) {
-    const PVal *e = unparen((PVal *)items[i]);
+    const PVal *e = pv_unparen((PVal *)items[i]);
     if (e->k != PV_NAME && e->k != PV_STR) continue;     /* the rule's own error, at the call */
     Span at = e->sp.file >= 0 ? e->sp : sp;
     if (R->mesh) {
@@ -1960,7 +1187,7 @@ static void res_axes(Res *R, const PVal *v, Span sp) {
 
 /* The axes of each spec in a shard_map's in_specs/out_specs. */
 static void res_specs(Res *R, const Mesh *m, const PVal *v) {
-  v = unparen((PVal *)v);
+  v = pv_unparen((PVal *)v);
   if (!v) return;
   if (v->k == PV_TUPLE || v->k == PV_LIST) {
     for (int i = 0; i < v->n; i++) res_specs(R, m, v->items[i]);
@@ -1973,7 +1200,7 @@ static void res_specs(Res *R, const Mesh *m, const PVal *v) {
 
 /* A function-valued parameter: a defined name or an inline lambda. */
 static void res_fn_param(Res *R, const PVal *v, const Mesh *mesh) {
-  v = unparen((PVal *)v);
+  v = pv_unparen((PVal *)v);
   if (!v) return;
   if (v->k == PV_TUPLE || v->k == PV_LIST) {
     for (int i = 0; i < v->n; i++) res_fn_param(R, v->items[i], mesh);
@@ -1987,7 +1214,7 @@ static void res_fn_param(Res *R, const PVal *v, const Mesh *mesh) {
 }
 
 static const Mesh *res_mesh(Res *R, const PVal *v) {
-  v = unparen((PVal *)v);
+  v = pv_unparen((PVal *)v);
   if (!v || v->k != PV_NAME) return NULL;
   Binding *b = lookup(R->scope, B_MESH, v->s);
   if (!b) res_error(R, v->sp, "unknown mesh '%.*s'", v->s.n, v->s.p);
@@ -2033,7 +1260,7 @@ static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
     break;
   case P_FORI_LOOP:
     for (int k = 0; k < 2; k++) {
-      const PVal *b = unparen((PVal *)res_param(s, k ? "upper" : "lower"));
+      const PVal *b = pv_unparen((PVal *)res_param(s, k ? "upper" : "lower"));
       if (b && b->k == PV_NAME) res_name(R, b->s, b->sp);
     }
     res_fn_param(R, res_param(s, "body"), R->mesh);
@@ -2246,20 +1473,14 @@ Checker *check_new(void) {
 
 void check_free(Checker *C) {
   if (!C) return;
-  while (kept_literals) {
-    LitKeep *n = kept_literals->next;
-    arr_unref(kept_literals->a);
-    mem_free(kept_literals);
-    kept_literals = n;
-  }
-  arena_free(&C->arena);
+  prog_free(&C->prog);
   mem_free(C);
 }
 
 int check_file(Checker *C, int file) {
   int before = diag_count(), defs = C->ndefs;
   if (C->main_file < 0) C->main_file = file;
-  AstList *stmts = parse_file(&C->arena, file);
+  AstList *stmts = parse_file(&C->prog.arena, file);
   check_top(C, stmts, file);
   resolve_unchecked(C, defs);
   return diag_count() - before;
@@ -2294,7 +1515,7 @@ int check_names(Checker *C, const char **names, int max, bool *is_func) {
     for (Binding *c = C->top; c != b; c = c->next)
       if (c->k != B_MESH && str_eq(c->name, b->name)) dup = true;
     if (dup) continue;
-    names[n] = arena_strndup(&C->arena, b->name.p, (size_t)b->name.n);
+    names[n] = arena_strndup(&C->prog.arena, b->name.p, (size_t)b->name.n);
     if (is_func) is_func[n] = b->k == B_FUNC;
     n++;
   }
@@ -2305,7 +1526,7 @@ int check_names(Checker *C, const char **names, int max, bool *is_func) {
 
 /* A PVal naming a function to call: a defined name or an inline lambda. */
 static FuncDef *func_param(Ctx *cx, RuleCtx *r, const char *key, PVal *v) {
-  v = unparen(v);
+  v = pv_unparen(v);
   if (v && v->k == PV_NAME) {
     Binding *b = lookup(cx->scope, B_FUNC, v->s);
     if (b) return b->fn;
@@ -2463,7 +1684,7 @@ static uint32_t ast_param_vma(Ctx *cx, const FuncDef *fd, int p) {
    as JAX's printer does. */
 static void emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, IrAtom *in, int nin,
                          Type *out, int nout, uint32_t pv) {
-  IrStmt *st = new_stmt(cx, IS_EQN, s->callee_sp);
+  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
   st->whole = s->sp;
   st->line = s->line;
   st->prim = prim;
@@ -2476,7 +1697,7 @@ static void emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, I
   cx->stmt_pv = pv;
   bind_outs(cx, s, st, out, nout, prim_table[prim].name);
   cx->stmt_pv = saved;
-  emit(cx, st);
+  emit_stmt(EM(cx), st);
 }
 
 static bool index_operand(Ctx *cx, IrAtom *a, const AstArg *arg, const char *what) {
@@ -2487,16 +1708,16 @@ static bool index_operand(Ctx *cx, IrAtom *a, const AstArg *arg, const char *wha
   }
   if (!a->var && !a->lit) {
     if (!lit_value(cx, &arg->lit, a->t.dt, &a->lit)) return false;
-    keep(a->lit);
+    prog_keep(&cx->C->prog, a->lit);
     a->t.weak = false;
   }
   return true;
 }
 
 static void check_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
-  PVal *bv = unparen(get(r, "branches"));
-  if (!bv) { missing(r, "branches"); bind_bad(cx, s); return; }
-  get(r, "linear");
+  PVal *bv = pv_unparen(rule_get(r, "branches"));
+  if (!bv) { rule_missing(r, "branches"); bind_bad(cx, s); return; }
+  rule_get(r, "linear");
   if (!rule_unused(r, "branches")) { bind_bad(cx, s); return; }
   if (!index_operand(cx, &in[0], s->args[0], "the index of cond")) { bind_bad(cx, s); return; }
   PVal *one[1] = {bv};
@@ -2564,7 +1785,7 @@ static void check_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     add_fn(cx, at, fs[b]);
     canon->items[b] = fn_ref(cx, b);
   }
-  record(r, "branches", canon);
+  rule_record(r, "branches", canon);
   Type *out = NEWN(cx->C, Type, nout);
   for (int i = 0; i < nout; i++) {
     out[i] = fs[0]->outs[i].t;
@@ -2576,12 +1797,12 @@ static void check_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
 /* A fori_loop bound: an integer literal, or the name of a scalar integer
    value (invariant or varying) in scope.  *atom is set for a value. */
 static bool fori_bound(Ctx *cx, RuleCtx *r, const char *key, int64_t *lit, IrAtom *atom, bool *is_value) {
-  PVal *v = unparen(get(r, key));
+  PVal *v = pv_unparen(rule_get(r, key));
   *is_value = false;
-  if (!v) return missing(r, key);
+  if (!v) return rule_missing(r, key);
   if (v->k == PV_INT) {
     *lit = v->i;
-    record(r, key, v);
+    rule_record(r, key, v);
     return true;
   }
   if (v->k != PV_NAME) return rule_param_error(r, key, "parameter '%s' of fori_loop must be an integer or a value's name", key);
@@ -2599,7 +1820,7 @@ static bool fori_bound(Ctx *cx, RuleCtx *r, const char *key, int64_t *lit, IrAto
     return false;
   }
   *is_value = true;
-  record(r, key, v);
+  rule_record(r, key, v);
   return true;
 }
 
@@ -2615,8 +1836,8 @@ static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     bind_bad(cx, s);
     return;
   }
-  PVal *bv = get(r, "body");
-  if (!bv) { missing(r, "body"); bind_bad(cx, s); return; }
+  PVal *bv = rule_get(r, "body");
+  if (!bv) { rule_missing(r, "body"); bind_bad(cx, s); return; }
   bool rev;
   if (!rule_bool(r, "reverse", false, &rev)) { bind_bad(cx, s); return; }
   at->b[0] = rev;
@@ -2671,18 +1892,18 @@ static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     if (!f) { bind_bad(cx, s); return; }
     if (!outs_vma_are(f, cv, n)) { carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f); bind_bad(cx, s); return; }
   }
-  for (int k = 0; k < n; k++) all[nbound + k] = lift(cx, in[k], cv[k], s->callee_sp);
+  for (int k = 0; k < n; k++) all[nbound + k] = emit_lift(EM(cx), in[k], cv[k], s->callee_sp);
   add_fn(cx, at, f);
-  record(r, "body", fn_ref(cx, 0));
+  rule_record(r, "body", fn_ref(cx, 0));
   emit_special(cx, s, P_FORI_LOOP, at, r, all, n + nbound, carry, n, pv);
 }
 
 static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   int64_t cn, bn;
   if (!rule_int(r, "cond_nconsts", false, 0, &cn) || !rule_int(r, "body_nconsts", false, 0, &bn)) { bind_bad(cx, s); return; }
-  PVal *cv = get(r, "cond_jaxpr"), *bv = get(r, "body_jaxpr");
-  if (!cv) { missing(r, "cond_jaxpr"); bind_bad(cx, s); return; }
-  if (!bv) { missing(r, "body_jaxpr"); bind_bad(cx, s); return; }
+  PVal *cv = rule_get(r, "cond_jaxpr"), *bv = rule_get(r, "body_jaxpr");
+  if (!cv) { rule_missing(r, "cond_jaxpr"); bind_bad(cx, s); return; }
+  if (!bv) { rule_missing(r, "body_jaxpr"); bind_bad(cx, s); return; }
   if (!rule_unused(r, "cond_jaxpr body_jaxpr cond_nconsts body_nconsts")) { bind_bad(cx, s); return; }
   int n = s->nargs;
   if (cn < 0 || bn < 0 || cn + bn > n) {
@@ -2762,19 +1983,19 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
       return;
     }
   }
-  for (int i = 0; i < nc; i++) carry[i] = lift(cx, carry[i], cvma[i], s->callee_sp);
+  for (int i = 0; i < nc; i++) carry[i] = emit_lift(EM(cx), carry[i], cvma[i], s->callee_sp);
   add_fn(cx, at, cf);
   add_fn(cx, at, bf);
-  record(r, "cond_jaxpr", fn_ref(cx, 0));
-  record(r, "body_jaxpr", fn_ref(cx, 1));
+  rule_record(r, "cond_jaxpr", fn_ref(cx, 0));
+  rule_record(r, "body_jaxpr", fn_ref(cx, 1));
   emit_special(cx, s, P_WHILE, at, r, in, n, c, nc, pv);
 }
 
 /* ---- shard_map ----------------------------------------------------------------------------- */
 
 static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
-  v = unparen(v);
-  if (!v) { missing(r, "mesh"); return NULL; }
+  v = pv_unparen(v);
+  if (!v) { rule_missing(r, "mesh"); return NULL; }
   if (v->k != PV_NAME) { rule_param_error(r, "mesh", "parameter 'mesh' must name a mesh"); return NULL; }
   Binding *b = lookup(cx->scope, B_MESH, v->s);
   if (!b) {
@@ -2789,11 +2010,11 @@ static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
    all `want` of them (a pytree prefix, as in JAX: in_specs=P(i) splits
    every argument the same way). */
 static bool spec_list(RuleCtx *r, const char *key, PVal *v, int want, PVal ***items, int *n) {
-  v = unparen(v);
-  if (!v) return missing(r, key);
+  v = pv_unparen(v);
+  if (!v) return rule_missing(r, key);
   if (v->k == PV_SPEC || v->k == PV_NONE) {
     *n = want > 1 ? want : 1;
-    *items = NEWN(r->cx->C, PVal *, *n);
+    *items = arena_alloc(r->arena, sizeof(PVal *) * (size_t)*n);
     for (int i = 0; i < *n; i++) (*items)[i] = v;
     return true;
   }
@@ -2828,7 +2049,7 @@ static bool parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
   (void)cx;
   memset(out, 0, sizeof *out);
   out->src = v;
-  v = unparen(v);
+  v = pv_unparen(v);
   if (v->k == PV_NONE) return true;     /* None: replicated, like P() */
   if (v->k != PV_SPEC) {
     diag_error(v->sp, "expected a partition spec P(...)");
@@ -2840,14 +2061,14 @@ static bool parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
   }
   out->ndims = v->n;
   for (int d = 0; d < v->n; d++) {
-    PVal *e = unparen(v->items[d]);
+    PVal *e = pv_unparen(v->items[d]);
     PVal *one[1] = {e};
     PVal **ax = one;
     int na = 1;
     if (e->k == PV_NONE) na = 0;
     else if (e->k == PV_TUPLE || e->k == PV_LIST) { ax = e->items; na = e->n; }
     for (int k = 0; k < na; k++) {
-      PVal *a = unparen(ax[k]);
+      PVal *a = pv_unparen(ax[k]);
       if (a->k != PV_NAME && a->k != PV_STR) {
         diag_error(a->sp, "a partition spec entry is None, a mesh axis or a tuple of mesh axes");
         return false;
@@ -2890,18 +2111,18 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     rule_error(r, "shard_map inside a shard_map body is not supported");
     return NULL;
   }
-  Mesh *m = mesh_param(cx, r, get(r, "mesh"));
+  Mesh *m = mesh_param(cx, r, rule_get(r, "mesh"));
   if (!m) return NULL;
   PVal **ins, **outs;
   int nin, nout;
-  PVal *outv = get(r, "out_specs");
-  if (!spec_list(r, "in_specs", get(r, "in_specs"), nargs, &ins, &nin)) return NULL;
-  if (!unparen(outv)) return missing(r, "out_specs"), NULL;
+  PVal *outv = rule_get(r, "out_specs");
+  if (!spec_list(r, "in_specs", rule_get(r, "in_specs"), nargs, &ins, &nin)) return NULL;
+  if (!pv_unparen(outv)) return rule_missing(r, "out_specs"), NULL;
   bool check_vma = true;
-  PVal *cr = unparen(get(r, "check_rep"));
+  PVal *cr = pv_unparen(rule_get(r, "check_rep"));
   if (cr && cr->k != PV_BOOL) return rule_param_error(r, "check_rep", "check_rep must be True or False"), NULL;
   if (!rule_bool(r, "check_vma", cr ? cr->i != 0 : true, &check_vma)) return NULL;
-  get(r, "auto");
+  rule_get(r, "auto");
   if (!rule_unused(r, "f mesh in_specs out_specs check_vma")) return NULL;
   if (nin != nargs) {
     rule_param_error(r, "in_specs", "shard_map has %d in_specs for %d argument%s", nin, nargs, nargs == 1 ? "" : "s");
@@ -2980,7 +2201,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
       while (!(extra & (1u << k))) k++;
       Buf ax = {0};
       err_defer(buf_release, &ax);
-      vma_message(&ax, o->t.vma, m);
+      show_vma_message(&ax, o->t.vma, m);
       const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
       int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
       diag_error(o->sp.file >= 0 ? o->sp : sp,
@@ -3002,24 +2223,24 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   at->ext = sm;
   add_fn(cx, at, f);
   /* canonical parameters */
-  record(r, "f", fn_ref(cx, 0));
+  rule_record(r, "f", fn_ref(cx, 0));
   PVal *mv = NEW(cx->C, PVal);
   mv->k = PV_NAME;
   mv->s = m->name;
-  record(r, "mesh", mv);
+  rule_record(r, "mesh", mv);
   PVal *it = NEW(cx->C, PVal), *ot = NEW(cx->C, PVal);
   it->k = ot->k = PV_TUPLE;
   it->items = ins; it->n = nin;
   ot->items = outs; ot->n = nout;
-  record(r, "in_specs", it);
-  record(r, "out_specs", ot);
+  rule_record(r, "in_specs", it);
+  rule_record(r, "out_specs", ot);
   *outp = gout;
   *noutp = nout;
   return f;
 }
 
 static void check_shard_map_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
-  FuncDef *fd = func_param(cx, r, "f", get(r, "f"));
+  FuncDef *fd = func_param(cx, r, "f", rule_get(r, "f"));
   if (!fd) { bind_bad(cx, s); return; }
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { bind_bad(cx, s); return; }
   Type *args = NEWN(cx->C, Type, s->nargs);
@@ -3032,7 +2253,7 @@ static void check_shard_map_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Att
 
 static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   RuleCtx r;
-  rule_init(&r, cx, prim_table[prim].name, s->callee_sp, s->params, s->nparams);
+  rule_init(&r, &cx->C->prog.arena, cx->mesh, prim_table[prim].name, s->callee_sp, s->params, s->nparams);
   Attrs *at = NEW(cx->C, Attrs);
   at->dtype = -1;
   switch (prim) {
@@ -3067,7 +2288,7 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   inst->next = fd->inst;
   fd->inst = inst;
   IrFunc *w = NEW(C, IrFunc);
-  w->name = arena_strndup(&C->arena, fd->name.p, (size_t)fd->name.n);
+  w->name = arena_strndup(&C->prog.arena, fd->name.p, (size_t)fd->name.n);
   w->sp = af->sp;
   w->ast = af;
   w->parent = fd->parent;
@@ -3083,7 +2304,7 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   w->nparams = nargs;
   IrAtom *in = NEWN(C, IrAtom, nargs);
   for (int i = 0; i < nargs; i++) {
-    w->params[i] = new_var(&sub, i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
+    w->params[i] = emit_var(EM(&sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
     in[i].var = w->params[i];
     in[i].t = args[i];
     in[i].sp = af->sp;
@@ -3098,7 +2319,7 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   plain->has_deco = false;
   body->ast = plain;
   RuleCtx r;
-  rule_init(&r, &sub, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
+  rule_init(&r, &sub.C->prog.arena, sub.mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
   Attrs *at = NEW(C, Attrs);
   at->dtype = -1;
   Type *out;
@@ -3119,7 +2340,7 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
     }
     return NULL;
   }
-  IrStmt *st = new_stmt(&sub, IS_EQN, af->deco_sp);
+  IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);
   st->line = st->line;
   st->prim = P_SHARD_MAP;
   st->at = at;
@@ -3132,12 +2353,12 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   w->outs = NEWN(C, IrAtom, nout);
   w->nouts = nout;
   for (int i = 0; i < nout; i++) {
-    st->out[i] = new_var(&sub, f->outs[i].var ? f->outs[i].var->name : str_c("y"), out[i], af->sp);
+    st->out[i] = emit_var(EM(&sub), f->outs[i].var ? f->outs[i].var->name : str_c("y"), out[i], af->sp);
     w->outs[i].var = st->out[i];
     w->outs[i].t = out[i];
     w->outs[i].sp = af->sp;
   }
-  emit(&sub, st);
+  emit_stmt(EM(&sub), st);
   inst->ir = w;
   fd->latest = w;
   return w;
@@ -3153,11 +2374,11 @@ static void shard_map_define(Ctx *cx, FuncDef *fd) {
     return;
   }
   RuleCtx r;
-  rule_init(&r, cx, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
-  Mesh *m = mesh_param(cx, &r, get(&r, "mesh"));
+  rule_init(&r, &cx->C->prog.arena, cx->mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
+  Mesh *m = mesh_param(cx, &r, rule_get(&r, "mesh"));
   PVal **ins;
   int nin;
-  if (!m || !spec_list(&r, "in_specs", get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
+  if (!m || !spec_list(&r, "in_specs", rule_get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
   if (nin != af->nparams) {
     rule_param_error(&r, "in_specs", "shard_map has %d in_specs for %d parameter%s", nin, af->nparams,
                      af->nparams == 1 ? "" : "s");
@@ -3193,7 +2414,7 @@ static bool transpose_linear(Ctx *cx, FuncDef *fd, FuncDef *target, bool **out) 
   AstFunc *af = fd->ast;
   int np = target->ast->form == FN_TRANSPOSE ? -1 : target->ast->nparams;
   RuleCtx r;
-  rule_init(&r, cx, "linear_transpose", af->sp, af->tparams, af->ntparams);
+  rule_init(&r, &cx->C->prog.arena, cx->mesh, "linear_transpose", af->sp, af->tparams, af->ntparams);
   IntList lin;
   bool given = rule_has(&r, "linear");
   if (!rule_ints(&r, "linear", false, &lin) || !rule_unused(&r, "linear")) return false;
@@ -3290,7 +2511,7 @@ static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
     if (!match || n != nargs) continue;
     char name[256];
     snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
-    IrFunc *g = tr_linear_transpose(cx->C, f, lin, name, af->sp);
+    IrFunc *g = tr_linear_transpose(&cx->C->prog, f, lin, name, af->sp);
     Instance *inst = NEW(cx->C, Instance);
     inst->args = NEWN(cx->C, Type, nargs);
     memcpy(inst->args, args, sizeof(Type) * (size_t)nargs);
@@ -3336,8 +2557,8 @@ static int ast_func_nouts(const AstFunc *af) {
 
 /* The number of results a function parameter of a special equation gives. */
 static int pval_func_nouts(Ctx *cx, PVal *v) {
-  v = unparen(v);
-  if (v && (v->k == PV_TUPLE || v->k == PV_LIST) && v->n) v = unparen(v->items[0]);
+  v = pv_unparen(v);
+  if (v && (v->k == PV_TUPLE || v->k == PV_LIST) && v->n) v = pv_unparen(v->items[0]);
   if (!v) return -1;
   if (v->k == PV_FUNC && v->fn) return ast_func_nouts(v->fn);
   if (v->k == PV_NAME) {
@@ -3350,7 +2571,7 @@ static int pval_func_nouts(Ctx *cx, PVal *v) {
 static int64_t param_int(AstStmt *s, const char *key) {
   for (int i = 0; i < s->nparams; i++)
     if (str_eqc(s->params[i]->key, key)) {
-      PVal *v = unparen(s->params[i]->v);
+      PVal *v = pv_unparen(s->params[i]->v);
       if (v && v->k == PV_INT) return v->i;
     }
   return 0;
@@ -3399,7 +2620,7 @@ IrFunc *check_expr(Checker *C, const char *source, const char *text, IrFunc *par
   err_undefer(&src);
   buf_free(&src);
   int errs = diag_count();
-  AstList *stmts = parse_file(&C->arena, file);
+  AstList *stmts = parse_file(&C->prog.arena, file);
   if (diag_count() > errs) return NULL;
   AstStmt *s = stmts->n == 1 ? stmts->v[0] : NULL;
   if (!s || (s->k != ST_EQN && s->k != ST_LIT) || s->nouts != 1) {
@@ -3455,7 +2676,7 @@ IrFunc *check_expr(Checker *C, const char *source, const char *text, IrFunc *par
       *outs[i] = *s->outs[0];
       char nm[32];
       snprintf(nm, sizeof nm, "__v%d", i);
-      outs[i]->name = str_c(arena_strndup(&C->arena, nm, strlen(nm)));
+      outs[i]->name = str_c(arena_strndup(&C->prog.arena, nm, strlen(nm)));
     }
     s->outs = outs;
     s->nouts = n;

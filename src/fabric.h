@@ -32,15 +32,6 @@ typedef struct Space {
   const uint8_t *active;
 } Space;
 
-/* Shape rules of the collectives (rows of prims.def). */
-bool fab_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-
 /* Is `prim` one of the collectives the fabric runs? */
 bool fab_is_collective(int prim);
 /* Run a collective.  `in` is the operand (NULL for axis_index); `outt` the

@@ -89,63 +89,12 @@ typedef struct Attrs {
 } Attrs;
 
 /* ---- shape rules ------------------------------------------------------------
-** A shape rule reads the equation's parameters through the rule_* calls
-** (which also record the canonical, fully spelled-out parameter list that
-** `show` prints), checks the operand types in[0..nin-1], fills `at`, and
-** writes the result types to out[].  It sets only dt/rank/shape of out[];
-** the checker sets variance.  An operand with in[k].weak set is an untyped
-** literal: the rule may set in[k].dt to the dtype it should take (JAX's
-** weak typing), and the checker converts the literal.  On a problem the
-** rule calls rule_error (or rule_param_error) and returns false.
+** A shape rule (rule.h describes its context and the parameter readers)
+** checks an equation's operand types and parameters, fills `at` and
+** writes the result types; the checker sets variance from the vrule.
 */
 typedef struct RuleCtx RuleCtx;
 typedef bool (*ShapeFn)(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-
-/* Errors: the first error of an equation is reported; later ones dropped.
-   Both return false so a rule can `return rule_error(...)`. */
-bool rule_error(RuleCtx *cx, const char *fmt, ...) SHM_PRINTF(2, 3);
-bool rule_param_error(RuleCtx *cx, const char *key, const char *fmt, ...) SHM_PRINTF(3, 4);
-/* The primitive's canonical name, for messages. */
-const char *rule_prim_name(RuleCtx *cx);
-
-/* Parameter readers.  `required`: absence is an error; otherwise `dflt` is
-   used (and recorded, so `show` spells every parameter out).  Each returns
-   false after reporting a malformed value. */
-bool rule_int(RuleCtx *cx, const char *key, bool required, int64_t dflt, int64_t *out);
-/* A dimension number counted from the end when negative, as JAX's
-   canonicalize_axis does: -1 is the last of `rank` dimensions.  A value in
-   [-rank, rank) is made non-negative and recorded so (show prints it);
-   others are left for the rule's own range check. */
-bool rule_axis_index(RuleCtx *cx, const char *key, int64_t *v, int rank);
-/* Record `key` as the tuple l (a list the rule normalised; show prints it). */
-void rule_set_ints(RuleCtx *cx, const char *key, const IntList *l);
-bool rule_float(RuleCtx *cx, const char *key, bool required, double dflt, double *out);
-bool rule_bool(RuleCtx *cx, const char *key, bool dflt, bool *out);
-/* A dtype name (f32, float32, ...); dflt -1 means the parameter may be None. */
-bool rule_dtype(RuleCtx *cx, const char *key, bool required, int dflt, int *out);
-/* A tuple or list of ints (a bare int is a 1-tuple).  Absent and not
-   required: an empty list, or *out left as it was if `keep` */
-bool rule_ints(RuleCtx *cx, const char *key, bool required, IntList *out);
-/* A tuple/list of `width`-tuples of ints, flattened into out (n = count*width):
-   padding_config ((lo, hi, interior), ...), perm ((src, dst), ...). */
-bool rule_int_tuples(RuleCtx *cx, const char *key, bool required, int width, IntList *out);
-/* Records `key` as the width-tuples in l in place of the parameter `sugar`
-   they were computed from (show prints the spelled-out form). */
-void rule_respell_int_tuples(RuleCtx *cx, const char *sugar, const char *key, int width, const IntList *l);
-/* dot_general's dimension_numbers (([lc], [rc]), ([lb], [rb])) into out[0..3]. */
-bool rule_dimnums(RuleCtx *cx, const char *key, IntList out[4]);
-/* Collectives: read mesh axis names (one name or a tuple) into at->axes,
-   at->naxes and at->axmask; an axis not bound by an enclosing shard_map is
-   an error.  rule_group_size is the product of those axes' sizes. */
-bool rule_axes(RuleCtx *cx, const char *key, bool required, Attrs *at);
-int64_t rule_group_size(RuleCtx *cx, const Attrs *at);
-/* The dtype a numeric parameter's literal suggests (DT_BOOL, DT_I32 or
-   DT_F32), as JAX infers from a Python scalar; -1 if absent. */
-int rule_number_kind(RuleCtx *cx, const char *key);
-/* Is the parameter present? */
-bool rule_has(RuleCtx *cx, const char *key);
-/* Memory that lives as long as the checked program. */
-int64_t *rule_alloc_ints(RuleCtx *cx, int n);
 
 /* ---- kernels ----------------------------------------------------------------
 ** A kernel computes a local primitive on one block per operand and
@@ -167,10 +116,6 @@ typedef void (*KernFn)(const Attrs *at, Array *const *in, int nin, Array **out, 
 int prim_ew_op(int prim);
 void prim_ew_apply(int op, const Array *a, const Array *b, Array *r);
 
-/* ---- transpose rules ------------------------------------------------------ */
-typedef struct TrCtx TrCtx;
-typedef bool (*TransFn)(TrCtx *cx);
-
 typedef struct PrimInfo {
   const char *name;
   const char *alias;
@@ -179,7 +124,6 @@ typedef struct PrimInfo {
   ShapeFn shape;
   VarRule vrule;
   KernFn kernel;
-  TransFn transpose;
 } PrimInfo;
 
 extern const PrimInfo prim_table[P_COUNT];

@@ -48,10 +48,9 @@
 #include <stdio.h>
 #include "blas.h"
 #include "err.h"
-#include "fabric.h"
+#include "coll.h"
 #include "par.h"
-#include "prim.h"
-#include "transpose.h"
+#include "rule.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
@@ -2361,9 +2360,10 @@ static void kern_dot_general(KARGS) {
 ** The table
 ** ========================================================================= */
 
+/* The table's columns but the transpose rules, which transpose.c owns. */
 const PrimInfo prim_table[P_COUNT] = {
 #define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, tr) \
-  [P_##tag] = {name, alias, nmin, nmax, nout, params, shape, vrule, kernel, tr},
+  [P_##tag] = {name, alias, nmin, nmax, nout, params, shape, vrule, kernel},
 #include "prims.def"
 #undef PRIM
 };

@@ -24,6 +24,17 @@ void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) {
   buf_putc(b, '}');
 }
 
+void show_vma_message(Buf *b, uint32_t vma, const Mesh *m) {
+  buf_putc(b, '{');
+  bool first = true;
+  for (int k = 0; m && k < m->naxes; k++)
+    if (vma & (1u << k)) {
+      buf_printf(b, "%s%.*s", first ? "" : ", ", m->axis[k].n, m->axis[k].p);
+      first = false;
+    }
+  buf_putc(b, '}');
+}
+
 void show_type(Buf *b, const Type *t, const Mesh *mesh) {
   buf_printf(b, "%s[", dtype_names[t->dt]);
   for (int i = 0; i < t->rank; i++) buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);
