@@ -422,3 +422,175 @@ bool rule_vary(int prim, const Type *in, int nin, const Attrs *at, const bool *i
   }
   return true;
 }
+
+/* ---- helpers for the shape rules ---------------------------------------------- */
+
+
+/* The kind bit of a dtype. */
+int rule_kind_bit(int dt) {
+  return dtype_is_float((DType)dt) ? K_FLOAT : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
+}
+
+/* Order of kinds for weak typing: bool < int < float. */
+int rule_kind_rank(int dt) {
+  return dtype_is_float((DType)dt) ? 2 : dtype_is_int((DType)dt) ? 1 : 0;
+}
+
+/* A human description of a set of kinds, for "accepts ..." messages. */
+const char *rule_kinds_text(int kinds) {
+  switch (kinds) {
+  case K_FLOAT: return "floating-point dtypes (f32, f64)";
+  case K_INT: return "integer dtypes (i32, i64)";
+  case K_NUM: return "numeric dtypes (i32, i64, f32, f64)";
+  case K_LOGIC: return "bool and integer dtypes";
+  default: return "any dtype";
+  }
+}
+
+
+/* Formats t into b; returns the text. */
+const char *rule_ty(TyBuf *b, const Type *t) {
+  int n = snprintf(b->s, sizeof b->s, "%s[", dtype_names[t->dt]);
+  for (int i = 0; i < t->rank; i++)
+    n += snprintf(b->s + n, sizeof b->s - (size_t)n, "%s%lld", i ? "," : "",
+                  (long long)t->shape[i]);
+  snprintf(b->s + n, sizeof b->s - (size_t)n, "]");
+  return b->s;
+}
+
+
+/* Formats the n ints at v into b; returns the text. */
+const char *rule_ls_n(LsBuf *b, const int64_t *v, int n) {
+  size_t k = 0;
+  k += (size_t)snprintf(b->s + k, sizeof b->s - k, "(");
+  for (int i = 0; i < n && k < sizeof b->s - 32; i++)
+    k += (size_t)snprintf(b->s + k, sizeof b->s - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  snprintf(b->s + k, sizeof b->s - k, n == 1 ? ",)" : ")");
+  return b->s;
+}
+
+/* Text of an IntList. */
+const char *rule_ls(LsBuf *b, const IntList *l) { return rule_ls_n(b, l->v, l->n); }
+
+/* Sets a result type. */
+void rule_set_type(Type *t, int dt, int rank, const int64_t *shape) {
+  t->dt = (uint8_t)dt;
+  t->rank = (uint8_t)rank;
+  for (int i = 0; i < rank; i++) t->shape[i] = shape[i];
+}
+
+/* Checks that an operand's dtype is one of `kinds`. */
+bool rule_check_kind(RuleCtx *cx, const Type *t, int kinds) {
+  if (rule_kind_bit(t->dt) & kinds) return true;
+  return rule_error(cx, "%s does not accept dtype %s; it accepts %s", rule_prim_name(cx),
+                    dtype_names[t->dt], rule_kinds_text(kinds));
+}
+
+/* Checks that a result rank does not exceed SHM_MAXRANK. */
+bool rule_check_rank(RuleCtx *cx, int rank) {
+  if (rank <= SHM_MAXRANK) return true;
+  return rule_error(cx, "%s would make an array of rank %d; at most %d dimensions are supported",
+                    rule_prim_name(cx), rank, SHM_MAXRANK);
+}
+
+/* Checks a shape parameter: at most SHM_MAXRANK sizes, none negative. */
+bool rule_check_shape(RuleCtx *cx, const char *key, const IntList *s) {
+  LsBuf b;
+  if (!rule_check_rank(cx, s->n)) return false;
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i] < 0)
+      return rule_param_error(cx, key, "%s %s %s has a negative size", rule_prim_name(cx), key,
+                              rule_ls(&b, s));
+  if (shape_size(s->n, s->v) < 0)
+    return rule_param_error(cx, key, "%s %s %s is too large", rule_prim_name(cx), key, rule_ls(&b, s));
+  return true;
+}
+
+/* Gives the operands in[idx[0..n-1]] one dtype, JAX's weak typing: the
+   typed operands must agree, and an untyped literal takes their dtype when
+   its own kind is not higher (an int literal may become a float, a float
+   literal may not become an int).  With only literals, the highest kind
+   wins.  Stores the common dtype in *dt. */
+bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt) {
+  int strong = -1, top = idx[0];
+  for (int k = 0; k < n; k++) {
+    const Type *t = &in[idx[k]];
+    if (t->weak) {
+      if (rule_kind_rank(t->dt) > rule_kind_rank(in[top].dt)) top = idx[k];
+      continue;
+    }
+    if (strong < 0) strong = idx[k];
+    else if (t->dt != in[strong].dt)
+      return rule_error(cx, "%s requires arguments of equal dtype, got %s and %s",
+                        rule_prim_name(cx), dtype_names[in[strong].dt], dtype_names[t->dt]);
+  }
+  int target = strong >= 0 ? in[strong].dt : in[top].dt;
+  for (int k = 0; k < n; k++) {
+    Type *t = &in[idx[k]];
+    if (!t->weak || t->dt == target) continue;
+    if (rule_kind_rank(t->dt) > rule_kind_rank(target)) {
+      int a = strong < idx[k] ? target : t->dt, b = strong < idx[k] ? t->dt : target;
+      return rule_error(cx, "%s requires arguments of equal dtype, got %s and %s",
+                        rule_prim_name(cx), dtype_names[a], dtype_names[b]);
+    }
+    t->dt = (uint8_t)target;
+  }
+  *dt = target;
+  return true;
+}
+
+/* The common shape of elementwise operands in[idx[0..n-1]]: all equal,
+   except that scalars broadcast.  Writes it into *res (dt untouched). */
+bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res) {
+  int big = -1;
+  for (int k = 0; k < n; k++) {
+    const Type *t = &in[idx[k]];
+    if (t->rank == 0) continue;
+    if (big < 0) big = idx[k];
+    else if (!type_same_shape(t, &in[big])) {
+      TyBuf a, b;
+      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
+                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+    }
+  }
+  const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
+  res->rank = s->rank;
+  for (int i = 0; i < s->rank; i++) res->shape[i] = s->shape[i];
+  return true;
+}
+
+/* Normalises an axis number against a rank (negative counts from the end);
+   -1 if out of range. */
+int64_t rule_norm_axis(int64_t a, int rank) {
+  if (a < 0) a += rank;
+  return a >= 0 && a < rank ? a : -1;
+}
+
+/* Checks that a list of axes is in range for `rank` and has no repeats;
+   `neg` allows negative axes, counted from the end: the list is
+   normalised into a new list in *l, which `show` prints. */
+bool rule_check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool neg, const Type *t) {
+  LsBuf b;
+  TyBuf tb;
+  uint32_t seen = 0;
+  int64_t *v = l->n ? rule_alloc_ints(cx, l->n) : NULL;
+  for (int i = 0; i < l->n; i++) {
+    int64_t a = neg ? rule_norm_axis(l->v[i], rank) : (l->v[i] >= 0 && l->v[i] < rank ? l->v[i] : -1);
+    if (a < 0) {
+      if (t)
+        return rule_error(cx, "%s %s %s out of range for %s", rule_prim_name(cx), key, rule_ls(&b, l),
+                          rule_ty(&tb, t));
+      return rule_error(cx, "%s %s %s out of range for rank %d", rule_prim_name(cx), key,
+                        rule_ls(&b, l), rank);
+    }
+    if (seen & (1u << a))
+      return rule_param_error(cx, key, "%s %s %s repeats axis %lld", rule_prim_name(cx), key,
+                              rule_ls(&b, l), (long long)a);
+    seen |= 1u << a;
+    v[i] = a;
+  }
+  l->v = v;
+  if (neg) rule_set_ints(cx, key, l);
+  return true;
+}
+

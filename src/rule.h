@@ -92,6 +92,46 @@ bool rule_has(RuleCtx *cx, const char *key);
 /* Memory that lives as long as the checked program. */
 int64_t *rule_alloc_ints(RuleCtx *cx, int n);
 
+/* ---- helpers for the shape rules ------------------------------------------ */
+
+/* Dtype kinds as bits, for the sets of dtypes a primitive accepts. */
+enum { K_BOOL = 1, K_INT = 2, K_FLOAT = 4, K_NUM = K_INT | K_FLOAT,
+       K_ANY = K_BOOL | K_INT | K_FLOAT, K_LOGIC = K_BOOL | K_INT };
+/* The kind bit of a dtype; the order of kinds for weak typing (bool < int
+   < float); "floating-point dtypes (f32, f64)" and so on, for messages. */
+int rule_kind_bit(int dt);
+int rule_kind_rank(int dt);
+const char *rule_kinds_text(int kinds);
+
+/* Text for messages: a type "f32[2,3]", an int list as a Python tuple
+   "(0, 1)".  Each message uses its own buffer per value. */
+typedef struct TyBuf { char s[24 * SHM_MAXRANK + 16]; } TyBuf;
+typedef struct LsBuf { char s[24 * SHM_MAXRANK * 3 + 16]; } LsBuf;
+const char *rule_ty(TyBuf *b, const Type *t);
+const char *rule_ls_n(LsBuf *b, const int64_t *v, int n);
+const char *rule_ls(LsBuf *b, const IntList *l);
+
+/* Set a result type's dtype and shape. */
+void rule_set_type(Type *t, int dt, int rank, const int64_t *shape);
+/* An operand's dtype is one of `kinds`; a result rank is at most
+   SHM_MAXRANK; a shape parameter has no negative size and is not too big. */
+bool rule_check_kind(RuleCtx *cx, const Type *t, int kinds);
+bool rule_check_rank(RuleCtx *cx, int rank);
+bool rule_check_shape(RuleCtx *cx, const char *key, const IntList *s);
+/* Give the operands in[idx[0..n-1]] one dtype, JAX's weak typing: typed
+   operands must agree, and an untyped literal takes their dtype when its
+   own kind is not higher.  The common dtype goes to *dt. */
+bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt);
+/* The common shape of elementwise operands (scalars broadcast) into *res. */
+bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res);
+/* An axis normalised against a rank (negative counts from the end); -1
+   when out of range. */
+int64_t rule_norm_axis(int64_t a, int rank);
+/* A list of axes in range for `rank`, without repeats; with `neg`,
+   negative axes count from the end and the normalised list replaces *l
+   (and is recorded for show).  t, if given, names the operand in errors. */
+bool rule_check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool neg, const Type *t);
+
 /* ---- lower-level access (the checker's special forms) ---------------------- */
 
 /* The parameter's value, marking it read; NULL when absent. */
