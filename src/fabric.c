@@ -243,17 +243,6 @@ static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, ui
 
 /* ---- execution -------------------------------------------------------------------------- */
 
-bool fab_is_collective(int prim) {
-  switch (prim) {
-  case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: case P_PBROADCAST:
-  case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: case P_PSUM_SCATTER: case P_PSCATTER:
-  case P_PPERMUTE: case P_ALL_TO_ALL: case P_AXIS_INDEX:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /* Chunk k of `a` along dimension d (chunks of size c), as a new array. */
 static Array *chunk(const Array *a, int d, int64_t k, int64_t c) {
   int64_t start[SHM_MAXRANK] = {0}, shape[SHM_MAXRANK];
@@ -398,213 +387,234 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
   }
 }
 
+/* ---- one function per collective (the exec column of prims.def) -------------------- */
+
+/* What a collective sees: the operand and result, the groups, and the
+   scratch of the call.  `outer` is the operand's mask without the named
+   axes: one group per block of it; `need` says which groups some running
+   instance is in (NULL: all). */
+typedef struct Coll {
+  const Space *sp;
+  const Mesh *m;
+  int prim;
+  const Attrs *at;
+  Val *in, *out;
+  const Type *outt;
+  int64_t p;                 /* group size */
+  uint32_t outer;
+  int64_t nouter;
+  uint8_t *need;
+  bool donate;
+  double n_in, n_out;        /* bytes of one block of the operand, of the result */
+  long devices;              /* instances taking part */
+  int64_t coords[SHM_MAXAXES];
+} Coll;
+
+static bool skip_group(const Coll *c, int64_t o) { return c->need && !c->need[o]; }
+
+/* Result block of group o's member k (k along the named axes). */
+static Array **member_slot(Coll *c, int64_t o, int64_t k) {
+  decode(c->m, c->outer, o, c->coords);
+  member_coords(c->m, c->at, k, c->coords);
+  return &c->out->blk[encode(c->m, c->out->mask, c->coords)];
+}
+
+static void exec_axis_index(Coll *c) {
+  for (int64_t b = 0; b < c->out->nblk; b++) {
+    decode(c->m, c->out->mask, b, c->coords);
+    int64_t idx = 0;
+    for (int k = 0; k < c->at->naxes; k++) idx = idx * c->m->size[c->at->axes[k]] + c->coords[c->at->axes[k]];
+    c->out->blk[b] = arr_scalar_i(DT_I32, idx);
+  }
+  account(c->prim, c->devices, 0, 0);
+}
+
+/* pbroadcast moves nothing: the result shares the operand's blocks. */
+static void exec_pbroadcast(Coll *c) {
+  for (int64_t b = 0; b < c->out->nblk; b++)
+    c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
+  account(c->prim, c->devices, 0, 0);
+}
+
+/* psum, pmax, pmin, pmean: an all-reduce per group. */
+static void exec_reduce(Coll *c) {
+  for (int64_t o = 0; o < c->nouter; o++)
+    if (!skip_group(c, o)) c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
+  double each = 2.0 * (double)(c->p - 1) / (double)c->p * c->n_in;
+  account(c->prim, c->devices, each, each);
+}
+
+static void exec_all_gather(Coll *c) {
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    Array *g = gather_group(c->m, c->at, c->in, c->outer, o, c->p, c->outt);
+    if (c->prim == P_ALL_GATHER_INVARIANT) {
+      c->out->blk[o] = g;
+    } else {      /* every member holds the same gathered array */
+      for (int64_t k = 0; k < c->p; k++) *member_slot(c, o, k) = arr_ref(g);
+      arr_unref(g);
+    }
+  }
+  double each = (double)(c->p - 1) / (double)c->p * c->n_out;
+  account(c->prim, c->devices, each, each);
+}
+
+static void exec_psum_scatter(Coll *c) {
+  int d = (int)c->at->i[0];
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    Array *first = c->in->blk[0];
+    for (int64_t b = 0; !first && b < c->in->nblk; b++) first = c->in->blk[b];
+    int64_t before = 1;
+    for (int i = 0; i < d; i++) before *= first->shape[i];
+    if (before == 1) {
+      /* each member's chunk is contiguous: sum just that range, straight
+         into the member's result */
+      Array **blk = mem_calloc(sizeof(Array *) * (size_t)(2 * c->p));
+      err_defer(mem_free, blk);
+      group_blocks(c->m, c->at, c->in, c->outer, o, c->p, blk);
+      ScatterJob sj = {blk, blk + c->p, c->p, first->size / c->p};
+      for (int64_t k = 0; k < c->p; k++) {
+        sj.rs[k] = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+        *member_slot(c, o, k) = sj.rs[k];
+      }
+      par_for(c->p, scatter_one, &sj, (double)arr_nbytes(first) * (double)c->p);
+      err_undefer(blk);
+      mem_free(blk);
+      continue;
+    }
+    Array *sum = reduce_group(P_PSUM, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
+    int64_t n = c->at->b[0] ? sum->shape[d] / c->p : 1;
+    for (int64_t k = 0; k < c->p; k++) {
+      Array *ch = chunk(sum, d, k, n);
+      if (!c->at->b[0]) squeeze_dim(ch, d);
+      *member_slot(c, o, k) = ch;
+    }
+    arr_unref(sum);
+  }
+  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  account(c->prim, c->devices, each, each);
+}
+
+/* pscatter: the operand is invariant along the axes; each member keeps
+   its chunk (a local slice, nothing moves). */
+static void exec_pscatter(Coll *c) {
+  const Space *sp = c->sp;
+  uint32_t R = c->out->mask;
+  for (int64_t b = 0; b < c->out->nblk; b++) {
+    decode(c->m, R, b, c->coords);
+    if (sp->active && !sp->active[val_first_inst(c->m, R, b)]) {
+      bool any = false;
+      for (int64_t i = 0; i < sp->ninst && !any; i++) any = sp->active[i] && val_block_of(c->m, R, i) == b;
+      if (!any) continue;
+    }
+    int64_t k = 0;
+    for (int j = 0; j < c->at->naxes; j++) k = k * c->m->size[c->at->axes[j]] + c->coords[c->at->axes[j]];
+    Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
+    int d = (int)c->at->i[0];
+    Array *ch = chunk(x, d, k, c->at->b[0] ? x->shape[d] / c->p : 1);
+    if (!c->at->b[0]) squeeze_dim(ch, d);
+    c->out->blk[b] = ch;
+  }
+  account(c->prim, c->devices, 0, 0);
+}
+
+static void exec_ppermute(Coll *c) {
+  const IntList *perm = &c->at->l[0];
+  int np = perm->n / 2;
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    bool *got = mem_calloc((size_t)c->p);
+    for (int i = 0; i < np; i++) {
+      decode(c->m, c->outer, o, c->coords);
+      member_coords(c->m, c->at, perm->v[2 * i], c->coords);
+      Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
+      *member_slot(c, o, perm->v[2 * i + 1]) = arr_ref(x);
+      got[perm->v[2 * i + 1]] = true;
+    }
+    for (int64_t k = 0; k < c->p; k++)
+      if (!got[k]) *member_slot(c, o, k) = arr_zeros((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+    mem_free(got);
+  }
+  /* every pair moves one block; devices that send nothing send 0 */
+  double each = c->devices ? c->n_in * (double)np * (double)c->nouter / (double)c->devices : 0;
+  account(c->prim, c->devices, each, each);
+}
+
+static void exec_all_to_all(Coll *c) {
+  int sa = (int)c->at->i[0], ca = (int)c->at->i[1];
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    if (c->at->b[0]) {       /* tiled: receivers built on two cores, straight from the senders */
+      Array **rs = mem_calloc(sizeof(Array *) * (size_t)c->p);
+      err_defer(mem_free, rs);
+      for (int64_t k = 0; k < c->p; k++) {
+        rs[k] = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+        *member_slot(c, o, k) = rs[k];
+      }
+      decode(c->m, c->outer, o, c->coords);
+      A2AJob aj = {c->m, c->at, c->in, c->coords, rs, c->p, sa, ca};
+      par_for(c->p, a2a_receiver, &aj, (double)arr_nbytes(rs[0]) * (double)c->p);
+      err_undefer(rs);
+      mem_free(rs);
+      continue;
+    }
+    for (int64_t k = 0; k < c->p; k++) {          /* receiver */
+      Array *r = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+      for (int64_t j = 0; j < c->p; j++) {        /* sender */
+        decode(c->m, c->outer, o, c->coords);
+        member_coords(c->m, c->at, j, c->coords);
+        Array *ch = chunk(c->in->blk[encode(c->m, c->in->mask, c->coords)], sa, k, 1);
+        int64_t start[SHM_MAXRANK] = {0};
+        squeeze_dim(ch, sa);
+        expand_dim(ch, ca);
+        start[ca] = j;
+        arr_put_block(r, start, ch);
+        arr_unref(ch);
+      }
+      *member_slot(c, o, k) = r;
+    }
+  }
+  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  account(c->prim, c->devices, each, each);
+}
+
+typedef void (*CollFn)(Coll *c);
+static const CollFn coll_exec[P_COUNT] = {
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) [P_##tag] = exec,
+#include "prims.def"
+#undef PRIM
+};
+
+bool fab_is_collective(int prim) { return prim >= 0 && prim < P_COUNT && coll_exec[prim]; }
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
-  const Mesh *m = sp->mesh;
+  Coll c;
+  memset(&c, 0, sizeof c);
+  c.sp = sp;
+  c.m = sp->mesh;
+  c.prim = prim;
+  c.at = at;
+  c.in = in;
+  c.outt = outt;
+  c.donate = donate;
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
-  int64_t p = group_size(m, at);
-  uint32_t A = at->axmask;
-  uint32_t R = outt->vma;
-  int64_t nres = val_nblk(m, R);
-  Val *out = val_new(R, nres);
+  c.p = group_size(c.m, at);
+  c.out = val_new(outt->vma, val_nblk(c.m, outt->vma));
   /* on a runtime error, drop the references `out` took; the caller's
      memory scope (mem.h) frees the rest */
-  err_defer(release_val, out);
-  long devices = 0;
-  for (int64_t i = 0; i < sp->ninst; i++) devices += !sp->active || sp->active[i];
-  int64_t coords[SHM_MAXAXES] = {0};
-
-  if (prim == P_AXIS_INDEX) {
-    for (int64_t b = 0; b < nres; b++) {
-      decode(m, R, b, coords);
-      int64_t idx = 0;
-      for (int k = 0; k < at->naxes; k++) idx = idx * m->size[at->axes[k]] + coords[at->axes[k]];
-      out->blk[b] = arr_scalar_i(DT_I32, idx);
-    }
-    account(prim, devices, 0, 0);
-    err_undefer(out);
-    return out;
+  err_defer(release_val, c.out);
+  for (int64_t i = 0; i < sp->ninst; i++) c.devices += !sp->active || sp->active[i];
+  if (in) {
+    for (int64_t b = 0; b < in->nblk && c.n_in == 0; b++)
+      if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);
+    c.outer = in->mask & ~at->axmask;
+    c.nouter = val_nblk(c.m, c.outer);
+    c.need = groups_needed(sp, c.outer, c.nouter);
   }
-
-  uint32_t S = in->mask;
-  if (prim == P_PBROADCAST) {     /* moves nothing: the result shares the operand's blocks */
-    for (int64_t b = 0; b < nres; b++) out->blk[b] = arr_ref(in->blk[val_project(m, R, b, S)]);
-    account(prim, devices, 0, 0);
-    err_undefer(out);
-    return out;
-  }
-  double n_in = in->nblk && in->blk[0] ? (double)arr_nbytes(in->blk[0]) : 0;
-  for (int64_t b = 0; b < in->nblk && n_in == 0; b++)
-    if (in->blk[b]) n_in = (double)arr_nbytes(in->blk[b]);
-  double n_out = nbytes_of(outt);
-  uint32_t outer = S & ~A;
-  int64_t nouter = val_nblk(m, outer);
-  uint8_t *need = groups_needed(sp, outer, nouter);
-
-  switch (prim) {
-  case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN:
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      out->blk[o] = reduce_group(prim, m, at, in, outer, o, p, donate);
-    }
-    account(prim, devices, 2.0 * (double)(p - 1) / (double)p * n_in, 2.0 * (double)(p - 1) / (double)p * n_in);
-    break;
-
-  case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT:
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      Array *g = gather_group(m, at, in, outer, o, p, outt);
-      if (prim == P_ALL_GATHER_INVARIANT) {
-        out->blk[o] = g;
-      } else {      /* every member holds the same gathered array */
-        decode(m, outer, o, coords);
-        for (int64_t k = 0; k < p; k++) {
-          member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = arr_ref(g);
-        }
-        arr_unref(g);
-      }
-    }
-    account(prim, devices, (double)(p - 1) / (double)p * n_out, (double)(p - 1) / (double)p * n_out);
-    break;
-
-  case P_PSUM_SCATTER:
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      int d = (int)at->i[0];
-      Array *first = in->blk[0];
-      for (int64_t b = 0; !first && b < in->nblk; b++) first = in->blk[b];
-      int64_t before = 1;
-      for (int i = 0; i < d; i++) before *= first->shape[i];
-      if (before == 1) {
-        /* each member's chunk is contiguous: sum just that range, straight
-           into the member's result */
-        Array **blk = mem_calloc(sizeof(Array *) * (size_t)(2 * p));
-        err_defer(mem_free, blk);
-        group_blocks(m, at, in, outer, o, p, blk);
-        ScatterJob sj = {blk, blk + p, p, first->size / p};
-        decode(m, outer, o, coords);
-        for (int64_t k = 0; k < p; k++) {
-          sj.rs[k] = arr_new((DType)outt->dt, outt->rank, outt->shape);
-          member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = sj.rs[k];
-        }
-        par_for(p, scatter_one, &sj, (double)arr_nbytes(first) * (double)p);
-        err_undefer(blk);
-        mem_free(blk);
-        continue;
-      }
-      Array *sum = reduce_group(P_PSUM, m, at, in, outer, o, p, donate);
-      int64_t c = at->b[0] ? sum->shape[d] / p : 1;
-      decode(m, outer, o, coords);
-      for (int64_t k = 0; k < p; k++) {
-        Array *ch = chunk(sum, d, k, c);
-        if (!at->b[0]) squeeze_dim(ch, d);
-        member_coords(m, at, k, coords);
-        out->blk[encode(m, R, coords)] = ch;
-      }
-      arr_unref(sum);
-    }
-    account(prim, devices, (double)(p - 1) / (double)p * n_in, (double)(p - 1) / (double)p * n_in);
-    break;
-
-  case P_PSCATTER:
-    /* the operand is invariant along the axes: each member keeps its chunk */
-    for (int64_t b = 0; b < nres; b++) {
-      decode(m, R, b, coords);
-      if (sp->active && !sp->active[val_first_inst(m, R, b)]) {
-        bool any = false;
-        for (int64_t i = 0; i < sp->ninst && !any; i++)
-          any = sp->active[i] && val_block_of(m, R, i) == b;
-        if (!any) continue;
-      }
-      int64_t k = 0;
-      for (int j = 0; j < at->naxes; j++) k = k * m->size[at->axes[j]] + coords[at->axes[j]];
-      Array *x = in->blk[encode(m, S, coords)];
-      int d = (int)at->i[0];
-      Array *ch = chunk(x, d, k, at->b[0] ? x->shape[d] / p : 1);
-      if (!at->b[0]) squeeze_dim(ch, d);
-      out->blk[b] = ch;
-    }
-    account(prim, devices, 0, 0);
-    break;
-
-  case P_PPERMUTE: {
-    int np = at->l[0].n / 2;
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      decode(m, outer, o, coords);
-      bool *got = mem_calloc((size_t)p);
-      for (int i = 0; i < np; i++) {
-        member_coords(m, at, at->l[0].v[2 * i], coords);
-        Array *x = in->blk[encode(m, S, coords)];
-        member_coords(m, at, at->l[0].v[2 * i + 1], coords);
-        out->blk[encode(m, R, coords)] = arr_ref(x);
-        got[at->l[0].v[2 * i + 1]] = true;
-      }
-      for (int64_t k = 0; k < p; k++) {
-        if (got[k]) continue;
-        member_coords(m, at, k, coords);
-        out->blk[encode(m, R, coords)] = arr_zeros((DType)outt->dt, outt->rank, outt->shape);
-      }
-      mem_free(got);
-    }
-    /* every pair moves one block; devices that send nothing send 0 */
-    account(prim, devices, devices ? n_in * (double)np * (double)nouter / (double)devices : 0,
-            devices ? n_in * (double)np * (double)nouter / (double)devices : 0);
-    break;
-  }
-
-  case P_ALL_TO_ALL: {
-    int sa = (int)at->i[0], ca = (int)at->i[1];
-    bool tiled = at->b[0];
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      decode(m, outer, o, coords);
-      if (tiled) {       /* receivers built on two cores, straight from the senders */
-        Array **rs = mem_calloc(sizeof(Array *) * (size_t)p);
-        err_defer(mem_free, rs);
-        A2AJob aj = {m, at, in, coords, rs, p, sa, ca};
-        for (int64_t k = 0; k < p; k++) {
-          rs[k] = arr_new((DType)outt->dt, outt->rank, outt->shape);
-          member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = rs[k];
-        }
-        decode(m, outer, o, coords);
-        par_for(p, a2a_receiver, &aj, (double)arr_nbytes(rs[0]) * (double)p);
-        err_undefer(rs);
-        mem_free(rs);
-        continue;
-      }
-      for (int64_t k = 0; k < p; k++) {          /* receiver */
-        Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
-        for (int64_t j = 0; j < p; j++) {        /* sender */
-          member_coords(m, at, j, coords);
-          Array *x = in->blk[encode(m, S, coords)];
-          Array *ch = chunk(x, sa, k, 1);
-          int64_t start[SHM_MAXRANK] = {0};
-          {
-            squeeze_dim(ch, sa);
-            expand_dim(ch, ca);
-            start[ca] = j;
-          }
-          arr_put_block(r, start, ch);
-          arr_unref(ch);
-        }
-        member_coords(m, at, k, coords);
-        out->blk[encode(m, R, coords)] = r;
-      }
-    }
-    account(prim, devices, (double)(p - 1) / (double)p * n_in, (double)(p - 1) / (double)p * n_in);
-    break;
-  }
-
-  default:
-    mem_free(need);
-    err_undefer(out);
-    val_unref(out);
-    err_throw("internal error: %s is not a collective", prim_table[prim].name);
-  }
-  mem_free(need);
-  err_undefer(out);
-  return out;
+  c.n_out = nbytes_of(outt);
+  coll_exec[prim](&c);
+  mem_free(c.need);
+  err_undefer(c.out);
+  return c.out;
 }

@@ -4,7 +4,7 @@
 ** Every primitive is one row of prims.def:
 **
 **   PRIM(tag, name, alias, nin_min, nin_max, nout, params,
-**        shape, vrule, kernel, transpose)
+**        shape, vrule, kernel, exec, transpose)
 **
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
@@ -20,11 +20,17 @@
 **   kernel       computes one block of the result from one block of each
 **                operand (local primitives; NULL for collectives and
 **                control flow, which the fabric and the evaluator run)
+**   exec         a collective's execution over the blocks of all
+**                instances (fabric.c), or NULL
 **   transpose    the transpose rule of a linear primitive, or NULL
+**                (transpose.c)
 **
 ** The same rows give the parser's name lookup (prim_lookup), the checker's
 ** rules, the evaluator's dispatch and the REPL's help, so they cannot
-** drift apart.
+** drift apart.  Each module makes the columns it owns into a table of its
+** own from the same rows: prims.c the ones below (prim_table), fabric.c
+** exec, transpose.c transpose, so that no module names functions of a
+** module above it.
 */
 #ifndef SHM_PRIM_H
 #define SHM_PRIM_H
@@ -34,7 +40,7 @@
 #include "types.h"
 
 typedef enum PrimId {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, tr) P_##tag,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) P_##tag,
 #include "prims.def"
 #undef PRIM
   P_COUNT

@@ -43,7 +43,7 @@ TR_RULES(X)
 
 typedef bool (*TransFn)(TrCtx *cx);
 static const TransFn tr_rules[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, tr) [P_##tag] = tr,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) [P_##tag] = tr,
 #include "prims.def"
 #undef PRIM
 };
