@@ -9,7 +9,7 @@
 #ifndef SHM_EW_H
 #define SHM_EW_H
 
-#include "prim.h"
+#include "prims.h"
 
 /* The operations of the elementwise engine; the binary ones are also the
    folding operations of the reductions and scans. */

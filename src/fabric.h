@@ -21,7 +21,7 @@
 #define SHM_FABRIC_H
 
 #include <stdio.h>
-#include "prim.h"
+#include "prims.h"
 #include "value.h"
 
 /* Where an equation runs: the mesh of the enclosing shard_map (NULL at top

@@ -17,7 +17,7 @@
 
 #include "array.h"
 #include "ast.h"
-#include "prim.h"
+#include "prims.h"
 #include "types.h"
 
 /* A mesh: named axes with sizes; devices numbered row-major. */

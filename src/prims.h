@@ -1,5 +1,5 @@
 /*
-** prim.h — the table of primitives.
+** prims.h — the table of primitives (prims.c).
 **
 ** Every primitive is one row of prims.def:
 **
@@ -32,8 +32,8 @@
 ** exec, transpose.c transpose, so that no module names functions of a
 ** module above it.
 */
-#ifndef SHM_PRIM_H
-#define SHM_PRIM_H
+#ifndef SHM_PRIMS_H
+#define SHM_PRIMS_H
 
 #include "array.h"
 #include "ast.h"
