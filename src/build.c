@@ -2,6 +2,7 @@
 ** build.c — making checked functions equation by equation (the Builder).
 */
 #include "build.h"
+#include "prims.h"
 
 struct Builder {
   Emitter e;

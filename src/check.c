@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "check_int.h"
+#include "prims.h"
 #include "diag.h"
 #include "err.h"
 #include "parse.h"

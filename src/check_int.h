@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "emit.h"
+#include "prims.h"
 #include "rule.h"
 
 typedef enum { B_VAR, B_FUNC, B_MESH } BindKind;

@@ -5,6 +5,7 @@
 */
 #include <stdio.h>
 #include "diag.h"
+#include "prims.h"
 #include "emit.h"
 #include "err.h"
 #include "show.h"
@@ -157,7 +158,7 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     t[k] = in[k].t;
     lit[k] = !in[k].var;
   }
-  if (!rule_vary(prim, t, nin, at, lit, lift, &res)) {
+  if (!rule_vary(prim_table[prim].vrule, t, nin, at, lit, lift, &res)) {
     Buf b0 = {0}, b1 = {0};
     err_defer(buf_release, &b0);
     err_defer(buf_release, &b1);

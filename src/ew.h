@@ -9,7 +9,7 @@
 #ifndef SHM_EW_H
 #define SHM_EW_H
 
-#include "prims.h"
+#include "ir.h"
 
 /* The operations of the elementwise engine; the binary ones are also the
    folding operations of the reductions and scans. */

@@ -390,14 +390,14 @@ int64_t rule_group_size(RuleCtx *r, const Attrs *at) {
 }
 
 
-bool rule_vary(int prim, const Type *in, int nin, const Attrs *at, const bool *is_lit, uint32_t *lift,
+bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool *is_lit, uint32_t *lift,
                uint32_t *res) {
   uint32_t u = 0;
   for (int k = 0; k < nin; k++) {
     u |= in[k].vma;
     lift[k] = in[k].vma;
   }
-  switch (prim_table[prim].vrule) {
+  switch (vr) {
   case VR_ELEM:      /* a literal takes any variance: it is not lifted */
     for (int k = 0; k < nin; k++)
       if (!is_lit[k]) lift[k] = u;

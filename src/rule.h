@@ -16,6 +16,7 @@
 
 #include "ir.h"
 
+typedef struct RuleCtx RuleCtx;
 struct RuleCtx {
   Arena *arena;              /* the checked program's */
   const Mesh *mesh;          /* axes in scope (collectives), or NULL */
@@ -147,13 +148,13 @@ PVal *rule_pv_ints(RuleCtx *cx, const int64_t *x, int n, PVKind k);
 /* A one-element tuple written `(x)` stands for x. */
 PVal *pv_unparen(PVal *v);
 
-/* The variance rule of a primitive (its vrule), computed: for operand k,
+/* A variance rule (a primitive's vrule), computed: for operand k,
    lift[k] is the variance set it must have (it is lifted by a pbroadcast
    when its own is smaller); *res is the results' set.  Literal operands of
    elementwise rules are never lifted (lift[k] = their own set).  False when
    the rule forbids the operands' sets (pbroadcast or pscatter of an
    operand already varying along their axes). */
-bool rule_vary(int prim, const Type *in, int nin, const Attrs *at, const bool *is_lit, uint32_t *lift,
+bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool *is_lit, uint32_t *lift,
                uint32_t *res);
 
 #endif

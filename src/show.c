@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "err.h"
+#include "prims.h"
 #include "show.h"
 
 void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) {

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "diag.h"
+#include "prims.h"
 #include "transpose.h"
 
 typedef struct Tr {
