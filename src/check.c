@@ -36,6 +36,63 @@ Binding *check_lookup(Binding *s, BindKind k, Str name) {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
+IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s) {
+  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
+  st->whole = s->sp;
+  st->line = s->line;
+  return st;
+}
+
+void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  for (int i = 0; i < nargs; i++) {
+    if (i) buf_puts(&b, ", ");
+    show_type(&b, &args[i], mesh);
+  }
+  diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
+  err_undefer(&b);
+  buf_free(&b);
+}
+
+const char *check_unbound(Binding *scope, BindKind want, Str name) {
+  if (want == B_VAR)
+    return check_lookup(scope, B_FUNC, name) ? "'%.*s' is a function, not a value" : "unknown variable '%.*s'";
+  return check_lookup(scope, B_VAR, name) ? "'%.*s' is a value; show prints functions (print prints values)"
+                                          : "unknown function '%.*s'";
+}
+
+void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file) {
+  memset(cx, 0, sizeof *cx);
+  cx->C = C;
+  cx->fn = fn;
+  cx->scope = scope;
+  cx->mesh = mesh;
+  cx->ctrl = ctrl;
+  cx->file = file;
+}
+
+Instance *check_new_instance(Ctx *cx, const Type *args, int nargs) {
+  Instance *inst = NEW(cx->C, Instance);
+  inst->args = NEWN(cx->C, Type, nargs);
+  memcpy(inst->args, args, sizeof(Type) * (size_t)nargs);
+  inst->nargs = nargs;
+  inst->mesh = cx->mesh;
+  inst->ctrl = cx->ctrl;
+  return inst;
+}
+
+IrFunc *check_new_func(Checker *C, const FuncDef *fd, Mesh *mesh) {
+  IrFunc *f = NEW(C, IrFunc);
+  f->name = arena_strndup(&C->prog.arena, fd->name.p, (size_t)fd->name.n);
+  f->sp = fd->ast->sp;
+  f->ast = fd->ast;
+  f->parent = fd->parent;
+  f->mesh = mesh;
+  f->end_line = fd->ast->end_line;
+  return f;
+}
+
 char *check_type_text(Ctx *cx, const Type *t) {
   static char bufs[4][256];
   static int which;
@@ -202,10 +259,7 @@ bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
   if (a->k == ARG_NAME) {
     Binding *b = check_lookup(cx->scope, B_VAR, a->name);
     if (!b) {
-      if (check_lookup(cx->scope, B_FUNC, a->name))
-        diag_error(a->sp, "'%.*s' is a function, not a value", a->name.n, a->name.p);
-      else
-        diag_error(a->sp, "unknown variable '%.*s'", a->name.n, a->name.p);
+      diag_error(a->sp, check_unbound(cx->scope, B_VAR, a->name), a->name.n, a->name.p);
       return false;
     }
     out->var = b->var;
@@ -358,9 +412,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
     return;
   }
   if (!emit_prim_vary(EM(cx), prim, in, s->nargs, at, out, nout, s->callee_sp)) { check_bind_bad(cx, s); return; }
-  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
-  st->whole = s->sp;
-  st->line = s->line;
+  IrStmt *st = check_new_eqn(cx, s);
   st->prim = prim;
   st->at = at;
   st->params = r.canon;
@@ -388,9 +440,7 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
   IrFunc *f = check_instantiate(cx, fd, at, s->nargs, s->callee_sp);
   if (!f) { check_bind_bad(cx, s); return; }
-  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
-  st->whole = s->sp;
-  st->line = s->line;
+  IrStmt *st = check_new_eqn(cx, s);
   st->callee = f;
   st->in = in;
   st->nin = s->nargs;
@@ -610,10 +660,7 @@ static void check_print(Ctx *cx, AstStmt *s) {
 static void check_show(Ctx *cx, AstStmt *s) {
   Binding *b = check_lookup(cx->scope, B_FUNC, s->name);
   if (!b) {
-    if (check_lookup(cx->scope, B_VAR, s->name))
-      diag_error(s->name_sp, "'%.*s' is a value; show prints functions (print prints values)", s->name.n, s->name.p);
-    else
-      diag_error(s->name_sp, "unknown function '%.*s'", s->name.n, s->name.p);
+    diag_error(s->name_sp, check_unbound(cx->scope, B_FUNC, s->name), s->name.n, s->name.p);
     return;
   }
   FuncDef *fd = b->fn;
@@ -833,32 +880,15 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
     return NULL;
   }
   if (af->has_deco) return smap_instance(cx, fd, args, nargs, call);
-  Instance *inst = NEW(C, Instance);
-  inst->args = NEWN(C, Type, nargs);
-  memcpy(inst->args, args, sizeof(Type) * (size_t)nargs);
-  inst->nargs = nargs;
-  inst->mesh = mesh;
-  inst->ctrl = cx->ctrl;
+  Instance *inst = check_new_instance(cx, args, nargs);
   if (outvma) {
     inst->outvma = NEWN(C, uint32_t, noutvma);
     memcpy(inst->outvma, outvma, sizeof(uint32_t) * (size_t)noutvma);
     inst->noutvma = noutvma;
   }
-  IrFunc *f = NEW(C, IrFunc);
-  f->name = arena_strndup(&C->prog.arena, fd->name.p, (size_t)fd->name.n);
-  f->sp = af->sp;
-  f->ast = af;
-  f->parent = fd->parent;
-  f->mesh = mesh;
-  f->end_line = af->end_line;
+  IrFunc *f = check_new_func(C, fd, mesh);
   Ctx sub;
-  memset(&sub, 0, sizeof sub);
-  sub.C = C;
-  sub.fn = f;
-  sub.scope = fd->scope;
-  sub.mesh = mesh;
-  sub.ctrl = cx->ctrl;
-  sub.file = af->sp.file;
+  check_ctx_init(&sub, C, f, fd->scope, mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
   bool ok = true;
   /* lambda constvars name variables of the enclosing scope */
@@ -921,17 +951,8 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
       if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = emit_lift(EM(&sub), f->outs[i], outvma[i], f->outs[i].sp);
   }
   if (diag_count() != errs) ok = false;
-  if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0)) {
-    Buf b = {0};
-    err_defer(buf_release, &b);
-    for (int i = 0; i < nargs; i++) {
-      if (i) buf_puts(&b, ", ");
-      show_type(&b, &args[i], mesh);
-    }
-    diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
-    err_undefer(&b);
-    buf_free(&b);
-  }
+  if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0))
+    check_call_note(call, fd, args, nargs, mesh);
   inst->ir = ok ? f : NULL;
   inst->next = fd->inst;
   fd->inst = inst;
@@ -997,11 +1018,7 @@ void check_stmt(Ctx *cx, AstStmt *s) {
 
 static void check_top(Checker *C, AstList *stmts, int file) {
   Ctx cx;
-  memset(&cx, 0, sizeof cx);
-  cx.C = C;
-  cx.fn = C->main;
-  cx.scope = C->top;
-  cx.file = file;
+  check_ctx_init(&cx, C, C->main, C->top, NULL, 0, file);
   for (int i = 0; i < stmts->n; i++) {
     check_stmt(&cx, stmts->v[i]);
     C->top = cx.scope;
@@ -1024,9 +1041,7 @@ void check_describe_types(Ctx *cx, Buf *b, const IrAtom *a, int n) {
    as JAX's printer does. */
 void check_emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, IrAtom *in, int nin,
                          Type *out, int nout, uint32_t pv) {
-  IrStmt *st = emit_new_stmt(EM(cx), IS_EQN, s->callee_sp);
-  st->whole = s->sp;
-  st->line = s->line;
+  IrStmt *st = check_new_eqn(cx, s);
   st->prim = prim;
   st->at = at;
   st->params = r->canon;
@@ -1277,12 +1292,7 @@ static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
     char name[256];
     snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
     IrFunc *g = tr_linear_transpose(&cx->C->prog, f, lin, name, af->sp);
-    Instance *inst = NEW(cx->C, Instance);
-    inst->args = NEWN(cx->C, Type, nargs);
-    memcpy(inst->args, args, sizeof(Type) * (size_t)nargs);
-    inst->nargs = nargs;
-    inst->mesh = cx->mesh;
-    inst->ctrl = cx->ctrl;
+    Instance *inst = check_new_instance(cx, args, nargs);
     inst->ir = g;
     inst->next = fd->inst;
     fd->inst = inst;

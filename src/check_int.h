@@ -95,6 +95,20 @@ typedef struct Ctx {
 
 
 /* ---- check.c --------------------------------------------------------------- */
+/* A new equation for the statement s (its places and line). */
+IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s);
+/* "in this call of F with (types)": the note after an error in F's body. */
+void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh);
+/* The message (a format taking the name as %.*s) for a name used as a
+   value (want B_VAR) or shown as a function (B_FUNC) but not bound so. */
+const char *check_unbound(Binding *scope, BindKind want, Str name);
+/* A context checking fn (NULL: none) in a scope, under a mesh and the
+   variance of enclosing predicates. */
+void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file);
+/* An instance record for argument types, under cx's mesh and ctrl. */
+Instance *check_new_instance(Ctx *cx, const Type *args, int nargs);
+/* A new function for a def (its name, place, parent), under a mesh. */
+IrFunc *check_new_func(Checker *C, const FuncDef *fd, Mesh *mesh);
 /* A new binding of `name` in front of scope `next`. */
 Binding *check_bind(Checker *C, Binding *next, BindKind k, Str name);
 /* The innermost binding of `name` of kind k, or NULL. */

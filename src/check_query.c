@@ -104,12 +104,7 @@ IrFunc *check_expr(Checker *C, const char *source, const char *text, IrFunc *par
   f->parent = parent;
   f->mesh = parent ? parent->mesh : NULL;
   Ctx cx;
-  memset(&cx, 0, sizeof cx);
-  cx.C = C;
-  cx.fn = f;
-  cx.mesh = f->mesh;
-  cx.ctrl = ctrl;
-  cx.file = file;
+  check_ctx_init(&cx, C, f, NULL, f->mesh, ctrl, file);
   if (nvars < 0) {
     cx.scope = C->top;
   } else {

@@ -38,14 +38,10 @@ static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh
 
 static void res_error(Res *R, Span sp, const char *fmt, ...) SHM_PRINTF(3, 4);
 static void res_error(Res *R, Span sp, const char *fmt, ...) {
-  if (R->failed) return;
-  R->failed = true;
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_error_once(&R->failed, sp, fmt, ap);
   va_end(ap);
-  diag_error(sp, "%s", msg);
 }
 
 static void res_bind_var(Res *R, Str name, Span sp) {
@@ -59,9 +55,7 @@ static void res_bind_var(Res *R, Str name, Span sp) {
 }
 
 static void res_name(Res *R, Str name, Span sp) {
-  if (check_lookup(R->scope, B_VAR, name)) return;
-  if (check_lookup(R->scope, B_FUNC, name)) res_error(R, sp, "'%.*s' is a function, not a value", name.n, name.p);
-  else res_error(R, sp, "unknown variable '%.*s'", name.n, name.p);
+  if (!check_lookup(R->scope, B_VAR, name)) res_error(R, sp, check_unbound(R->scope, B_VAR, name), name.n, name.p);
 }
 
 static void res_arg(Res *R, const AstArg *a) {
@@ -253,19 +247,13 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
     break;
   case ST_SHOW:
-    if (!check_lookup(R->scope, B_FUNC, s->name)) {
-      if (check_lookup(R->scope, B_VAR, s->name))
-        res_error(R, s->name_sp, "'%.*s' is a value; show prints functions (print prints values)", s->name.n, s->name.p);
-      else
-        res_error(R, s->name_sp, "unknown function '%.*s'", s->name.n, s->name.p);
-    }
+    if (!check_lookup(R->scope, B_FUNC, s->name))
+      res_error(R, s->name_sp, check_unbound(R->scope, B_FUNC, s->name), s->name.n, s->name.p);
     break;
   case ST_MESH: {
     /* checked as it would be at a call; bound for what follows */
     Ctx cx;
-    memset(&cx, 0, sizeof cx);
-    cx.C = R->C;
-    cx.scope = R->scope;
+    check_ctx_init(&cx, R->C, NULL, R->scope, NULL, 0, s->sp.file);
     check_mesh(&cx, (AstStmt *)s);
     R->scope = cx.scope;
     break;

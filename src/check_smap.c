@@ -284,27 +284,13 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
                fd->name.n, fd->name.p);
     return NULL;
   }
-  Instance *inst = NEW(C, Instance);
-  inst->args = NEWN(C, Type, nargs);
-  memcpy(inst->args, args, sizeof(Type) * (size_t)nargs);
-  inst->nargs = nargs;
-  inst->mesh = cx->mesh;
-  inst->ctrl = cx->ctrl;
+  Instance *inst = check_new_instance(cx, args, nargs);
   inst->next = fd->inst;
   fd->inst = inst;
-  IrFunc *w = NEW(C, IrFunc);
-  w->name = arena_strndup(&C->prog.arena, fd->name.p, (size_t)fd->name.n);
-  w->sp = af->sp;
-  w->ast = af;
-  w->parent = fd->parent;
+  IrFunc *w = check_new_func(C, fd, NULL);
   w->is_shard_map_wrapper = true;
-  w->end_line = af->end_line;
   Ctx sub;
-  memset(&sub, 0, sizeof sub);
-  sub.C = C;
-  sub.fn = w;
-  sub.scope = fd->scope;
-  sub.file = af->sp.file;
+  check_ctx_init(&sub, C, w, fd->scope, NULL, 0, af->sp.file);
   w->params = NEWN(C, IrVar *, nargs);
   w->nparams = nargs;
   IrAtom *in = NEWN(C, IrAtom, nargs);
@@ -332,17 +318,8 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
   int errs = diag_count();
   IrFunc *f = build_shard_map(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, at, &out, &nout);
   if (!f) {
-    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off)) {
-      Buf b = {0};
-      err_defer(buf_release, &b);
-      for (int i = 0; i < nargs; i++) {
-        if (i) buf_puts(&b, ", ");
-        show_type(&b, &args[i], NULL);
-      }
-      diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
-      err_undefer(&b);
-      buf_free(&b);
-    }
+    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off))
+      check_call_note(call, fd, args, nargs, NULL);
     return NULL;
   }
   IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);

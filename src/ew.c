@@ -83,29 +83,13 @@ static int64_t bin_i(int op, int64_t a, int64_t b, int bits) {
   }
 }
 
-/* A comparison of floats (NaN compares unequal to everything). */
-static bool cmp_f(int op, double a, double b) {
-  switch (op) {
-  case C_EQ: return a == b;
-  case C_NE: return a != b;
-  case C_LT: return a < b;
-  case C_LE: return a <= b;
-  case C_GT: return a > b;
-  default: return a >= b;
-  }
-}
-
-/* A comparison of integers (and bools as 0/1). */
-static bool cmp_i(int op, int64_t a, int64_t b) {
-  switch (op) {
-  case C_EQ: return a == b;
-  case C_NE: return a != b;
-  case C_LT: return a < b;
-  case C_LE: return a <= b;
-  case C_GT: return a > b;
-  default: return a >= b;
-  }
-}
+/* A comparison, the same text for floats (NaN compares unequal to
+   everything) and integers (bools as 0/1). */
+#define COMPARE(op, a, b)                                                  \
+  ((op) == C_EQ ? (a) == (b) : (op) == C_NE ? (a) != (b) : (op) == C_LT ? (a) < (b) \
+   : (op) == C_LE ? (a) <= (b) : (op) == C_GT ? (a) > (b) : (a) >= (b))
+static bool cmp_f(int op, double a, double b) { return COMPARE(op, a, b); }
+static bool cmp_i(int op, int64_t a, int64_t b) { return COMPARE(op, a, b); }
 
 /* A unary operation on floats (computed in double). */
 static double un_f(int op, double x) {

@@ -102,12 +102,11 @@ static int64_t group_size(const Mesh *m, const Attrs *at) {
   return p;
 }
 
-/* Which outer blocks (groups) have running instances; NULL: all. */
-static uint8_t *groups_needed(const Space *sp, uint32_t outer, int64_t nouter) {
+uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
   if (!sp->active) return NULL;
-  uint8_t *need = mem_calloc((size_t)nouter);
+  uint8_t *need = mem_calloc((size_t)nb);
   for (int64_t i = 0; i < sp->ninst; i++)
-    if (sp->active[i]) need[val_block_of(sp->mesh, outer, i)] = 1;
+    if (sp->active[i]) need[val_block_of(sp->mesh, mask, i)] = 1;
   return need;
 }
 
@@ -610,7 +609,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
       if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);
     c.outer = in->mask & ~at->axmask;
     c.nouter = val_nblk(c.m, c.outer);
-    c.need = groups_needed(sp, c.outer, c.nouter);
+    c.need = fab_needed(sp, c.outer, c.nouter);
   }
   c.n_out = nbytes_of(outt);
   coll_exec[prim](&c);

@@ -32,6 +32,9 @@ typedef struct Space {
   const uint8_t *active;
 } Space;
 
+/* Which blocks of a value of mask `mask` (nb of them) some running
+   instance holds: a new array of flags (mem_free it), NULL when all run. */
+uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb);
 /* Is `prim` one of the collectives the fabric runs? */
 bool fab_is_collective(int prim);
 /* Run a collective.  `in` is the operand (NULL for axis_index); `outt` the

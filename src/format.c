@@ -385,6 +385,41 @@ static void ns_pad_front(NumStr *o, int count) {
   o->s[o->n] = 0;
 }
 
+/* The digits after the point, once the significant ones are written (frac
+   of them): the point itself unless trimmed away, then padding with zeros
+   to min_digits (TRIM_NONE), or trailing zeros trimmed (TRIM_ONE_ZERO
+   keeps one; TRIM_POINT drops a bare point too when `point_may_go`). */
+static void finish_fraction(NumStr *o, Trim trim, int min_digits, int *frac, bool point_may_go) {
+  if (trim != TRIM_POINT && *frac == 0) ns_put(o, '.');
+  int want = min_digits < 0 ? 0 : min_digits;
+  if (trim == TRIM_ONE_ZERO) {
+    if (*frac == 0) {
+      ns_put(o, '0');
+      (*frac)++;
+    }
+  } else if (trim == TRIM_NONE) {
+    while (*frac < want) {
+      ns_put(o, '0');
+      (*frac)++;
+    }
+  }
+  if (trim != TRIM_NONE && *frac > 0) {
+    while (o->s[o->n - 1] == '0') {
+      o->n--;
+      (*frac)--;
+    }
+    if (o->s[o->n - 1] == '.') {
+      if (trim == TRIM_ONE_ZERO) {
+        o->s[o->n++] = '0';
+        (*frac)++;
+      } else if (trim == TRIM_POINT && point_may_go) {
+        o->n--;
+      }
+    }
+    o->s[o->n] = 0;
+  }
+}
+
 /*
 ** Positional notation ("123.45").  precision and min_digits count digits
 ** past the point (negative: none); pad_left / pad_right pad with spaces to
@@ -420,35 +455,7 @@ static void fmt_positional(const Decomp *v, int precision, int min_digits,
     for (int i = 0; i < dg.n; i++) ns_put(o, dg.d[i]);
     frac = zeros + dg.n;
   }
-  if (trim != TRIM_POINT && frac == 0) ns_put(o, '.');
-
-  int want = min_digits < 0 ? 0 : min_digits;
-  if (trim == TRIM_ONE_ZERO) {
-    if (frac == 0) {
-      ns_put(o, '0');
-      frac++;
-    }
-  } else if (trim == TRIM_NONE) {
-    while (frac < want) {
-      ns_put(o, '0');
-      frac++;
-    }
-  }
-  if (trim != TRIM_NONE && frac > 0) {
-    while (o->s[o->n - 1] == '0') {
-      o->n--;
-      frac--;
-    }
-    if (o->s[o->n - 1] == '.') {
-      if (trim == TRIM_ONE_ZERO) {
-        o->s[o->n++] = '0';
-        frac++;
-      } else if (trim == TRIM_POINT) {
-        o->n--;
-      }
-    }
-    o->s[o->n] = 0;
-  }
+  finish_fraction(o, trim, min_digits, &frac, true);
 
   if (pad_right >= frac) {
     if (trim == TRIM_POINT && frac == 0) ns_put(o, ' ');
@@ -480,31 +487,7 @@ static void fmt_scientific(const Decomp *v, int precision, int min_digits,
     ns_put(o, '.');
     for (int i = 1; i < dg.n; i++) ns_put(o, dg.d[i]);
   }
-  if (trim != TRIM_POINT && frac == 0) ns_put(o, '.');
-
-  int want = min_digits < 0 ? 0 : min_digits;
-  if (trim == TRIM_ONE_ZERO) {
-    if (frac == 0) {
-      ns_put(o, '0');
-      frac++;
-    }
-  } else if (trim == TRIM_NONE) {
-    while (frac < want) {
-      ns_put(o, '0');
-      frac++;
-    }
-  }
-  if (trim != TRIM_NONE && frac > 0) {
-    while (o->s[o->n - 1] == '0') {
-      o->n--;
-      frac--;
-    }
-    if (trim == TRIM_ONE_ZERO && o->s[o->n - 1] == '.') {
-      o->s[o->n++] = '0';
-      frac++;
-    }
-    o->s[o->n] = 0;
-  }
+  finish_fraction(o, trim, min_digits, &frac, false);
 
   int e = dg.exp10;
   ns_put(o, 'e');

@@ -12,14 +12,10 @@
 /* ---- the rule context -------------------------------------------------------------- */
 
 bool rule_error(RuleCtx *r, const char *fmt, ...) {
-  if (r->failed) return false;
-  r->failed = true;
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_error_once(&r->failed, r->sp, fmt, ap);
   va_end(ap);
-  diag_error(r->sp, "%s", msg);
   return false;
 }
 
@@ -33,15 +29,11 @@ static AstParam *find_param(RuleCtx *r, const char *key, int *idx) {
 }
 
 bool rule_param_error(RuleCtx *r, const char *key, const char *fmt, ...) {
-  if (r->failed) return false;
-  r->failed = true;
-  char msg[1024];
+  AstParam *p = find_param(r, key, NULL);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_error_once(&r->failed, p ? span_join(p->sp, p->v->sp) : r->sp, fmt, ap);
   va_end(ap);
-  AstParam *p = find_param(r, key, NULL);
-  diag_error(p ? span_join(p->sp, p->v->sp) : r->sp, "%s", msg);
   return false;
 }
 

@@ -324,12 +324,10 @@ bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in
 }
 
 bool tr_error(TrCtx *cx, const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_verror(cx->st->sp, fmt, ap);
   va_end(ap);
-  diag_error(cx->st->sp, "%s", msg);
   cx->T->failed = true;
   return false;
 }
@@ -402,12 +400,18 @@ bool tr_neg(TrCtx *cx) {
   return true;
 }
 
-bool tr_copy(TrCtx *cx) {
+/* The transpose of a unary linear primitive is another primitive (or the
+   same) with the same parameter `key` (none when NULL): squeeze and
+   expand_dims, rev, copy, psum to pbroadcast. */
+static bool as_other(TrCtx *cx, int to, const char *key) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  tr_give(cx, 0, emit1(cx, P_COPY, NULL, 0, &ct, 1));
+  IrParam ps[1] = {kv(key ? key : "", key ? param(cx->st, key) : NULL)};
+  tr_give(cx, 0, emit1(cx, to, ps, key ? 1 : 0, &ct, 1));
   return true;
 }
+
+bool tr_copy(TrCtx *cx) { return as_other(cx, P_COPY, NULL); }
 
 /* A cotangent made by broadcasting a scalar, where the other operand k
    (constant) already has the result's shape: the scalar itself, since
@@ -480,13 +484,7 @@ bool tr_cumsum(TrCtx *cx) {
   return true;
 }
 
-bool tr_rev(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
-  tr_give(cx, 0, emit1(cx, P_REV, ps, 1, &ct, 1));
-  return true;
-}
+bool tr_rev(TrCtx *cx) { return as_other(cx, P_REV, "dimensions"); }
 
 /* ---- dot_general ------------------------------------------------------------------ */
 
@@ -635,21 +633,9 @@ bool tr_reduce_sum(TrCtx *cx) {
   return true;
 }
 
-bool tr_squeeze(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
-  tr_give(cx, 0, emit1(cx, P_EXPAND_DIMS, ps, 1, &ct, 1));
-  return true;
-}
+bool tr_squeeze(TrCtx *cx) { return as_other(cx, P_EXPAND_DIMS, "dimensions"); }
 
-bool tr_expand_dims(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
-  tr_give(cx, 0, emit1(cx, P_SQUEEZE, ps, 1, &ct, 1));
-  return true;
-}
+bool tr_expand_dims(TrCtx *cx) { return as_other(cx, P_SQUEEZE, "dimensions"); }
 
 static bool is_zero_lit(const IrAtom *a) { return a->lit && arr_getf(a->lit, 0) == 0; }
 
@@ -802,13 +788,7 @@ static bool swap_collective(TrCtx *cx, int to, const char *dim_from, const char 
   return true;
 }
 
-bool tr_psum(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
-  tr_give(cx, 0, emit1(cx, P_PBROADCAST, ps, 1, &ct, 1));
-  return true;
-}
+bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
 
 bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;
