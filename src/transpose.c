@@ -1149,6 +1149,101 @@ static void drop_dead(Tr *T, IrFunc *g) {
 }
 
 /* ct_vma (for a shard_map body): the variance of each result's cotangent. */
+/* The transpose's parameters: f's non-linear ones, then a cotangent per
+   result of f (of variance ct_vma[j] when given); cts[] gets them. */
+static void tr_params(Tr *T, const bool *linear, const uint32_t *ct_vma, IrVar **cts) {
+  IrFunc *f = T->f;
+  for (int i = 0; i < f->nparams; i++) {
+    IrVar *p = f->params[i];
+    if (linear[i]) { T->lin[p->slot] = true; continue; }
+    IrVar *v = bld_param(T->B, p->name, p->t);
+    memset(&T->prim[p->slot], 0, sizeof(IrAtom));
+    T->prim[p->slot].var = v;
+    T->prim[p->slot].t = v->t;
+  }
+  for (int j = 0; j < f->nouts; j++) {
+    const IrAtom *o = &f->outs[j];
+    Type ctt = o->t;
+    if (ct_vma) ctt.vma = ct_vma[j];
+    cts[j] = bld_param(T->B, str_c(""), ctt);
+    IrAtom a;
+    memset(&a, 0, sizeof a);
+    a.var = cts[j];
+    name_after(T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
+  }
+}
+
+/* The forward pass: equations that touch no linear value are kept (they
+   compute constants the transpose needs), the linear ones checked by
+   their rules and listed in lin[] in order; returns how many. */
+static int tr_forward(Tr *T, IrStmt **lin) {
+  IrFunc *f = T->f;
+  int nlin = 0;
+  for (int i = 0; i < f->nbody && !T->failed; i++) {
+    IrStmt *st = f->body[i];
+    if (st->k == IS_CONST) {
+      IrAtom a;
+      bld_const(T->B, st->value, &a);
+      a.var->name = st->out[0]->name;
+      T->prim[st->out[0]->slot] = a;
+      continue;
+    }
+    if (st->k != IS_EQN) continue;
+    bool any = false;
+    for (int k = 0; k < st->nin; k++) any |= atom_lin(T, &st->in[k]);
+    if (!any) { copy_forward(T, st); continue; }
+    if (!run_rule(T, st, true, NULL, NULL)) break;
+    for (int j = 0; j < st->nout; j++) T->lin[st->out[j]->slot] = true;
+    lin[nlin++] = st;
+  }
+  return nlin;
+}
+
+/* The backward pass: the results' cotangents seeded, the linear
+   equations walked last to first, each through its transpose rule. */
+static void tr_backward(Tr *T, IrVar **cts, IrStmt **lin, int nlin) {
+  IrFunc *f = T->f;
+  for (int j = 0; j < f->nouts; j++) {
+    const IrAtom *o = &f->outs[j];
+    if (!atom_lin(T, o)) continue;
+    IrAtom a;
+    memset(&a, 0, sizeof a);
+    a.var = cts[j];
+    a.t = cts[j]->t;
+    accumulate(T, o->var, a);
+  }
+  for (int i = nlin - 1; i >= 0 && !T->failed; i--) {
+    IrStmt *st = lin[i];
+    IrAtom *ct = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(st->nout + 1));
+    bool *has = bld_alloc(T->B, sizeof(bool) * (size_t)(st->nout + 1));
+    bool any = false;
+    for (int j = 0; j < st->nout; j++) {
+      int s = st->out[j]->slot;
+      if (T->has[s]) { ct[j] = T->ct[s]; has[j] = true; any = true; }
+    }
+    if (any) run_rule(T, st, false, ct, has);
+  }
+}
+
+/* The results: a cotangent per linear parameter (zeros where nothing
+   reached it). */
+static void tr_results(Tr *T, const bool *linear, const uint32_t *ct_vma) {
+  IrFunc *f = T->f;
+  IrAtom *outs = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
+  int n = 0;
+  for (int i = 0; i < f->nparams; i++) {
+    if (!linear[i]) continue;
+    IrVar *p = f->params[i];
+    outs[n++] = T->has[p->slot] ? T->ct[p->slot] : bld_zeros(T->B, &p->t);
+    /* a shard_map body's result leaves through an out_spec that mentions
+       every axis of the parameter's variance: an invariant value is tiled
+       there, so a pbroadcast just before the result is not needed */
+    const IrStmt *pb = ct_vma ? def_of(T, &outs[n - 1]) : NULL;
+    if (pb && pb->prim == P_PBROADCAST && (pb->in[0].var || pb->in[0].lit)) outs[n - 1] = pb->in[0];
+  }
+  bld_finish(T->B, outs, n);
+}
+
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
                             const uint32_t *ct_vma) {
   Tr T;
@@ -1166,84 +1261,14 @@ static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char
   T.has = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   T.zero = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   int errs = diag_count();
-  /* parameters: the non-linear ones, then a cotangent per result */
-  for (int i = 0; i < f->nparams; i++) {
-    IrVar *p = f->params[i];
-    if (linear[i]) { T.lin[p->slot] = true; continue; }
-    IrVar *v = bld_param(T.B, p->name, p->t);
-    memset(&T.prim[p->slot], 0, sizeof(IrAtom));
-    T.prim[p->slot].var = v;
-    T.prim[p->slot].t = v->t;
-  }
   IrVar **cts = bld_alloc(T.B, sizeof(IrVar *) * (size_t)(f->nouts + 1));
-  for (int j = 0; j < f->nouts; j++) {
-    const IrAtom *o = &f->outs[j];
-    Type ctt = o->t;
-    if (ct_vma) ctt.vma = ct_vma[j];
-    cts[j] = bld_param(T.B, str_c(""), ctt);
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    name_after(&T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
-  }
-  /* forward: keep what is not linear, check what is */
-  IrStmt **linear_eqns = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
-  int nlin = 0;
-  for (int i = 0; i < f->nbody && !T.failed; i++) {
-    IrStmt *st = f->body[i];
-    if (st->k == IS_CONST) {
-      IrAtom a;
-      bld_const(T.B, st->value, &a);
-      a.var->name = st->out[0]->name;
-      T.prim[st->out[0]->slot] = a;
-      continue;
-    }
-    if (st->k != IS_EQN) continue;
-    bool any = false;
-    for (int k = 0; k < st->nin; k++) any |= atom_lin(&T, &st->in[k]);
-    if (!any) { copy_forward(&T, st); continue; }
-    if (!run_rule(&T, st, true, NULL, NULL)) break;
-    for (int j = 0; j < st->nout; j++) T.lin[st->out[j]->slot] = true;
-    linear_eqns[nlin++] = st;
-  }
+  tr_params(&T, linear, ct_vma, cts);
+  IrStmt **lin = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
+  int nlin = tr_forward(&T, lin);
   if (T.failed || diag_count() != errs) return NULL;
-  /* seed the cotangents of the results */
-  for (int j = 0; j < f->nouts; j++) {
-    const IrAtom *o = &f->outs[j];
-    if (!atom_lin(&T, o)) continue;
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    a.t = cts[j]->t;
-    accumulate(&T, o->var, a);
-  }
-  /* backward */
-  for (int i = nlin - 1; i >= 0 && !T.failed; i--) {
-    IrStmt *st = linear_eqns[i];
-    IrAtom *ct = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(st->nout + 1));
-    bool *has = bld_alloc(T.B, sizeof(bool) * (size_t)(st->nout + 1));
-    bool any = false;
-    for (int j = 0; j < st->nout; j++) {
-      int s = st->out[j]->slot;
-      if (T.has[s]) { ct[j] = T.ct[s]; has[j] = true; any = true; }
-    }
-    if (!any) continue;
-    run_rule(&T, st, false, ct, has);
-  }
+  tr_backward(&T, cts, lin, nlin);
   if (T.failed || diag_count() != errs) return NULL;
-  IrAtom *outs = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
-  int n = 0;
-  for (int i = 0; i < f->nparams; i++) {
-    if (!linear[i]) continue;
-    IrVar *p = f->params[i];
-    outs[n++] = T.has[p->slot] ? T.ct[p->slot] : bld_zeros(T.B, &p->t);
-    /* a shard_map body's result leaves through an out_spec that mentions
-       every axis of the parameter's variance: an invariant value is tiled
-       there, so a pbroadcast just before the result is not needed */
-    const IrStmt *pb = ct_vma ? def_of(&T, &outs[n - 1]) : NULL;
-    if (pb && pb->prim == P_PBROADCAST && (pb->in[0].var || pb->in[0].lit)) outs[n - 1] = pb->in[0];
-  }
-  bld_finish(T.B, outs, n);
+  tr_results(&T, linear, ct_vma);
   drop_dead(&T, g);
   return g;
 }
