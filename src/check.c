@@ -1101,6 +1101,7 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
 Checker *check_new(void) {
   Checker *C = mem_calloc(sizeof *C);
   err_defer(mem_free, C);
+  prog_init(&C->prog);
   C->main = NEW(C, IrFunc);
   err_undefer(C);
   C->main->name = "<main>";
