@@ -890,9 +890,7 @@ void eval_abandon(Interp *I) {
 
 bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *where) {
   EvalTrace trace = I->trace;
-  if (!traced) {
-    I->trace = NULL;
-  }
+  if (!traced) I->trace = NULL;
   Frame *saved = I->cur;
   long steps = I->steps;
   I->steps = 0;
