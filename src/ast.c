@@ -61,6 +61,43 @@ PVal *ast_pv_func(Parser *P, AstFunc *fn) {
   return v;
 }
 
+PVal *ast_pv_complex(Parser *P, Tok t) {
+  PVal *v = pv(P, PV_COMPLEX, t.sp);
+  v->f = t.fval;
+  v->f2 = t.fval2;
+  return v;
+}
+
+PVal *ast_pv_call(Parser *P, Tok open, AstList *items, Tok close) {
+  PVal *v = pv(P, PV_CALL, span_join(open.sp, close.sp));
+  v->s = open.text;
+  TAKE(P, items, v->items, v->n);
+  return v;
+}
+
+PVal *ast_pv_pair(Parser *P, PVKind k, PVal *key, PVal *x) {
+  PVal *v = pv(P, k, span_join(key->sp, x->sp));
+  if (k == PV_KW) {
+    v->s = key->s;
+    v->items = arena_alloc(P->arena, sizeof(PVal *));
+    v->items[0] = x;
+    v->n = 1;
+  } else {
+    v->items = arena_alloc(P->arena, 2 * sizeof(PVal *));
+    v->items[0] = key;
+    v->items[1] = x;
+    v->n = 2;
+  }
+  return v;
+}
+
+AstList *ast_list_cat(Parser *P, AstList *a, AstList *b) {
+  AstList *r = ast_list(P);
+  for (int i = 0; i < a->n; i++) ast_list_add(P, r, a->v[i]);
+  for (int i = 0; i < b->n; i++) ast_list_add(P, r, b->v[i]);
+  return r;
+}
+
 AstParam *ast_param(Parser *P, Tok key, PVal *v) {
   AstParam *p = NEW(P, AstParam);
   p->key = key.text;
@@ -114,7 +151,8 @@ AstLit *ast_lit(Parser *P, Tok t, LitKind k, AstType *type) {
   l->k = k;
   l->sp = type ? span_join(t.sp, type->sp) : t.sp;
   l->i = k == LIT_BOOL ? (t.type == TK_TRUE) : t.ival;
-  l->f = k == LIT_FLOAT ? t.fval : (double)l->i;
+  l->f = k == LIT_FLOAT || k == LIT_COMPLEX ? t.fval : (double)l->i;
+  l->im = k == LIT_COMPLEX ? t.fval2 : 0;
   l->type = type;
   return l;
 }
@@ -282,6 +320,13 @@ AstFunc *ast_func_named(Parser *P, Tok name, AstFunc *lambda) {
   lambda->sp = name.sp;
   lambda->whole = span_join(name.sp, lambda->whole);
   return lambda;
+}
+
+AstFunc *ast_lets(Parser *P, AstList *lets, AstFunc *main) {
+  (void)P;
+  TAKE(P, lets, main->lets, main->nlets);
+  if (main->nlets) main->whole = span_join(main->lets[0]->whole, main->whole);
+  return main;
 }
 
 AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok target) {

@@ -50,6 +50,30 @@ static void show_float(Buf *b, double f, bool is_f32) {
   if (!strpbrk(s, ".eEn")) buf_puts(b, ".0");
 }
 
+/* A complex number as Python prints it, `(1+2j)` (`2j` when the real
+   part is +0): shm reads it back. */
+static void show_complex(Buf *b, double re, double im, bool is_c64) {
+  char r[64], i[64];
+  Buf t = {0};
+  err_defer(buf_release, &t);
+  show_float(&t, re, is_c64);
+  snprintf(r, sizeof r, "%s", buf_cstr(&t));
+  t.n = 0;
+  show_float(&t, fabs(im), is_c64);
+  snprintf(i, sizeof i, "%s", buf_cstr(&t));
+  err_undefer(&t);
+  buf_free(&t);
+  for (char *x = r; x; x = NULL) {   /* Python drops a trailing ".0" */
+    size_t n = strlen(x);
+    if (n > 2 && !strcmp(x + n - 2, ".0")) x[n - 2] = 0;
+  }
+  size_t n = strlen(i);
+  if (n > 2 && !strcmp(i + n - 2, ".0")) i[n - 2] = 0;
+  bool ineg = signbit(im) && !isnan(im);
+  if (re == 0 && !signbit(re)) buf_printf(b, "%s%sj", ineg ? "-" : "", i);
+  else buf_printf(b, "(%s%c%sj)", r, ineg ? '-' : '+', i);
+}
+
 /* ---- naming ------------------------------------------------------------------ */
 
 typedef struct Names {
@@ -183,6 +207,27 @@ static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, i
   case PV_FUNC:
     if (at && v->i < at->nfns) show_fn(S, at->fns[v->i], indent);
     else buf_puts(b, "<function>");
+    break;
+  case PV_COMPLEX: show_complex(b, v->f, v->f2, false); break;
+  case PV_REPR: buf_printf(b, "%.*s", v->s.n, v->s.p); break;
+  case PV_CALL:
+  case PV_DICT:
+    if (v->k == PV_CALL) buf_printf(b, "%.*s(", v->s.n, v->s.p);
+    else buf_putc(b, '{');
+    for (int i = 0; i < v->n; i++) {
+      if (i) buf_puts(b, ", ");
+      show_pv(S, v->items[i], at, mesh, indent);
+    }
+    buf_putc(b, v->k == PV_CALL ? ')' : '}');
+    break;
+  case PV_PAIR:
+    show_pv(S, v->items[0], at, mesh, indent);
+    buf_puts(b, ": ");
+    show_pv(S, v->items[1], at, mesh, indent);
+    break;
+  case PV_KW:
+    buf_printf(b, "%.*s=", v->s.n, v->s.p);
+    show_pv(S, v->items[0], at, mesh, indent);
     break;
   }
 }
