@@ -280,3 +280,8 @@ void arr_put_block(Array *dst, const int64_t *start, const Array *src) {
   arr_copy_box(dst->data, dst->shape, start, src->data, src->shape, zero, src->shape, src->rank,
            dtype_sizes[dst->dt]);
 }
+
+void arr_drop_dim(Array *a, int d) {
+  for (int j = d; j + 1 < a->rank; j++) a->shape[j] = a->shape[j + 1];
+  a->rank--;
+}

@@ -94,6 +94,9 @@ void arr_byte_strides(int rank, const int64_t *shape, size_t es, int64_t *st);
 Array *arr_permuted(Array *a, const int *perm);
 /* A copy of the box of `a` starting at `start` with the given shape. */
 Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape);
+/* Remove dimension d, of size 1, from an array still being built (its
+   layout does not change). */
+void arr_drop_dim(Array *a, int d);
 /* Copy all of `src` into `dst` (same dtype and rank) at offset `start`.
    Only for arrays still being built. */
 void arr_put_block(Array *dst, const int64_t *start, const Array *src);

@@ -309,9 +309,9 @@ bool check_finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int n
 static void check_top(Checker *C, AstList *stmts, int file);
 
 /* Bind the outputs of a statement, checking count and annotations. */
-static void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
+void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
   if (s->nouts != nout) {
-    diag_error(s->outs[0]->sp, "%s gives %d result%s, but %d name%s bound", what, nout,
+    diag_error(s->nouts ? s->outs[0]->sp : s->callee_sp, "%s gives %d result%s, but %d name%s bound", what, nout,
                nout == 1 ? "" : "s", s->nouts, s->nouts == 1 ? " is" : "s are");
     for (int i = 0; i < nout; i++) outt[i] = check_bad_type();
     nout = s->nouts;
@@ -863,7 +863,9 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
     AstBinder *b = af->consts[i];
     Binding *v = check_lookup(sub->scope, B_VAR, b->name);
     if (!v) {
-      diag_error(b->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)", b->name.n, b->name.p);
+      diag_error(b->sp, "constvar '%.*s' has no value: a jaxpr's constvars are bound from the values of the same "
+                 "names where it is defined (bind one first, e.g. %.*s = load \"%.*s.npy\")",
+                 b->name.n, b->name.p, b->name.n, b->name.p, b->name.n, b->name.p);
       ok = false;
       continue;
     }
@@ -951,6 +953,7 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
   Ctx sub;
   check_ctx_init(&sub, C, f, fd->scope, mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
+  sub.scope = jax_bind_lets(C, af, sub.scope, f);
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
     fd->checking = true;
@@ -1100,7 +1103,12 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_FORI_LOOP: flow_fori(cx, s, in, &r, at); break;
   case P_WHILE: flow_while(cx, s, in, &r, at); break;
   case P_SHARD_MAP: smap_eqn(cx, s, in, &r, at); break;
-  default: check_bind_bad(cx, s); break;
+  case P_SCAN: flow_scan(cx, s, in, &r, at); break;
+  case P_XLA_PMAP: jax_pmap(cx, s, in, &r, at); break;
+  default:
+    if (jax_is_call(prim)) jax_call(cx, s, prim, in, &r, at);
+    else check_bind_bad(cx, s);
+    break;
   }
 }
 

@@ -60,6 +60,14 @@ static void carry_mismatch(Ctx *cx, Span sp, const char *what, const Type *carry
   buf_free(&b1);
 }
 
+/* Do f's first n results have the carries' dtypes and shapes? */
+static bool prefix_fits(const IrFunc *f, const Type *t, int n) {
+  if (f->nouts < n) return false;
+  for (int i = 0; i < n; i++)
+    if (!same_shape_dtype(&f->outs[i].t, &t[i])) return false;
+  return true;
+}
+
 /* Do f's results have the carries' dtypes and shapes? */
 static bool outs_fit(const IrFunc *f, const Type *t, int n) {
   if (f->nouts != n) return false;
@@ -419,3 +427,107 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   check_emit_special(cx, s, P_WHILE, at, r, in, n, c, nc, pv);
 }
 
+
+/* scan[jaxpr=f, num_consts, num_carry, length, reverse] consts... carry...
+   xs...: f(consts..., carry..., x...) -> (carry..., y...), x the slices of
+   the xs along their first dimension (length of them), the ys stacked
+   along a new first one.  Attrs: i[0] num_consts, i[1] num_carry, i[2]
+   length, b[0] reverse.  JAX's older `forward=True` is reverse=False. */
+void flow_scan(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  int64_t nc, ncar, len = -1;
+  bool rev = false, fwd = true;
+  PVal *jv = rule_get(r, "jaxpr");
+  if (!jv) { rule_missing(r, "jaxpr"); check_bind_bad(cx, s); return; }
+  PVal *fv = pv_unparen(rule_get(r, "forward"));
+  if (fv && fv->k != PV_BOOL) { rule_param_error(r, "forward", "forward must be True or False"); check_bind_bad(cx, s); return; }
+  if (fv) fwd = fv->i != 0;
+  if (!rule_int(r, "num_consts", false, 0, &nc) || !rule_int(r, "num_carry", true, 0, &ncar) ||
+      !rule_bool(r, "reverse", !fwd, &rev)) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  bool has_len = rule_has(r, "length");
+  if (has_len && !rule_int(r, "length", true, 0, &len)) { check_bind_bad(cx, s); return; }
+  rule_get(r, "linear");
+  rule_get(r, "unroll");
+  rule_get(r, "_split_transpose");
+  rule_get(r, "jaxpr");
+  if (!rule_unused(r, "jaxpr length reverse num_consts num_carry linear unroll _split_transpose")) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  int n = s->nargs;
+  if (nc < 0 || ncar < 0 || nc + ncar > n) {
+    rule_error(r, "scan has %d operand%s, fewer than num_consts + num_carry = %lld", n, n == 1 ? "" : "s",
+               (long long)(nc + ncar));
+    check_bind_bad(cx, s);
+    return;
+  }
+  if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, n)) { check_bind_bad(cx, s); return; }
+  int nx = n - (int)nc - (int)ncar;
+  Type *args = NEWN(cx->C, Type, n);
+  for (int i = 0; i < n; i++) { in[i].t.weak = false; args[i] = in[i].t; }
+  for (int i = 0; i < nx; i++) {        /* the xs: their slices */
+    Type *x = &args[nc + ncar + i];
+    if (x->rank == 0 || (len >= 0 && x->shape[0] != len)) {
+      diag_error(in[nc + ncar + i].sp, "scan's xs must have a first dimension of size %s%lld, but operand %lld is %s",
+                 len >= 0 ? "length = " : "", (long long)(len >= 0 ? len : 0), (long long)(nc + ncar + i + 1),
+                 check_type_text(cx, x));
+      check_bind_bad(cx, s);
+      return;
+    }
+    if (len < 0) len = x->shape[0];
+    x->rank--;
+    for (int d = 0; d < x->rank; d++) x->shape[d] = x->shape[d + 1];
+  }
+  if (len < 0) { rule_error(r, "scan without xs needs the parameter 'length'"); check_bind_bad(cx, s); return; }
+  at->i[0] = nc;
+  at->i[1] = ncar;
+  at->i[2] = len;
+  at->b[0] = rev;
+  FuncDef *fd = check_func_param(cx, r, "jaxpr", jv);
+  if (!fd) { check_bind_bad(cx, s); return; }
+  Type *carry = args + nc;
+  IrFunc *f = NULL;
+  int mark = trial_begin(cx);
+  for (;;) {      /* the carries' variance: what the body makes of them */
+    f = inst_ctrl(cx, fd, args, n, 0, NULL, 0, s->callee_sp);
+    if (!f || !prefix_fits(f, carry, (int)ncar)) break;
+    bool stable = true;
+    for (int k = 0; k < ncar; k++) {
+      uint32_t v = carry[k].vma | f->outs[k].t.vma;
+      if (v != carry[k].vma) { carry[k].vma = v; stable = false; }
+    }
+    if (stable) break;
+  }
+  trial_end(cx, mark);
+  f = inst_ctrl(cx, fd, args, n, 0, NULL, 0, s->callee_sp);
+  if (!f) { check_bind_bad(cx, s); return; }
+  if (!prefix_fits(f, carry, (int)ncar)) {
+    carry_mismatch(cx, s->callee_sp, "scan's jaxpr", carry, (int)ncar, f);
+    check_bind_bad(cx, s);
+    return;
+  }
+  int nout = f->nouts;
+  uint32_t *cv = NEWN(cx->C, uint32_t, nout);
+  for (int k = 0; k < nout; k++) cv[k] = k < ncar ? carry[k].vma : f->outs[k].t.vma;
+  if (!outs_vma_are(f, cv, nout)) {
+    f = inst_ctrl(cx, fd, args, n, 0, cv, nout, s->callee_sp);
+    if (!f) { check_bind_bad(cx, s); return; }
+    if (!outs_vma_are(f, cv, nout)) { carry_mismatch(cx, s->callee_sp, "scan's jaxpr", carry, (int)ncar, f); check_bind_bad(cx, s); return; }
+  }
+  for (int k = 0; k < ncar; k++) in[nc + k] = emit_lift(EM(cx), in[nc + k], cv[k], s->callee_sp);
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int k = 0; k < nout; k++) {
+    out[k] = f->outs[k].t;
+    if (k < ncar) continue;
+    if (out[k].rank >= SHM_MAXRANK) { rule_error(r, "scan's stacked result %d has too high a rank", k); check_bind_bad(cx, s); return; }
+    for (int d = out[k].rank; d > 0; d--) out[k].shape[d] = out[k].shape[d - 1];
+    out[k].shape[0] = len;
+    out[k].rank++;
+  }
+  check_add_fn(cx, at, f);
+  rule_record(r, "jaxpr", check_fn_ref(cx, 0));
+  rule_record(r, "length", rule_pv_int(r, len));
+  check_emit_special(cx, s, P_SCAN, at, r, in, n, out, nout, 0);
+}

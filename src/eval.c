@@ -303,6 +303,16 @@ static void block_start(const Mesh *m, const Spec *spc, const int64_t *coords, c
   }
 }
 
+/* A per-device type of an xla_pmap with its mapped dimension d, of size 1. */
+static Type pmap_view(const Type *t, int d) {
+  Type v = *t;
+  for (int j = v.rank; j > d; j--) v.shape[j] = v.shape[j - 1];
+  v.shape[d] = 1;
+  v.rank++;
+  return v;
+}
+
+/* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
   IrFunc *body = st->at->fns[0];
@@ -315,7 +325,9 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   for (int i = 0; i < nin; i++) {
     Array *g = atom_block(F, &st->in[i], 0, 0);
     const Spec *spc = &sm->in[i];
-    const Type *bt = &body->params[i]->t;
+    Type bt = body->params[i]->t;
+    int d = sm->in_axis ? sm->in_axis[i] : -1;
+    if (d >= 0) bt = pmap_view(&bt, d);    /* xla_pmap: the block with its mapped dimension */
     int64_t nb = val_nblk(m, spc->mask);
     Val *v = val_new(spc->mask, nb);
     args[i] = v;
@@ -323,8 +335,9 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
       val_coords(m, val_first_inst(m, spc->mask, b), coords);
       int64_t start[SHM_MAXRANK];
-      block_start(m, spc, coords, bt->shape, bt->rank, start);
-      v->blk[b] = arr_block(g, start, bt->shape);
+      block_start(m, spc, coords, bt.shape, bt.rank, start);
+      v->blk[b] = arr_block(g, start, bt.shape);
+      if (d >= 0) arr_drop_dim(v->blk[b], d);
     }
   }
   call_fn(I, F, body, args, outs, &bs);
@@ -341,11 +354,16 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       int64_t nb = val_nblk(m, spc->mask);
       for (int64_t b = 0; b < nb; b++) {
         int64_t inst = val_first_inst(m, spc->mask, b);
-        Array *blk = v->blk[val_block_of(m, v->mask, inst)];
+        Array *blk = v->blk[val_block_of(m, v->mask, inst)], view = *blk;
+        if (sm->out_axis && sm->out_axis[i] >= 0) {   /* xla_pmap: stacked along out_axis */
+          Type vt = pmap_view(&st->at->fns[0]->outs[i].t, sm->out_axis[i]);
+          view.rank = vt.rank;
+          memcpy(view.shape, vt.shape, sizeof view.shape);
+        }
         val_coords(m, inst, coords);
         int64_t start[SHM_MAXRANK];
-        block_start(m, spc, coords, blk->shape, blk->rank, start);
-        arr_put_block(g, start, blk);
+        block_start(m, spc, coords, view.shape, view.rank, start);
+        arr_put_block(g, start, &view);
       }
     }
   }
@@ -413,6 +431,8 @@ static Val **atom_vals(Frame *F, const IrAtom *a, int n) {
   for (int i = 0; i < n; i++) v[i] = a[i].lit ? val_of(a[i].lit) : val_ref(value_of(F, a[i].var));
   return v;
 }
+
+static void exec_scan(Interp *I, Frame *F, IrStmt *st);
 
 static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
@@ -625,6 +645,81 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   vals_free(all);
 }
 
+/* One slice of every block of v along its first dimension (index t). */
+static Val *val_slice(Val *v, int64_t t) {
+  Val *r = val_new(v->mask, v->nblk);
+  for (int64_t b = 0; b < v->nblk; b++) {
+    Array *a = v->blk[b];
+    if (!a) continue;
+    int64_t start[SHM_MAXRANK] = {0}, shape[SHM_MAXRANK];
+    memcpy(shape, a->shape, sizeof shape);
+    start[0] = t;
+    shape[0] = 1;
+    r->blk[b] = arr_block(a, start, shape);
+    arr_drop_dim(r->blk[b], 0);
+  }
+  return r;
+}
+
+/* scan: the body runs `length` times (from the end when reverse) on the
+   consts, the carries and slice t of each xs; the ys are stacked. */
+static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
+  const Space *sp = &F->space;
+  int nc = (int)st->at->i[0], ncar = (int)st->at->i[1], n = st->nin, nx = n - nc - ncar, nout = st->nout;
+  int64_t len = st->at->i[2];
+  bool rev = st->at->b[0];
+  IrFunc *body = st->at->fns[0];
+  Val **all = atom_vals(F, st->in, n);
+  Val **carry = all + nc, **xs = all + nc + ncar;
+  for (int k = 0; k < ncar; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
+  Val **ys = vals_new(nout + 1);         /* the stacked results, ys[k] for k >= ncar */
+  for (int k = ncar; k < nout; k++) {
+    const Type *t = &st->out[k]->t;
+    Val *v = ys[k] = val_new(t->vma, val_nblk(sp->mesh, t->vma));
+    for (int64_t b = 0; b < v->nblk; b++) v->blk[b] = arr_new((DType)t->dt, t->rank, t->shape);
+  }
+  Val **args = vals_new(n + 1), **res = vals_new(nout + 1);
+  for (int64_t s0 = 0; s0 < len; s0++) {
+    int64_t t = rev ? len - 1 - s0 : s0;
+    step(I, sp);
+    for (int k = 0; k < nc + ncar; k++) args[k] = val_ref(all[k]);
+    for (int k = 0; k < nx; k++) args[nc + ncar + k] = val_slice(xs[k], t);
+    call_fn(I, F, body, args, res, sp);
+    for (int k = 0; k < n; k++) {
+      val_unref(args[k]);
+      args[k] = NULL;
+    }
+    for (int k = 0; k < nout; k++) {
+      Val *v = val_widen(sp->mesh, res[k], st->out[k]->t.vma);
+      res[k] = NULL;
+      if (k < ncar) {
+        val_unref(carry[k]);
+        carry[k] = v;
+        continue;
+      }
+      for (int64_t b = 0; b < v->nblk; b++) {
+        if (!v->blk[b] || !ys[k]->blk[b]) continue;
+        Array view = *v->blk[b];
+        int64_t start[SHM_MAXRANK] = {0};
+        for (int d = view.rank; d > 0; d--) view.shape[d] = view.shape[d - 1];
+        view.shape[0] = 1;
+        view.rank++;
+        start[0] = t;
+        arr_put_block(ys[k]->blk[b], start, &view);
+      }
+      val_unref(v);
+    }
+  }
+  for (int k = 0; k < nout; k++) {
+    set_slot(F, st->out[k], k < ncar ? val_ref(carry[k]) : ys[k]);
+    if (k >= ncar) ys[k] = NULL;
+  }
+  vals_free(res);
+  vals_free(args);
+  vals_free(ys);
+  vals_free(all);
+}
+
 static void exec_call(Interp *I, Frame *F, IrStmt *st) {
   Val **args = atom_vals(F, st->in, st->nin);
   Val **outs = vals_new(st->nout);
@@ -728,7 +823,8 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     } else if (st->prim == P_COND) exec_cond(I, F, st);
     else if (st->prim == P_WHILE) exec_while(I, F, st);
     else if (st->prim == P_FORI_LOOP) exec_fori(I, F, st);
-    else if (st->prim == P_SHARD_MAP) exec_shard_map(I, F, st);
+    else if (st->prim == P_SHARD_MAP || st->prim == P_XLA_PMAP) exec_shard_map(I, F, st);
+    else if (st->prim == P_SCAN) exec_scan(I, F, st);
     break;
   }
 }

@@ -80,11 +80,13 @@ typedef struct Attrs {
 
 /* A mesh: named axes with sizes; devices numbered row-major. */
 typedef struct Mesh {
-  Str name;
+  Str name;              /* empty for a mesh written inline */
   int naxes;
   Str axis[SHM_MAXAXES];
   int64_t size[SHM_MAXAXES];
   int64_t ndev;
+  PVal *inline_src;      /* a mesh written as JAX prints it, Mesh('i': 4): the value */
+  bool pmap;             /* the one axis of an xla_pmap */
 } Mesh;
 
 struct IrFunc;
@@ -146,6 +148,9 @@ typedef struct IrStmt {
   IrVar **out;
   int nout;
   bool inserted;          /* added by the checker (pbroadcast) */
+  int via;                /* a call written as JAX's call primitive (pjit ...):
+                             that PrimId + 1, printed with `params` and
+                             at->fns[0] the callee; 0 for a plain call */
   /* IS_CONST */
   Array *value;
   /* IS_PRINT */
@@ -175,6 +180,10 @@ typedef struct ShardMap {
   Spec *out;
   int nout;
   bool check_vma;
+  /* xla_pmap: the dimension of each operand (result) the mapped axis takes
+     away (adds), or -1; NULL for a shard_map, whose blocks keep the rank */
+  int8_t *in_axis;
+  int8_t *out_axis;
 } ShardMap;
 
 typedef struct IrFunc {

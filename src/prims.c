@@ -1277,17 +1277,29 @@ void prim_ew_apply(int op, const Array *a, const Array *b, Array *r) {
   else ew_binary(op, a, b, r);
 }
 
-/* A primitive by canonical name or alias; -1 if none. */
+/* Is `name` one of the space-separated words of `list`? */
+static bool word_in(Str name, const char *list) {
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ') p++;
+    const char *e = p;
+    while (*e && *e != ' ') e++;
+    if (e > p && (int)(e - p) == name.n && !memcmp(p, name.p, (size_t)name.n)) return true;
+    p = e;
+  }
+  return false;
+}
+
+/* A primitive by canonical name or alias (the alias column may list
+   several, space-separated); -1 if none. */
 int prim_lookup(Str name) {
   for (int p = 0; p < P_COUNT; p++)
-    if (str_eqc(name, prim_table[p].name) ||
-        (prim_table[p].alias && str_eqc(name, prim_table[p].alias)))
-      return p;
+    if (str_eqc(name, prim_table[p].name) || word_in(name, prim_table[p].alias)) return p;
   return -1;
 }
 
 bool prim_accepts(int prim, Str key) {
   const char *p = prim_table[prim].params;
+  if (p && strchr(p, '*')) return true;        /* JAX's call primitives keep any parameter */
   while (p && *p) {
     while (*p == ' ' || *p == '|') p++;
     const char *e = p;

@@ -278,7 +278,8 @@ static const IrAtom *fori_bound_operand(const IrStmt *st, const char *key) {
 
 static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   if (!st->nparams) return;
-  const char *order = prim_table[st->prim].params;
+  /* in the table's order; a JAX call primitive's as written */
+  const char *order = st->via ? "" : prim_table[st->prim].params;
   int idx[64], n = st->nparams < 64 ? st->nparams : 64;
   for (int i = 0; i < n; i++) idx[i] = i;
   for (int i = 1; i < n; i++)       /* stable insertion sort by table order */
@@ -326,13 +327,16 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   buf_printf(b, "%*s", indent, "");
   switch (st->k) {
   case IS_EQN: {
-    const char *cname = st->prim < 0 ? callee_name(S, st->callee, indent) : NULL;
+    const char *cname = st->prim < 0 && !st->via ? callee_name(S, st->callee, indent) : NULL;
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');
       show_binder(S, st->out[i], mesh);
     }
-    buf_puts(b, " = ");
-    if (st->prim < 0) buf_puts(b, cname);
+    if (st->nout) buf_puts(b, " = ");
+    if (st->via) {
+      buf_puts(b, prim_table[st->via - 1].name);
+      show_params(S, st, mesh, indent);
+    } else if (st->prim < 0) buf_puts(b, cname);
     else {
       buf_puts(b, prim_table[st->prim].name);
       show_params(S, st, mesh, indent);
@@ -413,7 +417,7 @@ void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
   /* operands take the plain names, results the suffixed ones, as in show_func */
   for (int i = 0; st->k == IS_EQN && i < st->nin; i++)
     if (st->in[i].var) name_of(&S.names, st->in[i].var);
-  if (st->k == IS_EQN && st->prim < 0) {
+  if (st->k == IS_EQN && st->prim < 0 && !st->via) {
     /* a call: the callee by name, never a nested def */
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');
