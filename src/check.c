@@ -137,8 +137,9 @@ static bool check_types_equal(const Type *a, const Type *b) {
    literal cannot take that dtype. */
 static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
   (void)cx;
-  if (l->k == LIT_FLOAT && !dtype_is_float((DType)dt)) {
-    diag_error(l->sp, "float literal %.*s cannot take dtype %s",
+  if ((l->k == LIT_FLOAT && !dtype_is_float((DType)dt) && !dtype_is_complex((DType)dt)) ||
+      (l->k == LIT_COMPLEX && !dtype_is_complex((DType)dt))) {
+    diag_error(l->sp, "%s literal %.*s cannot take dtype %s", l->k == LIT_FLOAT ? "float" : "complex",
                (int)l->sp.len, diag_file_text(l->sp.file, NULL) + l->sp.off, dtype_names[dt]);
     return false;
   }
@@ -150,16 +151,30 @@ static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
     diag_error(l->sp, "integer literal cannot take dtype bool");
     return false;
   }
-  if (l->k == LIT_INT && dt == DT_I32 && (l->i > INT32_MAX || l->i < INT32_MIN)) {
-    diag_error(l->sp, "integer literal %lld does not fit in i32", (long long)l->i);
+  if (l->k == LIT_INT && dtype_is_int((DType)dt) && dtype_sizes[dt] < 8) {
+    int bits = dtype_sizes[dt] * 8;
+    int64_t lo = dtype_is_unsigned((DType)dt) ? 0 : -((int64_t)1 << (bits - 1));
+    int64_t hi = dtype_is_unsigned((DType)dt) ? ((int64_t)1 << bits) - 1 : ((int64_t)1 << (bits - 1)) - 1;
+    if (l->i < lo || l->i > hi) {
+      diag_error(l->sp, "integer literal %lld does not fit in %s", (long long)l->i, dtype_names[dt]);
+      return false;
+    }
+  }
+  if (l->k == LIT_INT && dt == DT_U64 && l->i < 0) {
+    diag_error(l->sp, "integer literal %lld does not fit in u64", (long long)l->i);
     return false;
   }
-  *out = l->k == LIT_FLOAT ? arr_scalar_f((DType)dt, l->f) : arr_scalar_i((DType)dt, l->i);
+  if (l->k == LIT_COMPLEX) {
+    *out = arr_new((DType)dt, 0, NULL);
+    arr_setc(*out, 0, l->f, l->im);
+  } else {
+    *out = l->k == LIT_FLOAT ? arr_scalar_f((DType)dt, l->f) : arr_scalar_i((DType)dt, l->i);
+  }
   return true;
 }
 
 static int lit_default_dtype(const AstLit *l) {
-  return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : DT_I32;
+  return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : l->k == LIT_COMPLEX ? DT_C64 : DT_I32;
 }
 
 static void array_release(void *a) { arr_unref(a); }
@@ -171,7 +186,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
   int dt = dtype_lookup(at->dtype);
   if (dt < 0) {
-    diag_error(at->sp, "unknown dtype '%.*s' (dtypes: bool, i32, i64, f32, f64)", at->dtype.n, at->dtype.p);
+    diag_error(at->sp, "unknown dtype '%.*s' (dtypes: %s)", at->dtype.n, at->dtype.p, dtype_list_text);
     return false;
   }
   if (at->rank_overflow) {

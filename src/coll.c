@@ -28,8 +28,13 @@ bool coll_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
   if (in[0].dt == DT_BOOL && strcmp(rule_prim_name(cx), "pmax") && strcmp(rule_prim_name(cx), "pmin"))
     return rule_error(cx, "%s does not accept bool operands", rule_prim_name(cx));
+  bool minmax = !strcmp(rule_prim_name(cx), "pmax") || !strcmp(rule_prim_name(cx), "pmin");
+  if (minmax && dtype_is_complex((DType)in[0].dt))
+    return rule_error(cx, "%s does not accept complex operands", rule_prim_name(cx));
   out[0] = in[0];
-  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !in[0].weak) out[0].dt = DT_F32;
+  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !dtype_is_complex((DType)in[0].dt) &&
+      !in[0].weak)
+    out[0].dt = DT_F32;
   return true;
 }
 

@@ -60,8 +60,10 @@ static bool binary_rule(RuleCtx *cx, Type *in, Type *out, int kinds, bool to_boo
   return true;
 }
 
-/* add sub mul div rem: numbers.  Fills nothing. */
-static bool rule_bin_num(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_NUM, false); }
+/* add sub mul div: numbers, complex too.  Fills nothing. */
+static bool rule_bin_num(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ARITH, false); }
+/* rem: real numbers.  Fills nothing. */
+static bool rule_rem(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_NUM, false); }
 /* max min: any dtype.  Fills nothing. */
 static bool rule_bin_any(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ANY, false); }
 /* and or xor: bools and integers (bitwise).  Fills nothing. */
@@ -70,8 +72,10 @@ static bool rule_bin_logic(RARGS) { (void)nin; (void)at; return binary_rule(cx, 
 static bool rule_bin_int(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_INT, false); }
 /* atan2 nextafter: floats.  Fills nothing. */
 static bool rule_bin_float(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_FLOAT, false); }
-/* eq ne lt le gt ge: any dtype, result bool.  Fills nothing. */
+/* lt le gt ge: any real dtype, result bool.  Fills nothing. */
 static bool rule_cmp(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ANY, true); }
+/* eq ne: any dtype, complex too, result bool.  Fills nothing. */
+static bool rule_eq(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ALL, true); }
 
 /* pow x y: float ** float, int ** int (same dtype), or float ** integer
    (any integer dtype; the result has x's dtype, f32 for a float literal).
@@ -135,20 +139,33 @@ static bool rule_un_float(RARGS) {
   ignore_param(cx, "accuracy");
   return unary_rule(cx, in, out, K_FLOAT, false);
 }
+/* exp log sqrt rsqrt sin cos tan tanh expm1 log1p: floats and complex.
+   Fills nothing. */
+static bool rule_un_floatc(RARGS) {
+  (void)nin; (void)at;
+  ignore_param(cx, "accuracy");
+  return unary_rule(cx, in, out, K_FLOATC, false);
+}
 /* floor ceil erf erfc lgamma and the inverse and hyperbolic trigonometric
    functions: floats.  Fills nothing. */
 static bool rule_un_float_plain(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_FLOAT, false); }
-/* neg sign square: numbers.  Fills nothing. */
-static bool rule_un_num(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_NUM, false); }
+/* neg sign square: numbers, complex too.  Fills nothing. */
+static bool rule_un_num(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ARITH, false); }
 /* not: bools and integers.  Fills nothing. */
 static bool rule_un_logic(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_LOGIC, false); }
 /* copy: any dtype.  Fills nothing. */
-static bool rule_un_any(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ANY, false); }
+static bool rule_un_any(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ALL, false); }
 /* is_finite: floats, result bool.  Fills nothing. */
 static bool rule_is_finite(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_FLOAT, true); }
 
-/* abs: integers and floats (JAX: signed integers).  Fills nothing. */
-static bool rule_abs(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_NUM, false); }
+/* abs: numbers; of a complex number, its magnitude (f32 for c64, f64 for
+   c128).  Fills nothing. */
+static bool rule_abs(RARGS) {
+  (void)nin; (void)at;
+  if (!unary_rule(cx, in, out, K_ARITH, false)) return false;
+  out->dt = (uint8_t)dtype_real((DType)out->dt);
+  return true;
+}
 
 /* round[rounding_method=0]: 0 rounds half away from zero (lax.round's
    default), 1 half to even (jnp.round).  Fills i[0] = rounding_method. */
@@ -210,12 +227,12 @@ static bool rule_integer_pow(RARGS) {
   (void)nin;
   int64_t y;
   if (!rule_int(cx, "y", true, 0, &y)) return false;
-  if (!rule_check_kind(cx, &in[0], K_NUM)) return false;
+  if (!rule_check_kind(cx, &in[0], K_ARITH)) return false;
   if (y < 0 && dtype_is_int((DType)in[0].dt))
     return rule_error(cx, "integers cannot be raised to negative powers, got integer_pow(%s, %lld)",
                       dtype_names[in[0].dt], (long long)y);
   at->i[0] = y;
-  return unary_rule(cx, in, out, K_NUM, false);
+  return unary_rule(cx, in, out, K_ARITH, false);
 }
 
 /* integer_pow: JAX's square-and-multiply on whole arrays (so f32 results
@@ -282,57 +299,11 @@ static bool rule_convert(RARGS) {
   return true;
 }
 
-/* Float to integer as XLA converts: truncation toward zero, saturating at
-   the integer range, NaN to 0. */
-static int64_t f2i(double v, int64_t lo, int64_t hi) {
-  if (isnan(v)) return 0;
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi;
-  return (int64_t)v;
-}
-
-/* Converts n elements of dtype `sdt` at src into r (dtype r->dt). */
-static void convert_elems(int sdt, const void *src, Array *r) {
-  int64_t n = r->size;
-  bool fl = dtype_is_float((DType)sdt);
-  switch ((DType)sdt) {
-#define X(tag, nm, np, sz, T, kind)                                                     \
-  case DT_##tag: {                                                                      \
-    const T *x = (const T *)src;                                                        \
-    switch ((DType)r->dt) {                                                             \
-    case DT_BOOL:                                                                       \
-      for (int64_t i = 0; i < n; i++) ((uint8_t *)r->data)[i] = x[i] != 0;              \
-      break;                                                                            \
-    case DT_I32:                                                                        \
-      for (int64_t i = 0; i < n; i++)                                                   \
-        ((int32_t *)r->data)[i] = (int32_t)(fl ? f2i((double)x[i], INT32_MIN, INT32_MAX) \
-                                               : (int64_t)x[i]);                        \
-      break;                                                                            \
-    case DT_I64:                                                                        \
-      for (int64_t i = 0; i < n; i++)                                                   \
-        ((int64_t *)r->data)[i] = fl ? f2i((double)x[i], INT64_MIN, INT64_MAX) : (int64_t)x[i]; \
-      break;                                                                            \
-    case DT_F32:                                                                        \
-      for (int64_t i = 0; i < n; i++) ((float *)r->data)[i] = (float)x[i];              \
-      break;                                                                            \
-    case DT_F64:                                                                        \
-      for (int64_t i = 0; i < n; i++) ((double *)r->data)[i] = (double)x[i];            \
-      break;                                                                            \
-    default: break;                                                                     \
-    }                                                                                   \
-    break;                                                                              \
-  }
-    SHM_DTYPES(X)
-#undef X
-  default: break;
-  }
-}
-
 /* convert_element_type: elementwise conversion. */
 static void kern_convert(KARGS) {
   (void)at; (void)nin;
   Array *r = new_arr(&outt[0]);
-  convert_elems(in[0]->dt, in[0]->data, r);
+  arr_convert_into(in[0], r);
   out[0] = r;
 }
 
@@ -485,7 +456,7 @@ static bool reduce_rule(RuleCtx *cx, Type *in, Attrs *at, Type *out, int kinds) 
 }
 
 /* reduce_sum reduce_prod[axes]: numbers.  Fills l[0] = axes. */
-static bool rule_reduce_num(RARGS) { (void)nin; return reduce_rule(cx, in, at, out, K_NUM); }
+static bool rule_reduce_num(RARGS) { (void)nin; return reduce_rule(cx, in, at, out, K_ARITH); }
 /* reduce_max reduce_min[axes]: any dtype.  Fills l[0] = axes. */
 static bool rule_reduce_any(RARGS) { (void)nin; return reduce_rule(cx, in, at, out, K_ANY); }
 /* reduce_and reduce_or reduce_xor[axes]: bools and integers.  Fills l[0] = axes. */
@@ -1192,8 +1163,19 @@ static void kern_arange(KARGS) {
     for (int64_t i = 0; i < n; i++) o[i] = i == 1 ? s1 : s + (double)i * d;
     break;
   }
+  case DT_BF16: case DT_F16: case DT_C64: case DT_C128: {   /* as f32 (f64 for c128), then rounded */
+    double b0 = r->dt == DT_C128 ? s : (float)s, d = (r->dt == DT_C128 ? s1 : (float)s1) - b0;
+    for (int64_t i = 0; i < n; i++) arr_setf(r, i, i == 1 ? s1 : r->dt == DT_C128 ? b0 + (double)i * d
+                                                            : (double)((float)b0 + (float)i * (float)d));
+    break;
+  }
   default: {
-    int64_t b0 = f2i(s, INT64_MIN, INT64_MAX), d = f2i(s1, INT64_MIN, INT64_MAX) - b0;
+    Array *t = arr_new(DT_I64, 0, NULL);
+    arr_setf(t, 0, s);
+    int64_t b0 = arr_geti(t, 0);
+    arr_setf(t, 0, s1);
+    int64_t d = arr_geti(t, 0) - b0;
+    arr_unref(t);
     for (int64_t i = 0; i < n; i++)
       arr_seti(r, i, (int64_t)((uint64_t)b0 + (uint64_t)i * (uint64_t)d));
     break;
@@ -1227,8 +1209,7 @@ static bool rule_full(RARGS) {
 static void kern_full(KARGS) {
   (void)in; (void)nin;
   Array *r = new_arr(&outt[0]), *one = arr_new((DType)outt[0].dt, 0, NULL);
-  double v = at->f[0];
-  convert_elems(DT_F64, &v, one);
+  arr_setf(one, 0, at->f[0]);
   int64_t dst[SHM_MAXRANK], zero[SHM_MAXRANK] = {0};
   size_t es = dtype_sizes[r->dt];
   arr_byte_strides(r->rank, r->shape, es, dst);

@@ -169,7 +169,7 @@ bool rule_dtype(RuleCtx *r, const char *key, bool required, int dflt, int *out) 
     return true;
   }
   int dt = (v->k == PV_NAME || v->k == PV_STR) ? dtype_lookup(v->s) : -1;
-  if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (bool, i32, i64, f32, f64)", key, r->prim);
+  if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (%s)", key, r->prim, dtype_list_text);
   *out = dt;
   PVal *d = rule_pv(r, PV_NAME);
   d->s = str_c(dtype_names[dt]);
@@ -420,21 +420,25 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
 
 /* The kind bit of a dtype. */
 int rule_kind_bit(int dt) {
-  return dtype_is_float((DType)dt) ? K_FLOAT : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
+  return dtype_is_complex((DType)dt) ? K_COMPLEX : dtype_is_float((DType)dt) ? K_FLOAT
+       : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
 }
 
-/* Order of kinds for weak typing: bool < int < float. */
+/* Order of kinds for weak typing: bool < int < float < complex. */
 int rule_kind_rank(int dt) {
-  return dtype_is_float((DType)dt) ? 2 : dtype_is_int((DType)dt) ? 1 : 0;
+  return dtype_is_complex((DType)dt) ? 3 : dtype_is_float((DType)dt) ? 2 : dtype_is_int((DType)dt) ? 1 : 0;
 }
 
 /* A human description of a set of kinds, for "accepts ..." messages. */
 const char *rule_kinds_text(int kinds) {
   switch (kinds) {
-  case K_FLOAT: return "floating-point dtypes (f32, f64)";
-  case K_INT: return "integer dtypes (i32, i64)";
-  case K_NUM: return "numeric dtypes (i32, i64, f32, f64)";
+  case K_FLOAT: return "floating-point dtypes (bf16, f16, f32, f64)";
+  case K_INT: return "integer dtypes (i8 ... i64, u8 ... u64)";
+  case K_NUM: return "real numeric dtypes (integers and floats)";
+  case K_ARITH: return "numeric dtypes (integers, floats and complex)";
+  case K_FLOATC: return "floating-point and complex dtypes";
   case K_LOGIC: return "bool and integer dtypes";
+  case K_ANY: return "any dtype but complex";
   default: return "any dtype";
   }
 }

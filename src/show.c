@@ -114,11 +114,19 @@ static void names_free(Names *N) {
 /* ---- values and parameters ---------------------------------------------------------- */
 
 static void show_scalar(Buf *b, const Array *a, int64_t i) {
+  double re, im;
   switch ((DType)a->dt) {
   case DT_BOOL: buf_puts(b, arr_geti(a, i) ? "True" : "False"); break;
-  case DT_F32: show_float(b, arr_getf(a, i), true); break;
+  case DT_F32: case DT_BF16: case DT_F16: show_float(b, arr_getf(a, i), true); break;
   case DT_F64: show_float(b, arr_getf(a, i), false); break;
-  default: buf_printf(b, "%lld", (long long)arr_geti(a, i)); break;
+  case DT_C64: case DT_C128:
+    arr_getc(a, i, &re, &im);
+    show_complex(b, re, im, a->dt == DT_C64);
+    break;
+  default:
+    if (dtype_is_unsigned((DType)a->dt)) buf_printf(b, "%llu", (unsigned long long)arr_getu(a, i));
+    else buf_printf(b, "%lld", (long long)arr_geti(a, i));
+    break;
   }
 }
 
