@@ -40,6 +40,7 @@ static const struct { const char *w; int tk; } keywords[] = {
   {"let", TK_LET}, {"in", TK_IN}, {"import", TK_IMPORT},
   {"print", TK_PRINT}, {"show", TK_SHOW}, {"mesh", TK_MESH},
   {"None", TK_NONE}, {"True", TK_TRUE}, {"False", TK_FALSE},
+  {"load", TK_LOAD}, {"save", TK_SAVE},
 };
 
 /* Decode a quoted string's escapes into the arena. */
@@ -144,6 +145,10 @@ static int contextual_keyword(const Lexer *L, int tk, const char *after) {
     return tk;
   case TK_LAMBDA:
     return L->prev == TK_LBRACE ? tk : TK_IDENT;
+  case TK_LOAD:         /* x = load "file.npy" */
+    return L->prev == TK_EQ && (nx == '"' || nx == '\'') ? tk : TK_IDENT;
+  case TK_SAVE:         /* save "file.npy" x */
+    return L->at_line_start && (nx == '"' || nx == '\'') ? tk : TK_IDENT;
   case TK_LET:
     if (binder) return TK_IDENT;
     if (L->prev == TK_DOT || L->prev == TK_NL) return tk;

@@ -29,7 +29,7 @@
 %token NL SEMI IDENT INT FLOAT STRING COMPLEX REPR CALL.
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
-%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE.
+%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE.
 
 %type stmt_list {AstList*}
 %type stmt {AstStmt*}
@@ -216,6 +216,10 @@ item(A) ::= arg(X).                        { A = X; }
 item(A) ::= STRING(T).                     { A = ast_arg_str(P, T); }
 
 simple(A) ::= SHOW(K) IDENT(N).            { A = ast_show(P, K, N); }
+/* x = load "file.npy"; x = load "batch.npz" "images"; save "out.npy" x */
+simple(A) ::= binders(B) EQ LOAD(K) STRING(F). { A = ast_load(P, B, K, F, 0); }
+simple(A) ::= binders(B) EQ LOAD(K) STRING(F) STRING(N). { A = ast_load(P, B, K, F, &N); }
+simple(A) ::= SAVE(K) STRING(F) arg(X).    { A = ast_save(P, K, F, X); }
 simple(A) ::= IMPORT(K) STRING(S).         { A = ast_import(P, K, S); }
 
 simple(A) ::= MESH(K) IDENT(N) EQ LBRACE mesh_axes(L) RBRACE(C).       { A = ast_mesh(P, K, N, L, C); }

@@ -210,8 +210,7 @@ static Span list_span(AstList *l, Span dflt) {
 }
 
 AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args) {
-  AstBinder *first = outs->v[0];
-  Span sp = span_join(first->sp, list_span(args, callee.sp));
+  Span sp = span_join(outs->n ? ((AstBinder *)outs->v[0])->sp : callee.sp, list_span(args, callee.sp));
   AstStmt *s = stmt(P, ST_EQN, sp);
   TAKE(P, outs, s->outs, s->nouts);
   s->callee = callee.text;
@@ -247,6 +246,31 @@ AstStmt *ast_import(Parser *P, Tok kw, Tok path) {
   AstStmt *s = stmt(P, ST_IMPORT, span_join(kw.sp, path.sp));
   s->name = path.text;
   s->name_sp = path.sp;
+  return s;
+}
+
+AstStmt *ast_load(Parser *P, AstList *outs, Tok kw, Tok path, const Tok *key) {
+  AstBinder *first = outs->v[0];
+  AstStmt *s = stmt(P, ST_LOAD, span_join(first->sp, key ? key->sp : path.sp));
+  TAKE(P, outs, s->outs, s->nouts);
+  s->callee_sp = kw.sp;
+  s->name = path.text;
+  s->name_sp = path.sp;
+  if (key) {
+    s->key = key->text;
+    s->has_key = true;
+  }
+  return s;
+}
+
+AstStmt *ast_save(Parser *P, Tok kw, Tok path, AstArg *value) {
+  AstStmt *s = stmt(P, ST_SAVE, span_join(kw.sp, value->sp));
+  s->callee_sp = kw.sp;
+  s->name = path.text;
+  s->name_sp = path.sp;
+  s->args = arena_alloc(P->arena, sizeof(AstArg *));
+  s->args[0] = value;
+  s->nargs = 1;
   return s;
 }
 

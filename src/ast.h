@@ -127,6 +127,8 @@ typedef enum StmtKind {
   ST_MESH,      /* mesh name = {axis: size, ...} */
   ST_DEF,       /* def ... */
   ST_RETURN,    /* return args */
+  ST_LOAD,      /* outs = load "path" ["key"] (name: the path, key: the key) */
+  ST_SAVE,      /* save "path" arg (name: the path, args[0]) */
   ST_ERROR      /* a statement that did not parse (already diagnosed) */
 } StmtKind;
 
@@ -152,9 +154,11 @@ typedef struct AstStmt {
   AstArg **args;         /* also ST_PRINT items and ST_RETURN values */
   int nargs;
   AstALit *alit;         /* ST_LIT */
-  /* ST_SHOW, ST_MESH, ST_IMPORT */
+  /* ST_SHOW, ST_MESH, ST_IMPORT, ST_LOAD, ST_SAVE */
   Str name;
   Span name_sp;
+  Str key;               /* ST_LOAD: the .npz member, or empty */
+  bool has_key;
   AstMeshAxis **axes;
   int naxes;
   /* ST_DEF */
@@ -245,6 +249,8 @@ AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit);
 AstStmt *ast_print(Parser *P, Tok kw, AstList *items);
 AstStmt *ast_show(Parser *P, Tok kw, Tok name);
 AstStmt *ast_import(Parser *P, Tok kw, Tok path);
+AstStmt *ast_load(Parser *P, AstList *outs, Tok kw, Tok path, const Tok *key);
+AstStmt *ast_save(Parser *P, Tok kw, Tok path, AstArg *value);
 AstStmt *ast_mesh(Parser *P, Tok kw, Tok name, AstList *axes, Tok close);
 AstMeshAxis *ast_mesh_axis(Parser *P, Tok name, Tok size);
 AstStmt *ast_return(Parser *P, Tok kw, AstList *vals);

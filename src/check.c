@@ -16,6 +16,7 @@
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
+#include "npy.h"
 #include "parse.h"
 #include "show.h"
 #include "transpose.h"
@@ -649,6 +650,88 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   emit_stmt(EM(cx), st);
 }
 
+/* ---- load and save -------------------------------------------------------------------- */
+
+/* A path written in file `file`, relative to that file's folder (as
+   written when absolute), into out. */
+static void script_relative(int file, Str p, char *out, size_t n) {
+  const char *from = diag_file_name(file);
+  const char *slash = strrchr(from, '/');
+  if (p.n && p.p[0] == '/') snprintf(out, n, "%.*s", p.n, p.p);
+  else snprintf(out, n, "%.*s%.*s", slash ? (int)(slash - from + 1) : 0, from, p.n, p.p);
+}
+
+/* x = load "file.npy" (or "batch.npz" "key"): the array is read when the
+   statement is checked (its type is the file's), a constant of the
+   program from then on. */
+static void check_load(Ctx *cx, AstStmt *s) {
+  if (s->nouts != 1) {
+    diag_error(s->outs[1]->sp, "load gives one array; it cannot be bound to %d names", s->nouts);
+    check_bind_bad(cx, s);
+    return;
+  }
+  char path[4096], key[512], err[NPY_ERRLEN];
+  script_relative(s->sp.file, s->name, path, sizeof path);
+  snprintf(key, sizeof key, "%.*s", s->key.n, s->key.p);
+  Array *a = npy_load(path, s->has_key ? key : NULL, err);
+  if (!a) {
+    diag_error(s->has_key ? span_join(s->name_sp, s->sp) : s->name_sp, "%s", err);
+    check_bind_bad(cx, s);
+    return;
+  }
+  prog_keep(&cx->C->prog, a);
+  Type t;
+  memset(&t, 0, sizeof t);
+  t.dt = a->dt;
+  t.rank = a->rank;
+  memcpy(t.shape, a->shape, sizeof(int64_t) * a->rank);
+  AstBinder *b = s->outs[0];
+  if (!check_annotation(cx, b, &t, "the file")) { check_bind_bad(cx, s); return; }
+  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
+  st->line = s->line;
+  st->value = a;
+  st->loaded = true;
+  st->load_path = s->name;
+  st->load_key = s->key;
+  st->load_has_key = s->has_key;
+  st->out = NEWN(cx->C, IrVar *, 1);
+  st->nout = 1;
+  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+  st->out[0] = v;
+  if (!str_eqc(b->name, "_")) {
+    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
+    cx->scope->var = v;
+  }
+  emit_stmt(EM(cx), st);
+}
+
+/* save "file.npy" x: written when the statement runs. */
+static void check_save(Ctx *cx, AstStmt *s) {
+  if (cx->mesh) {
+    diag_error(s->callee_sp, "save inside a shard_map body: save the shard_map's result instead");
+    return;
+  }
+  if (s->name.n < 4 || memcmp(s->name.p + s->name.n - 4, ".npy", 4)) {
+    diag_error(s->name_sp, "save writes NumPy's .npy files: the file name must end in .npy");
+    return;
+  }
+  IrStmt *st = emit_new_stmt(EM(cx), IS_SAVE, s->sp);
+  st->line = s->line;
+  st->in = NEWN(cx->C, IrAtom, 1);
+  st->nin = 1;
+  if (!check_resolve_arg(cx, s->args[0], &st->in[0]) || st->in[0].t.bad) return;
+  if (!st->in[0].var && !st->in[0].lit) {
+    if (!check_lit_value(cx, &s->args[0]->lit, st->in[0].t.dt, &st->in[0].lit)) return;
+    prog_keep(&cx->C->prog, st->in[0].lit);
+    st->in[0].t.weak = false;
+  }
+  char path[4096];
+  script_relative(s->sp.file, s->name, path, sizeof path);
+  st->path = arena_strndup(&cx->C->prog.arena, path, strlen(path));
+  st->load_path = s->name;
+  emit_stmt(EM(cx), st);
+}
+
 /* ---- print, show, mesh, import ------------------------------------------------------- */
 
 static void check_print(Ctx *cx, AstStmt *s) {
@@ -1045,6 +1128,8 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_MESH: check_mesh(cx, s); break;
   case ST_IMPORT: check_import(cx, s); break;
   case ST_DEF: check_def(cx, s); break;
+  case ST_LOAD: check_load(cx, s); break;
+  case ST_SAVE: check_save(cx, s); break;
   case ST_RETURN:
     if (cx->fn == cx->C->main) diag_error(s->sp, "return outside a function");
     else if (cx->fn->ast && cx->fn->ast->form == FN_LAMBDA)

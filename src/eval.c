@@ -7,6 +7,7 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "npy.h"
 #include "format.h"
 
 volatile sig_atomic_t eval_interrupted;
@@ -807,6 +808,12 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
   case IS_SHOW:
     fputs(st->text, stdout);
     break;
+  case IS_SAVE: {
+    char err[NPY_ERRLEN];
+    Array *a = st->in[0].lit ? st->in[0].lit : value_of(F, st->in[0].var)->blk[0];
+    if (!npy_save(st->path, a, err)) err_throw("%s", err);
+    break;
+  }
   case IS_EQN:
     if (st->prim < 0) exec_call(I, F, st);
     else if (prim_table[st->prim].kernel) exec_local(F, st);

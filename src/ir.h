@@ -124,7 +124,8 @@ typedef enum IrStmtKind {
   IS_EQN,      /* out... = prim[params] in...   or a call (prim < 0) */
   IS_CONST,    /* out[0] = an array literal */
   IS_PRINT,    /* print items */
-  IS_SHOW      /* show a function (text made at check time) */
+  IS_SHOW,     /* show a function (text made at check time) */
+  IS_SAVE      /* save in[0] to the .npy file `path` */
 } IrStmtKind;
 
 typedef struct IrPrintItem {
@@ -158,6 +159,11 @@ typedef struct IrStmt {
   int nitems;
   /* IS_SHOW */
   char *text;
+  /* IS_SAVE: the file (resolved against the script's folder); IS_CONST
+     made by `load`: the path and key as written, which show prints */
+  const char *path;
+  Str load_path, load_key;
+  bool loaded, load_has_key;
 } IrStmt;
 
 /* The parameters of a shard_map equation (Attrs.ext). */

@@ -307,6 +307,89 @@ static void kern_convert(KARGS) {
   out[0] = r;
 }
 
+/* bitcast_convert_type[new_dtype]: the same bytes read as another dtype.
+   A narrower dtype adds a last dimension (the ratio of the sizes), a
+   wider one takes the last dimension, which must be that ratio, away.
+   Fills dtype = new_dtype. */
+static bool rule_bitcast(RARGS) {
+  (void)nin;
+  int dt = 0;
+  if (!rule_dtype(cx, "new_dtype", true, -1, &dt)) return false;
+  if (dt < 0) return rule_param_error(cx, "new_dtype", "bitcast_convert_type needs a new_dtype");
+  at->dtype = dt;
+  *out = in[0];
+  out->weak = false;
+  out->dt = (uint8_t)dt;
+  int from = dtype_sizes[in[0].dt], to = dtype_sizes[dt];
+  TyBuf a;
+  if (from > to) {
+    if (!rule_check_rank(cx, in[0].rank + 1)) return false;
+    out->shape[out->rank++] = from / to;
+  } else if (from < to) {
+    if (in[0].rank == 0 || in[0].shape[in[0].rank - 1] != to / from)
+      return rule_error(cx, "bitcast_convert_type from %s to the wider %s needs a last dimension of %d, got %s",
+                        dtype_names[in[0].dt], dtype_names[dt], to / from, rule_ty(&a, &in[0]));
+    out->rank--;
+  }
+  return true;
+}
+
+/* bitcast_convert_type: the bytes, unchanged. */
+static void kern_bitcast(KARGS) {
+  (void)at; (void)nin;
+  Array *r = new_arr(&outt[0]);
+  memcpy(r->data, in[0]->data, arr_nbytes(r));
+  out[0] = r;
+}
+
+/* real, imag: the parts of a complex number, as f32 (c64) or f64 (c128).
+   conj: the complex conjugate (a real operand becomes complex).  Fills
+   i[0] = 0 real, 1 imag, 2 conj. */
+static bool part_rule(RuleCtx *cx, Type *in, Attrs *at, Type *out, int which) {
+  ignore_param(cx, "input_dtype");
+  at->i[0] = which;
+  if (!rule_check_kind(cx, &in[0], which == 2 ? K_FLOATC : K_COMPLEX)) return false;
+  *out = in[0];
+  out->weak = false;
+  if (which < 2) out->dt = (uint8_t)dtype_real((DType)in[0].dt);
+  else if (!dtype_is_complex((DType)in[0].dt)) out->dt = in[0].dt == DT_F64 ? DT_C128 : DT_C64;
+  return true;
+}
+static bool rule_real(RARGS) { (void)nin; return part_rule(cx, in, at, out, 0); }
+static bool rule_imag(RARGS) { (void)nin; return part_rule(cx, in, at, out, 1); }
+static bool rule_conj(RARGS) { (void)nin; return part_rule(cx, in, at, out, 2); }
+
+static void kern_part(KARGS) {
+  (void)nin;
+  Array *r = new_arr(&outt[0]);
+  for (int64_t i = 0; i < r->size; i++) {
+    double re, im;
+    arr_getc(in[0], i, &re, &im);
+    if (at->i[0] == 2) arr_setc(r, i, re, -im);
+    else arr_setf(r, i, at->i[0] ? im : re);
+  }
+  out[0] = r;
+}
+
+/* complex x y: x + iy, of two floats of one dtype (f32 gives c64, f64 c128;
+   bf16 and f16 are not).  Fills nothing. */
+static bool rule_complex(RARGS) {
+  (void)nin; (void)at;
+  if (!binary_rule(cx, in, out, K_FLOAT, false)) return false;
+  if (out->dt != DT_F32 && out->dt != DT_F64)
+    return rule_error(cx, "complex takes f32 or f64 parts, not %s", dtype_names[out->dt]);
+  out->dt = out->dt == DT_F64 ? DT_C128 : DT_C64;
+  return true;
+}
+
+static void kern_complex(KARGS) {
+  (void)at; (void)nin;
+  Array *r = new_arr(&outt[0]);
+  for (int64_t i = 0; i < r->size; i++)
+    arr_setc(r, i, arr_getf(in[0], in[0]->rank ? i : 0), arr_getf(in[1], in[1]->rank ? i : 0));
+  out[0] = r;
+}
+
 /* clamp lo x hi (lax.clamp's order): equal dtypes, lo and hi scalars or of
    x's shape; the result has x's type.  Fills nothing. */
 static bool rule_clamp(RARGS) {

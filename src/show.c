@@ -358,10 +358,25 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   case IS_CONST: {
     show_binder(S, st->out[0], mesh);
     buf_puts(b, " = ");
+    if (st->loaded) {
+      buf_puts(b, "load ");
+      show_str(b, st->load_path);
+      if (st->load_has_key) {
+        buf_putc(b, ' ');
+        show_str(b, st->load_key);
+      }
+      break;
+    }
     int64_t pos = 0;
     show_nested(b, st->value, 0, &pos);
     break;
   }
+  case IS_SAVE:
+    buf_puts(b, "save ");
+    show_str(b, st->load_path);
+    buf_putc(b, ' ');
+    show_atom(S, &st->in[0], mesh);
+    break;
   case IS_PRINT:
     buf_puts(b, "print");
     for (int i = 0; i < st->nitems; i++) {
