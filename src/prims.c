@@ -32,6 +32,7 @@
 #include "ew.h"
 #include "prims.h"
 #include "par.h"
+#include "rng.h"
 #include "rule.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
