@@ -32,8 +32,8 @@ static double bin_f(int op, double a, double b) {
   case B_DIV: return a / b;
   case B_REM: return fmod(a, b);
   case B_POW: return pow(a, b);
-  case B_MAX: return isnan(a) ? a : isnan(b) ? b : a > b ? a : b;
-  case B_MIN: return isnan(a) ? a : isnan(b) ? b : a < b ? a : b;
+  case B_MAX: return isnan(a) ? a : isnan(b) ? b : a >= b ? a : b;
+  case B_MIN: return isnan(a) ? a : isnan(b) ? b : a <= b ? a : b;
   case B_ATAN2: return atan2(a, b);
   case B_NEXTAFTER: return nextafter(a, b);
   default: return 0;
@@ -195,8 +195,8 @@ static uint64_t un_u(int op, uint64_t x) {
 ** too: the first operand's, as the generic loops give it.  Everything
 ** else takes the generic loops. */
 
-static inline double max_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
-static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
+static inline double max_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a >= b ? a : b; }
+static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a <= b ? a : b; }
 
 /* o[i] = F(x[i], y[i]) for i < n, a scalar operand (stride 0) broadcast. */
 #define EW_LOOP2(TI, TO, F)                                                            \
