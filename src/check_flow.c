@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "build.h"
 #include "check_int.h"
 #include "diag.h"
 #include "err.h"
@@ -125,7 +126,86 @@ static uint32_t ast_param_vma(Ctx *cx, const FuncDef *fd, int p) {
   return v;
 }
 
+/* A branch of JAX 0.1's cond that takes all the operands, passing its own
+   n of them, from `first`, to f; its results lifted to the variance sets u. */
+static IrFunc *branch_wrapper(Ctx *cx, Span sp, const char *name, IrFunc *f, const Type *args, int nargs, int first,
+                              const uint32_t *u) {
+  Builder *B = bld_new(&cx->C->prog, name, cx->fn, cx->mesh, sp);
+  IrAtom *all = NEWN(cx->C, IrAtom, nargs), *out = NEWN(cx->C, IrAtom, f->nouts);
+  for (int i = 0; i < nargs; i++) {
+    all[i].var = bld_param(B, str_c("x"), args[i]);
+    all[i].t = args[i];
+    all[i].sp = sp;
+  }
+  bld_call(B, f, all + first, f->nparams, out);
+  for (int k = 0; k < f->nouts; k++) out[k] = bld_lift(B, out[k], u[k]);
+  return bld_finish(B, out, f->nouts);
+}
+
+/* JAX 0.1's cond[true_jaxpr, false_jaxpr] pred true_ops... false_ops...:
+   as cond[branches=(false, true)] pred ops..., each branch taking its
+   own operands from all of them. */
+static void flow_cond_old(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  PVal *tv = rule_get(r, "true_jaxpr"), *fv = rule_get(r, "false_jaxpr");
+  rule_get(r, "linear");
+  if (!tv || !fv) { rule_missing(r, tv ? "false_jaxpr" : "true_jaxpr"); check_bind_bad(cx, s); return; }
+  if (!rule_unused(r, "true_jaxpr false_jaxpr linear")) { check_bind_bad(cx, s); return; }
+  if (!check_index_operand(cx, &in[0], s->args[0], "the predicate of cond")) { check_bind_bad(cx, s); return; }
+  FuncDef *tf = check_func_param(cx, r, "true_jaxpr", tv), *ff = tf ? check_func_param(cx, r, "false_jaxpr", fv) : NULL;
+  if (!ff) { check_bind_bad(cx, s); return; }
+  int nargs = s->nargs - 1, nt = tf->ast->nparams, nf = ff->ast->nparams;
+  if (nt + nf != nargs) {
+    rule_error(r, "cond takes the predicate, true_jaxpr's %d operand%s, then false_jaxpr's %d: %d in all, not %d", nt,
+               nt == 1 ? "" : "s", nf, nt + nf + 1, s->nargs);
+    check_bind_bad(cx, s);
+    return;
+  }
+  if (!check_finish_literals(cx, in + 1, (const AstArg *const *)s->args + 1, nargs)) { check_bind_bad(cx, s); return; }
+  Type *args = NEWN(cx->C, Type, nargs);
+  for (int i = 0; i < nargs; i++) { in[i + 1].t.weak = false; args[i] = in[i + 1].t; }
+  uint32_t pv = in[0].t.vma;
+  IrFunc *t = inst_ctrl(cx, tf, args, nt, pv, NULL, 0, s->callee_sp);
+  IrFunc *f = t ? inst_ctrl(cx, ff, args + nt, nf, pv, NULL, 0, s->callee_sp) : NULL;
+  if (!f) { check_bind_bad(cx, s); return; }
+  bool fit = t->nouts == f->nouts;
+  for (int i = 0; fit && i < t->nouts; i++) fit = same_shape_dtype(&t->outs[i].t, &f->outs[i].t);
+  if (!fit) {
+    Buf b0 = {0}, b1 = {0};
+    err_defer(buf_release, &b0);
+    err_defer(buf_release, &b1);
+    check_describe_types(cx, &b0, t->outs, t->nouts);
+    check_describe_types(cx, &b1, f->outs, f->nouts);
+    diag_error(s->callee_sp, "cond branches disagree: true_jaxpr returns %s, false_jaxpr returns %s", buf_cstr(&b0),
+               buf_cstr(&b1));
+    err_undefer(&b0);
+    buf_free(&b0);
+    err_undefer(&b1);
+    buf_free(&b1);
+    check_bind_bad(cx, s);
+    return;
+  }
+  int nout = t->nouts;
+  uint32_t *u = NEWN(cx->C, uint32_t, nout);
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int i = 0; i < nout; i++) {
+    u[i] = t->outs[i].t.vma | f->outs[i].t.vma;
+    out[i] = t->outs[i].t;
+    out[i].vma = u[i] | pv;
+  }
+  check_add_fn(cx, at, branch_wrapper(cx, s->callee_sp, "false_branch", f, args, nargs, nt, u));
+  check_add_fn(cx, at, branch_wrapper(cx, s->callee_sp, "true_branch", t, args, nargs, 0, u));
+  PVal *canon = NEW(cx->C, PVal);
+  canon->k = PV_TUPLE;
+  canon->n = 2;
+  canon->items = NEWN(cx->C, PVal *, 2);
+  canon->items[0] = check_fn_ref(cx, 0);
+  canon->items[1] = check_fn_ref(cx, 1);
+  rule_record(r, "branches", canon);
+  check_emit_special(cx, s, P_COND, at, r, in, s->nargs, out, nout, pv);
+}
+
 void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  if (rule_has(r, "true_jaxpr") || rule_has(r, "false_jaxpr")) { flow_cond_old(cx, s, in, r, at); return; }
   PVal *bv = pv_unparen(rule_get(r, "branches"));
   if (!bv) { rule_missing(r, "branches"); check_bind_bad(cx, s); return; }
   rule_get(r, "linear");

@@ -198,6 +198,8 @@ static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *ou
     Val *v = opv[i];
     Array *a0 = v ? v->blk[0] : lit[i];
     if (!a0 || (dt >= 0 && a0->dt != dt)) return false;
+    for (int d = 0; a0->rank && d < a0->rank; d++)      /* a dimension of 1 broadcast: the kernel's */
+      if (a0->rank != t->rank || a0->shape[d] != t->shape[d]) return false;
     dt = a0->dt;
     uni[i] = !v || v->mask == 0;
     if (uni[i] ? a0->rank != 0 : v->mask != R || a0->rank != t->rank || !arr_in_slab(v->blk, nb))

@@ -56,9 +56,29 @@ static bool binary_rule(RuleCtx *cx, Type *in, Type *out, int kinds, bool to_boo
   int dt = 0;
   if (!rule_unify_dtypes(cx, in, idx, 2, &dt)) return false;
   if (!rule_check_kind(cx, &in[0], kinds)) return false;
-  if (!rule_unify_shapes(cx, in, idx, 2, out)) return false;
+  if (!rule_bcast_shapes(cx, in, idx, 2, out)) return false;
   out->dt = (uint8_t)(to_bool ? DT_BOOL : dt);
   return true;
+}
+
+/* a broadcast to the shape of t (its rank, dimensions of size 1 repeated);
+   a new reference to a when it has that shape already or is a scalar. */
+static Array *bcast_to(Array *a, const Type *t, DType dt) {
+  bool same = true;
+  for (int i = 0; i < a->rank; i++) same &= a->shape[i] == t->shape[i];
+  if (same && a->dt == dt) return arr_ref(a);
+  Array *c = a->dt == dt ? arr_ref(a) : arr_convert(a, dt);
+  if (same) return c;
+  Array *r = arr_new(dt, t->rank, t->shape);
+  int64_t ds[SHM_MAXRANK], ss[SHM_MAXRANK];
+  size_t es = dtype_sizes[dt];
+  arr_byte_strides(r->rank, r->shape, es, ds);
+  arr_byte_strides(c->rank, c->shape, es, ss);
+  for (int i = 0; i < c->rank; i++)
+    if (c->shape[i] == 1) ss[i] = 0;
+  arr_copy_strided(r->data, ds, c->data, ss, r->rank, r->shape, es);
+  arr_unref(c);
+  return r;
 }
 
 /* add sub mul div: numbers, complex too.  Fills nothing. */
@@ -96,13 +116,11 @@ static bool rule_pow(RARGS) {
    integer exponent of a float base first converts the exponent. */
 static void binary_kernel(int op, Array *const *in, Array **out, const Type *outt) {
   Array *r = new_arr(&outt[0]);
-  if (in[1]->dt != in[0]->dt) {
-    Array *b = arr_convert(in[1], (DType)in[0]->dt);
-    ew_binary(op, in[0], b, r);
-    arr_unref(b);
-  } else {
-    ew_binary(op, in[0], in[1], r);
-  }
+  Array *a = bcast_to(in[0], &outt[0], (DType)in[0]->dt), *b = NULL;
+  b = bcast_to(in[1], &outt[0], (DType)in[0]->dt);
+  ew_binary(op, a, b, r);
+  arr_unref(a);
+  arr_unref(b);
   out[0] = r;
 }
 

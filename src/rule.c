@@ -535,6 +535,35 @@ bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt) {
   return true;
 }
 
+bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res) {
+  int big = -1;
+  int64_t shape[SHM_MAXRANK];
+  for (int k = 0; k < n; k++) {
+    const Type *t = &in[idx[k]];
+    if (t->rank == 0) continue;
+    if (big < 0) {
+      big = idx[k];
+      memcpy(shape, t->shape, sizeof(int64_t) * t->rank);
+      continue;
+    }
+    bool ok = t->rank == in[big].rank;
+    for (int i = 0; ok && i < t->rank; i++) {
+      if (t->shape[i] == shape[i] || t->shape[i] == 1) continue;
+      if (shape[i] == 1) shape[i] = t->shape[i];
+      else ok = false;
+    }
+    if (!ok) {
+      TyBuf a, b;
+      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
+                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+    }
+  }
+  const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
+  res->rank = s->rank;
+  for (int i = 0; i < s->rank; i++) res->shape[i] = big >= 0 ? shape[i] : s->shape[i];
+  return true;
+}
+
 /* The common shape of elementwise operands in[idx[0..n-1]]: all equal,
    except that scalars broadcast.  Writes it into *res (dt untouched). */
 bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res) {

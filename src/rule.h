@@ -126,6 +126,9 @@ bool rule_check_shape(RuleCtx *cx, const char *key, const IntList *s);
    operands must agree, and an untyped literal takes their dtype when its
    own kind is not higher.  The common dtype goes to *dt. */
 bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt);
+/* The same, and operands of one rank whose dimensions are equal or 1 (JAX's
+   older lax broadcast those: add of f32[3] and f32[1] is f32[3]). */
+bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res);
 /* The common shape of elementwise operands (scalars broadcast) into *res. */
 bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res);
 /* An axis normalised against a rank (negative counts from the end); -1
