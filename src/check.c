@@ -949,7 +949,6 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
         same_outvma(i, outvma, noutvma) && i->lenient == (C->lenient > 0))
       return i->ir;
   if (af->form == FN_TRANSPOSE) return transpose_instance(cx, fd, args, nargs, call);
-  if (call.file != af->sp.file || call.off != af->sp.off) fd->use_checked = true;
   if (af->nparams != nargs) {
     diag_error(call, "%.*s takes %d argument%s, but %d %s given", fd->name.n, fd->name.p, af->nparams,
                af->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");

@@ -55,7 +55,6 @@ typedef struct FuncDef {
   bool resolved;           /* resolved without types (never checked) */
   int held;                /* the tag of errors its check at the def held back, or 0 */
   bool used;               /* a statement names it (looked up, checked or not) */
-  bool use_checked;        /* a use (not its def) checked an instance of it */
 } FuncDef;
 
 typedef struct ImportedFile {
