@@ -583,6 +583,29 @@ class Gen:
 
     # -- one program
 
+    def make_body(self, mesh, pool):
+        """The body's statements (into self.body) after its parameters and
+        closed-over values `pool`; returns the candidate results, Vals with
+        their blocks."""
+        rng = self.rng
+        nops = rng.randint(1, 8)
+        made = 0
+        tries = 0
+        while made < nops and tries < 60:
+            tries += 1
+            v = rng.choice(pool[-3:]) if rng.random() < 0.7 else rng.choice(pool)
+            r = rng.random()
+            res = (self.op_collective(mesh, pool, v) if r < 0.6 else
+                   self.op_control(mesh, pool, v) if r < 0.7 else self.op_elementwise(mesh, pool, v))
+            if res is None:
+                continue
+            line, nv = res
+            self.body.append(line)
+            pool.append(nv)
+            made += 1
+        # results: the last value and maybe another
+        return [pool[-1]] + ([rng.choice(pool)] if rng.random() < 0.4 else [])
+
     def program(self):
         rng = self.rng
         mesh = self.make_mesh()
@@ -615,23 +638,9 @@ class Gen:
             cname = self.fresh()
             self.body.append('%s = copy %s' % (cname, C))
             pool.append(Val(cname, dtype, shape, frozenset(), [data] * mesh.ndev))
-        nops = rng.randint(1, 8)
-        made = 0
-        tries = 0
-        while made < nops and tries < 60:
-            tries += 1
-            v = rng.choice(pool[-3:]) if rng.random() < 0.7 else rng.choice(pool)
-            r = rng.random()
-            res = (self.op_collective(mesh, pool, v) if r < 0.6 else
-                   self.op_control(mesh, pool, v) if r < 0.7 else self.op_elementwise(mesh, pool, v))
-            if res is None:
-                continue
-            line, nv = res
-            self.body.append(line)
-            pool.append(nv)
-            made += 1
-        # results: the last value and maybe another
-        cands = [pool[-1]] + ([rng.choice(pool)] if rng.random() < 0.4 else [])
+        cands = self.make_body(mesh, pool)
+        if not cands:
+            return None
         outs = []
         for v in cands:
             r = len(v.shape)
@@ -657,36 +666,49 @@ class Gen:
             return None
         # text
         in_specs = [spec_text(mesh, dims, rng) for (_, _, dims, _) in inputs]
-        out_specs = [spec_text(mesh, dims, rng) for (_, dims, _) in outs]
-        if len(in_specs) == 1 and rng.random() < 0.5:
-            ins = in_specs[0]
+        self.form = {
+            'mesh': mesh.name, 'params': params, 'args': ' '.join(X for (X, _, _, _) in inputs),
+            'in_specs': in_specs, 'in_bare': len(in_specs) == 1 and rng.random() < 0.5,
+            # (a zero-parameter def is checked where it is defined, outside any
+            # mesh, so a zero-argument body with collectives uses the decorator)
+            'decorator': rng.random() < 0.7 or not inputs,
+            'out_bare': rng.random() < 0.5,
+        }
+        self.outs = [(v, spec_text(mesh, dims, rng), g) for v, dims, g in outs]
+        return self.text(self.body, self.outs)
+
+    def text(self, body_lines, outs):
+        """The program's text for these body lines and results (Val, out
+        spec, expected global array), and the expected printed results."""
+        f = self.form
+        ins, out_specs = f['in_specs'], [o for _, o, _ in outs]
+        if len(ins) == 1 and f['in_bare']:
+            ins = ins[0]
         else:
-            ins = '(' + ', '.join(in_specs) + (',' if len(in_specs) == 1 else '') + ')'
-        if len(out_specs) == 1 and rng.random() < 0.5:
+            ins = '(' + ', '.join(ins) + (',' if len(ins) == 1 else '') + ')'
+        if len(out_specs) == 1 and f['out_bare']:
             os_ = out_specs[0]
         else:
             os_ = '(' + ', '.join(out_specs) + (',' if len(out_specs) == 1 else '') + ')'
-        body = ['  ' + l for l in self.body] + ['  return ' + ', '.join(v.name for v, _, _ in outs)]
+        body = ['  ' + l for l in body_lines] + ['  return ' + ', '.join(v.name for v, _, _ in outs)]
         S = 'S%d' % self.uid
         R = ['R%d_%d' % (self.uid, k) for k in range(len(outs))]
-        args = ' '.join(X for (X, _, _, _) in inputs)
+        args = f['args']
         text = list(self.lines_top)
-        # (a zero-parameter def is checked where it is defined, outside any
-        # mesh, so a zero-argument body with collectives uses the decorator)
-        if rng.random() < 0.7 or not inputs:
-            text.append('@shard_map[mesh=%s, in_specs=%s, out_specs=%s]' % (mesh.name, ins, os_))
-            text.append('def %s(%s) {' % (S, ', '.join(params)))
+        if f['decorator']:
+            text.append('@shard_map[mesh=%s, in_specs=%s, out_specs=%s]' % (f['mesh'], ins, os_))
+            text.append('def %s(%s) {' % (S, ', '.join(f['params'])))
             text += body
             text.append('}')
             text.append('%s = %s%s' % (', '.join(R), S, (' ' + args) if args else ''))
         else:
-            text.append('def %s(%s) {' % (S, ', '.join(params)))
+            text.append('def %s(%s) {' % (S, ', '.join(f['params'])))
             text += body
             text.append('}')
             text.append('%s = shard_map[f=%s, mesh=%s, in_specs=%s, out_specs=%s]%s' % (
-                ', '.join(R), S, mesh.name, ins, os_, (' ' + args) if args else ''))
+                ', '.join(R), S, f['mesh'], ins, os_, (' ' + args) if args else ''))
         expected = []
-        for k, (v, dims, g) in enumerate(outs):
+        for k, (v, _, g) in enumerate(outs):
             label = '@@%d_%d' % (self.uid, k)
             text.append('print "%s", %s' % (label, R[k]))
             expected.append((label, g))
