@@ -1,29 +1,68 @@
 #!/usr/bin/env python3
 # timeout: 300
-"""Randomized differential test of shard_map and the collectives.
+"""Randomized differential test of shard_map, the collectives and control flow.
 
 Generates random shm programs -- a random mesh (1 to 3 axes of sizes 1 to 4),
 random inputs split by random in_specs (None, an axis, a tuple of axes,
 omitted trailing dimensions, quoted names, a single spec for one argument),
-a body that is a random chain of collectives (psum, pmax, pmin, pmean,
-pbroadcast, all_gather tiled/untiled, all_gather_invariant, psum_scatter,
-pscatter, ppermute, all_to_all, axis_index, over one axis or a tuple of axes),
-elementwise operations, closures over top-level values, cond on an index
-that varies between instances (branches with or without collectives over
-the other axes), cond on an invariant index, fori_loops of ppermutes -- and
 random out_specs that mention every axis a result varies along (and maybe
-more: tiling) -- and compares what shmapi
-prints with a NumPy model of shard_map's reference semantics: the inputs are
-split per in_specs into per-device lists of blocks, every collective acts on
-the blocks of each group of devices as the seed's collective_ref functions
-do, and the results are assembled per out_specs.
+more: tiling) -- and compares what shmapi prints with a NumPy model of
+shard_map's reference semantics: the inputs are split per in_specs into
+per-device blocks, every collective acts on the blocks of each group of
+devices, and the results are assembled per out_specs.  Two generators:
+
+Gen (two thirds of the programs): a body that is a random chain of
+collectives (psum, pmax, pmin, pmean, pbroadcast, all_gather tiled/untiled,
+all_gather_invariant, psum_scatter, pscatter, ppermute, all_to_all,
+axis_index, over one axis or a tuple of axes), elementwise operations,
+closures over top-level values, and a few fixed shapes of cond and
+fori_loop.
+
+CtlGen (a third): bodies built around cond, while and fori_loop, nested
+(a cond in a while body, loops in cond branches, loops in loops, up to three
+deep), with
+  - indices and predicates that are literals, invariant (psum of 1, invariant
+    data, a fori_loop index), or vary by device through axis_index or
+    through data; bool indices; indices out of range (clamped);
+  - while loops counting k from k0 while k < B (lt, gt, not ge, and with a
+    flag, or a bool carry), k0 and B of every kind above, so that each
+    device may loop its own number of times; B closed over, a literal, a
+    cond_nconsts operand, or a carry (JAX's fori_loop with value bounds);
+  - carries and operands of i32, f32 and bool that start as literals,
+    invariant or varying values, are passed through unchanged, or updated
+    by local equations, collectives, calls of defs and nested control flow;
+  - collectives (as above, arranged to give back the operand's shape) over
+    the axes the enclosing predicates do not vary along, any collective
+    under invariant predicates; branches returning literals or their
+    operands; variance widened with pvary/pbroadcast or by adding a zero;
+  - functions in the readable form and in the jaxpr form, inline
+    ({ lambda ; a:i32[] b:f32[3]. let ... in (x,) }) or by def, typed
+    binders (b:f32[2]{i}, only where right), typed literals (1.0:f32[]).
+Its model runs the body on each device on its own (a Python generator per
+device: each evaluates its own predicates and loops its own number of
+times); a collective waits until its whole group has reached it.  CtlGen
+also infers the variance of every value as the checker must (a cond's
+result varies along its index's axes, a while's carries along its
+predicate's, a fixed point), so out_specs and annotations are exact.
+
+Programs to reject: count/10 more CtlGen programs each get exactly one
+collective over an axis along which an enclosing cond index or while
+predicate varies (in a branch, a loop body, a while's cond function, a
+called def, a fori_loop under a varying cond); shmapi must exit 1 with the
+diagnostic "FILE:LINE:COL: error: PRIM over {AXES} inside control flow
+whose predicate varies over {AXES}" at that collective, one per program.
 
 Many programs run in one shmapi invocation (one file of many shard_maps,
 each result printed after a unique label); when a batch fails as a whole,
-its programs are rerun one by one to find the culprits.
+its programs are rerun one by one to find the culprits, and the first
+wrong answers of CtlGen programs are reduced (--reduce) to a smaller
+program that still disagrees.  FEATURES switches on JAX-compatibility
+points shmapi is gaining, WORKAROUNDS steers around known open bugs (each
+explained where it is listed); --features and --workarounds override both.
 
     SHMAPI=build/shmapi python3 tests/spmd/differential.test.py [--seed N]
-        [--count N] [--batch N] [--show N] [--keep DIR] [-v]
+        [--count N] [--rejects N] [--batch N] [--features all|none|a,b]
+        [--workarounds none|a,b] [--show N] [--reduce N] [--keep DIR] [-v]
 
 Exit 0 when every program agrees, 1 otherwise (the first mismatches are
 printed with their program text), 77 (skip) without NumPy.
@@ -41,6 +80,40 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _numpy import np  # noqa: E402
 
 AXIS_NAMES = ['i', 'j', 'k', 'x', 'y', 'data', 'model']
+
+# JAX-compatibility points shmapi is gaining, one switch each.  A program
+# that uses a point shmapi does not have yet fails, so a point is switched
+# on here once main supports it (--features overrides this set).
+KNOWN_FEATURES = {
+    'fori_values': "while loops as JAX prints a fori_loop whose bounds are values: (i, upper, x...) "
+                   "carries, upper passed through",
+    'pvary_in_varying': 'pbroadcast/pvary and axis_index over the axes a cond index or while predicate '
+                        'varies along, inside that cond or while',
+    'cond_widen': 'cond branches whose results differ only in variance (the result takes the union)',
+    'passthrough_carry': 'a carry the while body passes through unchanged keeps its own variance',
+    'neg_axes': 'negative all_gather axis, all_to_all split_axis/concat_axis, psum_scatter '
+                'scatter_dimension',
+    'single_in_spec': 'one in_specs P(...) standing for every parameter of a body',
+}
+FEATURES = set()
+
+# Known shmapi bugs the generator steers around until they are fixed, so
+# that the test still finds new ones (drop a name when its fix lands).
+WORKAROUNDS = {
+    # a while whose predicate varies computes wrong carries when a carry
+    # starts less varying than the loop makes it (lifted by the checker)
+    'lifted_carry',
+    # a while's cond_jaxpr is checked with unlifted carry types in the first
+    # rounds of the variance fixed point: right {axes} annotations there fail
+    'cond_fn_annotations',
+    # a def whose parameters are all annotated is checked where it is
+    # defined, a parameter annotated without {axes} taken as invariant there
+    'shape_annotations',
+    # psum and psum_scatter of integers overflow in signed C arithmetic (the
+    # sanitizer build stops there): integer operands are kept small
+    'psum_overflow',
+}
+CTL_FRACTION = 1 / 3   # share of the programs that use cond, while and fori_loop (CtlGen)
 MAX_BLOCK = 96         # elements of one block the generator lets a value reach
 MAX_GLOBAL = 600       # elements of an assembled result (NumPy summarises > 1000)
 
@@ -675,6 +748,7 @@ class Gen:
             'out_bare': rng.random() < 0.5,
         }
         self.outs = [(v, spec_text(mesh, dims, rng), g) for v, dims, g in outs]
+        self.out_dims = [dims for _, dims, _ in outs]
         return self.text(self.body, self.outs)
 
     def text(self, body_lines, outs):
@@ -713,6 +787,1472 @@ class Gen:
             text.append('print "%s", %s' % (label, R[k]))
             expected.append((label, g))
         return '\n'.join(text) + '\n', expected
+
+
+# ---- control flow inside bodies ----------------------------------------------------------
+#
+# The programs of CtlGen are built as a small IR first (values, equations,
+# cond / while / fori_loop statements and the functions they call), which is
+# then both printed as shm text and run by a NumPy model.  The model runs the
+# body once per device, each device on its own (a Python generator per
+# device): every device evaluates its own predicates and indices and loops
+# its own number of times, as hardware does.  A collective suspends the
+# device until every member of its group has reached the same statement as
+# the same number of times; then each member gets its result.  A group
+# that can never meet is a bug of the generator (it generated an illegal
+# program), reported as such.
+#
+# The generator also infers every value's variance set the way the checker
+# does (the result of a cond varies along its index's axes; the carries of a
+# while vary along its predicate's axes, found as a fixed point), so that
+# out_specs are exact and annotations may state variance sets.
+
+NP_DT['bool'] = np.bool_
+
+
+class Var:
+    """A named value of the IR: dtype, block shape, variance set (axis
+    indices), whether its value is exact (the same bits in shmapi and in
+    NumPy: integers, and floats that are sums of small halves), and how its
+    binder is annotated when printed (None, 'shape' or 'full')."""
+    is_lit = False
+
+    def __init__(self, name, dtype, shape, vma, exact=True, ann=None):
+        self.name = name
+        self.dtype = dtype
+        self.shape = tuple(shape)
+        self.vma = frozenset(vma)
+        self.exact = exact
+        self.ann = ann
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    def sig(self):
+        return (self.dtype, self.shape)
+
+
+class Lit:
+    """A scalar literal operand, maybe typed as JAX prints it (1.0:f32[])."""
+    is_lit = True
+    exact = True
+    shape = ()
+    vma = frozenset()
+    size = 1
+
+    def __init__(self, value, dtype, typed=False):
+        self.value = value
+        self.dtype = dtype
+        self.typed = typed
+
+    def sig(self):
+        return (self.dtype, ())
+
+    def text(self):
+        if self.dtype == 'bool':
+            s = 'True' if self.value else 'False'
+        elif self.dtype == 'f32':
+            s = repr(float(self.value))
+        else:
+            s = str(int(self.value))
+        return s + (':%s[]' % self.dtype if self.typed else '')
+
+    def model(self):
+        return np.array(self.value, dtype=NP_DT[self.dtype])
+
+
+class Eqn:
+    """outs = prim[params] args.  A local equation has fn(device, *operands)
+    -> results; a collective has coll_axes (the group, first listed major)
+    and coll(operands of the group's members, in member order) -> results
+    per member."""
+    kind = 'eqn'
+
+    def __init__(self, outs, prim, params, args, fn=None, coll=None, coll_axes=None):
+        self.outs = outs
+        self.prim = prim
+        self.params = params
+        self.args = args
+        self.fn = fn
+        self.coll = coll
+        self.coll_axes = coll_axes
+
+
+class CallStmt:
+    """outs = f args, a def called like a primitive."""
+    kind = 'call'
+
+    def __init__(self, outs, fn, args):
+        self.outs, self.fn, self.args = outs, fn, args
+
+
+class CondStmt:
+    kind = 'cond'
+
+    def __init__(self, outs, index, fns, args):
+        self.outs, self.index, self.fns, self.args = outs, index, fns, args
+
+
+class WhileStmt:
+    kind = 'while'
+
+    def __init__(self, outs, cfn, bfn, cconsts, bconsts, carries, show_nconsts):
+        self.outs, self.cfn, self.bfn = outs, cfn, bfn
+        self.cconsts, self.bconsts, self.carries = cconsts, bconsts, carries
+        self.show_nconsts = show_nconsts
+
+
+class ForiStmt:
+    kind = 'fori'
+
+    def __init__(self, outs, lo, hi, reverse, fn, carries):
+        self.outs, self.lo, self.hi, self.reverse, self.fn, self.carries = outs, lo, hi, reverse, fn, carries
+
+
+class DefStmt:
+    """def f(...) { ... } or def f = { lambda ... } at this point of a scope."""
+    kind = 'def'
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+class Fn:
+    """A function of the IR.  form 'def' is the readable form (may hold
+    nested defs), 'jaxpr' the { lambda ; ... . let ... in (...) } form.
+    A function with a DefStmt is referred to by name, any other is printed
+    inline where it is used."""
+
+    def __init__(self, name, params, form, scope):
+        self.name = name
+        self.params = params
+        self.form = form
+        self.scope = scope
+        self.results = []
+        self.named = False
+
+    @property
+    def stmts(self):
+        return self.scope.stmts
+
+
+class Scope:
+    """The statements of a body or function, and what may happen in it: ctrl
+    is the set of axes along which enclosing predicates and indices vary (a
+    collective over any of them is illegal here), form the function form."""
+
+    def __init__(self, parent, ctrl, form):
+        self.parent = parent
+        self.ctrl = frozenset(ctrl)
+        self.form = form
+        self.stmts = []
+        self.vars = []
+        self.full_ok = True     # annotations may state variance sets
+
+    def visible(self):
+        out = []
+        s = self
+        while s is not None:
+            out = s.vars + out
+            s = s.parent
+        return out
+
+
+class GenError(Exception):
+    """The generator produced something its own model cannot run: a bug of
+    the test, not of shmapi."""
+
+
+# -- the model ------------------------------------------------------------------------------
+
+def val_of(env, a):
+    return a.model() if a.is_lit else env[a.name]
+
+
+class Model:
+    """Runs a body on every device of `mesh`, each on its own (see above)."""
+
+    MAX_ITERS = 200        # no generated loop comes near; more is a generator bug
+
+    def __init__(self, mesh):
+        self.mesh = mesh
+        self.reached = [{} for _ in range(mesh.ndev)]   # per device: times each collective was reached
+
+    def run(self, stmts, envs, results):
+        mesh = self.mesh
+        gens, waiting, done = {}, {}, {}
+
+        def advance(d, x):
+            try:
+                waiting[d] = gens[d].send(x)
+            except StopIteration as e:
+                done[d] = e.value
+
+        def device(d):
+            env = dict(envs[d])
+            yield from self.stmts(d, stmts, env)
+            return [val_of(env, r) for r in results]
+
+        for d in range(mesh.ndev):
+            gens[d] = device(d)
+            advance(d, None)
+        while waiting:
+            moved = False
+            for d in sorted(waiting):
+                if d not in waiting:
+                    continue
+                st, _, n = waiting[d]
+                ms = mesh.members(d, st.coll_axes)
+                if all(m in waiting and waiting[m][0] is st and waiting[m][2] == n for m in ms):
+                    outs = st.coll([waiting[m][1] for m in ms])
+                    for m in ms:
+                        del waiting[m]
+                    for m, o in zip(ms, outs):
+                        advance(m, o)
+                    moved = True
+            if not moved:
+                raise GenError('the model deadlocks: devices %s wait at collectives their groups never reach'
+                               % sorted(waiting))
+        return [done[d] for d in range(mesh.ndev)]
+
+    def stmts(self, d, stmts, env):
+        for st in stmts:
+            k = st.kind
+            if k == 'eqn':
+                if st.coll is None:
+                    res = st.fn(d, *[val_of(env, a) for a in st.args])
+                else:
+                    n = self.reached[d][st] = self.reached[d].get(st, 0) + 1
+                    res = yield (st, val_of(env, st.args[0]), n)
+                for v, x in zip(st.outs, res):
+                    env[v.name] = x
+                continue
+            if k == 'def':
+                continue
+            if k == 'call':
+                res = yield from self.call(d, st.fn, [val_of(env, a) for a in st.args], env)
+            elif k == 'cond':
+                i = int(val_of(env, st.index))          # bool: 0 or 1
+                i = min(max(i, 0), len(st.fns) - 1)     # the index is clamped into range
+                res = yield from self.call(d, st.fns[i], [val_of(env, a) for a in st.args], env)
+            elif k == 'while':
+                cc = [val_of(env, a) for a in st.cconsts]
+                bc = [val_of(env, a) for a in st.bconsts]
+                res = [val_of(env, a) for a in st.carries]
+                for it in range(self.MAX_ITERS + 1):
+                    if it == self.MAX_ITERS:
+                        raise GenError('a generated while loop runs more than %d times' % self.MAX_ITERS)
+                    p, = yield from self.call(d, st.cfn, cc + res, env)
+                    if not bool(p):
+                        break
+                    res = yield from self.call(d, st.bfn, bc + res, env)
+            elif k == 'fori':
+                res = [val_of(env, a) for a in st.carries]
+                its = range(st.lo, st.hi)
+                for i in (reversed(its) if st.reverse else its):
+                    res = yield from self.call(d, st.fn, [np.array(i, dtype=np.int32)] + res, env)
+            else:
+                raise GenError('unknown statement %r' % k)
+            for v, x in zip(st.outs, res):
+                env[v.name] = x
+
+    def call(self, d, fn, vals, env):
+        # every name of a program is unique, so the caller's names stand for
+        # the names the function closed over where it was defined
+        e = dict(env)
+        for p, x in zip(fn.params, vals):
+            e[p.name] = x
+        yield from self.stmts(d, fn.stmts, e)
+        return [val_of(e, r) for r in fn.results]
+
+
+# -- collectives of the model: operands of the group's members -> results per member
+
+def c_reduce(kind, dt, p):
+    def f(vals):
+        if kind in ('psum', 'pmean'):
+            acc = vals[0]
+            for x in vals[1:]:
+                acc = (acc + x).astype(NP_DT[dt])
+            if kind == 'pmean':
+                acc = (acc / np.float32(p)).astype(np.float32)
+        elif kind == 'pmax':
+            acc = np.max(np.stack(vals), axis=0)
+        else:
+            acc = np.min(np.stack(vals), axis=0)
+        acc = np.asarray(acc, dtype=NP_DT[dt])
+        return [(acc,)] * len(vals)
+    return f
+
+
+def c_gather(axis, tiled):
+    def f(vals):
+        g = np.concatenate(vals, axis=axis) if tiled else np.stack(vals, axis=axis)
+        return [(g,)] * len(vals)
+    return f
+
+
+def c_scatter(dt, dim, tiled):
+    def f(vals):
+        tot = vals[0]
+        for x in vals[1:]:
+            tot = (tot + x).astype(NP_DT[dt])
+        p = len(vals)
+        c = tot.shape[dim] // p if tiled else 1
+        out = []
+        for k in range(p):
+            ch = np.take(tot, range(k * c, (k + 1) * c), axis=dim)
+            out.append((ch if tiled else np.squeeze(ch, axis=dim),))
+        return out
+    return f
+
+
+def c_ppermute(perm):
+    def f(vals):
+        out = []
+        for t in range(len(vals)):
+            src = [s for s, t2 in perm if t2 == t]
+            out.append((vals[src[0]].copy() if src else np.zeros_like(vals[0]),))
+        return out
+    return f
+
+
+def c_all_to_all(sa, ca, tiled):
+    def f(vals):
+        p = len(vals)
+        out = []
+        for k in range(p):
+            if tiled:
+                c = vals[0].shape[sa] // p
+                out.append((np.concatenate([np.take(x, range(k * c, (k + 1) * c), axis=sa) for x in vals], axis=ca),))
+            else:
+                out.append((np.stack([np.take(x, k, axis=sa) for x in vals], axis=ca),))
+        return out
+    return f
+
+
+def local(f, dt):
+    """A local one-result equation of the model from a NumPy function."""
+    npdt = NP_DT[dt]
+    return lambda d, *xs: (np.asarray(f(*xs)).astype(npdt),)
+
+
+# -- the generator ----------------------------------------------------------------------------
+
+def sub_axes(rng, pool, p=0.5):
+    """A random subset of the axes in pool (maybe empty)."""
+    return frozenset(a for a in pool if rng.random() < p)
+
+
+class CtlGen(Gen):
+    """A program whose body runs cond, while and fori_loop (see the section
+    comment above).  With plant=True the body gets exactly one collective
+    over an axis along which an enclosing predicate or index varies, and
+    the program must be rejected; self.bad then describes it."""
+
+    def __init__(self, rng, uid, plant=False):
+        super().__init__(rng, uid)
+        self.plant = plant
+        self.bad = None       # (binder, primitive, axes, ctrl axes) of the planted collective
+
+    def fresh(self, prefix='v'):
+        self.nv += 1
+        return '%s%d' % (prefix, self.nv)
+
+    # -- printing
+
+    def type_text(self, x, full):
+        t = '%s[%s]' % (x.dtype, ','.join(str(s) for s in x.shape))
+        if full:
+            t += '{%s}' % ','.join(self.mesh.axes[a] for a in sorted(x.vma))
+        return t
+
+    def binder(self, v):
+        return v.name if v.ann is None else '%s:%s' % (v.name, self.type_text(v, v.ann == 'full'))
+
+    @staticmethod
+    def atom(a):
+        return a.text() if a.is_lit else a.name
+
+    def fn_ref(self, fn, ind):
+        return fn.name if fn.named else self.lambda_text(fn, ind)
+
+    def lambda_text(self, fn, ind):
+        """{ lambda ; a:i32[] b:f32[3]. let ... in (x,) }, its first line not indented."""
+        lines = ['{ lambda ; %s. let' % ' '.join(self.binder(p) for p in fn.params)]
+        for st in fn.stmts:
+            lines.append(' ' * (ind + 4) + self.stmt_text(st, ind + 4))
+        res = ', '.join(self.atom(r) for r in fn.results) + (',' if len(fn.results) == 1 else '')
+        lines.append(' ' * (ind + 2) + 'in (%s) }' % res)
+        return '\n'.join(lines)
+
+    def def_text(self, fn, ind):
+        if fn.form == 'jaxpr':
+            return 'def %s = %s' % (fn.name, self.lambda_text(fn, ind))
+        lines = ['def %s(%s) {' % (fn.name, ', '.join(self.binder(p) for p in fn.params))]
+        for st in fn.stmts:
+            lines.append(' ' * (ind + 2) + self.stmt_text(st, ind + 2))
+        lines.append(' ' * (ind + 2) + 'return ' + ', '.join(self.atom(r) for r in fn.results))
+        lines.append(' ' * ind + '}')
+        return '\n'.join(lines)
+
+    def stmt_text(self, st, ind):
+        """One statement, maybe over several lines (the first not indented)."""
+        if st.kind == 'def':
+            return self.def_text(st.fn, ind)
+        sep = ' ' if st.jaxpr_style else ', '
+        outs = sep.join(self.binder(v) for v in st.outs)
+        if st.kind == 'eqn':
+            head = st.prim + ('[%s]' % st.params if st.params else '')
+            args = st.args
+        elif st.kind == 'call':
+            head, args = st.fn.name, st.args
+        elif st.kind == 'cond':
+            fs = [self.fn_ref(f, ind + 2) for f in st.fns]
+            if st.jaxpr_style:
+                br = '(\n' + ''.join(' ' * (ind + 2) + f + '\n' for f in fs) + ' ' * ind + ')'
+            else:
+                br = '(' + ', '.join(fs) + (',' if len(fs) == 1 else '') + ')'
+            head, args = 'cond[branches=%s]' % br, [st.index] + st.args
+        elif st.kind == 'while':
+            ps = ['cond_jaxpr=' + self.fn_ref(st.cfn, ind + 2), 'body_jaxpr=' + self.fn_ref(st.bfn, ind + 2)]
+            if st.cconsts or st.show_nconsts:
+                ps.append('cond_nconsts=%d' % len(st.cconsts))
+            if st.bconsts or st.show_nconsts:
+                ps.append('body_nconsts=%d' % len(st.bconsts))
+            if st.jaxpr_style:
+                ps.sort()
+            head, args = 'while[%s]' % sep.join(ps), st.cconsts + st.bconsts + st.carries
+        else:
+            ps = ['lower=%d' % st.lo, 'upper=%d' % st.hi, 'body=' + self.fn_ref(st.fn, ind + 2)]
+            if st.reverse:
+                ps.append('reverse=True')
+            head, args = 'fori_loop[%s]' % sep.join(ps), st.carries
+        return '%s = %s%s' % (outs, head, ''.join(' ' + self.atom(a) for a in args))
+
+    def body_lines(self, stmts):
+        out = []
+        for st in stmts:
+            out += self.stmt_text(st, 0).split('\n')
+        return out
+
+    # -- making values
+
+    def ann(self, sc):
+        r = self.rng.random()
+        if sc.form == 'jaxpr':
+            a = 'full' if r < 0.4 else 'shape' if r < 0.8 else None
+        else:
+            a = 'full' if r < 0.08 else 'shape' if r < 0.15 else None
+        return 'shape' if a == 'full' and not sc.full_ok else a
+
+    def add_stmt(self, sc, st):
+        st.jaxpr_style = sc.form == 'jaxpr' or self.rng.random() < 0.2
+        sc.stmts.append(st)
+
+    def emit(self, sc, prim, params, args, dtype, shape, vma, fn=None, exact=None,
+             coll=None, coll_axes=None, prefix='v'):
+        if exact is None:
+            exact = all(a.exact for a in args)
+        v = Var(self.fresh(prefix), dtype, shape, vma, exact, self.ann(sc))
+        self.add_stmt(sc, Eqn([v], prim, params, args, fn=fn, coll=coll, coll_axes=coll_axes))
+        sc.vars.append(v)
+        return v
+
+    def lit(self, dtype, lo=-2, hi=3):
+        rng = self.rng
+        typed = rng.random() < 0.3
+        if dtype == 'bool':
+            return Lit(rng.random() < 0.5, 'bool', typed)
+        c = rng.randint(lo, hi)
+        if dtype == 'f32' and rng.random() < 0.3:
+            c += 0.5
+        return Lit(c, dtype, typed)
+
+    def pick(self, sc, ok, recent=0.6):
+        c = [v for v in sc.visible() if ok(v)]
+        if not c:
+            return None
+        return self.rng.choice(c[-4:] if self.rng.random() < recent else c)
+
+    def axes_param(self, axes, key='axes'):
+        return '%s=%s' % (key, axes_text(self.mesh, list(axes), self.rng))
+
+    def axis_value(self, axes):
+        """axis_index over `axes` (a tuple, first listed major), computed
+        once at the top of the body, where it is always legal."""
+        key = ('me', tuple(axes))
+        if key not in self.helpers:
+            mesh = self.mesh
+            v = Var(self.fresh('me'), 'i32', (), axes, True, None)
+            ax = tuple(axes)
+            self.prologue.append(Eqn([v], 'axis_index', self.axes_param(ax, 'axis_name'), [],
+                                     fn=lambda d: (np.array(mesh.member_index(d, ax), dtype=np.int32),)))
+            self.prologue[-1].jaxpr_style = False
+            self.top.vars.append(v)
+            self.helpers[key] = v
+        return self.helpers[key]
+
+    def zero(self, dtype, axes):
+        """A zero (False) of dtype varying along exactly `axes`, at the top of the body."""
+        key = ('zero', dtype, frozenset(axes))
+        if key not in self.helpers:
+            me = self.axis_value(tuple(sorted(axes)))
+            v = Var(self.fresh('z'), dtype, (), axes, True, None)
+            if dtype == 'i32':
+                st = Eqn([v], 'mul', '', [me, Lit(0, 'i32')], fn=local(lambda x, z: x * z, 'i32'))
+            elif dtype == 'f32':
+                zi = self.zero('i32', axes)
+                st = Eqn([v], 'convert_element_type', 'new_dtype=f32', [zi], fn=local(lambda x: x, 'f32'))
+            else:
+                st = Eqn([v], 'ne', '', [me, me], fn=local(np.not_equal, 'bool'))
+            st.jaxpr_style = False
+            self.prologue.append(st)
+            self.helpers[key] = v
+        return self.helpers[key]
+
+    def widen(self, sc, a, target):
+        """a, made to vary along exactly `target` (a superset of its set):
+        with pbroadcast/pvary where that is legal, else by adding a zero
+        that varies along the missing axes."""
+        rng = self.rng
+        miss = frozenset(target) - a.vma
+        if not miss:
+            return a
+        if (not a.is_lit and (not (miss & sc.ctrl) or 'pvary_in_varying' in FEATURES)
+                and rng.random() < 0.5):
+            return self.emit(sc, rng.choice(['pbroadcast', 'pvary']), self.axes_param(sorted(miss)), [a],
+                             a.dtype, a.shape, a.vma | miss, fn=lambda d, x: (x,))
+        z = self.zero(a.dtype, miss)
+        args = [a, z] if rng.random() < 0.7 else [z, a]
+        if a.dtype == 'bool':
+            return self.emit(sc, 'or', '', args, 'bool', a.shape, a.vma | miss, fn=local(np.logical_or, 'bool'))
+        return self.emit(sc, 'add', '', args, a.dtype, a.shape, a.vma | miss,
+                         fn=local(lambda x, y: x + y, a.dtype))
+
+    def bounded(self, sc, u, lo, hi):
+        """An i32 scalar in [lo, hi] computed from the exact value u."""
+        rng = self.rng
+        x = u
+        if x.shape:
+            prim = rng.choice(['reduce_sum', 'reduce_max', 'reduce_min'])
+            f = {'reduce_sum': np.sum, 'reduce_max': np.max, 'reduce_min': np.min}[prim]
+            axes = tuple(range(len(x.shape)))
+            x = self.emit(sc, prim, 'axes=(%s)' % ''.join('%d, ' % k for k in axes).rstrip(' '), [x],
+                          x.dtype, (), x.vma, fn=local(lambda y, f=f: f(y), x.dtype))
+        if x.dtype != 'i32':
+            x = self.emit(sc, 'convert_element_type', 'new_dtype=i32', [x], 'i32', (), x.vma,
+                          fn=local(lambda y: y, 'i32'))
+        x = self.emit(sc, 'abs', '', [x], 'i32', (), x.vma, fn=local(np.abs, 'i32'))
+        x = self.emit(sc, 'rem', '', [x, Lit(hi - lo + 1, 'i32')], 'i32', (), x.vma,
+                      fn=local(np.fmod, 'i32'))
+        if lo:
+            x = self.emit(sc, 'add', '', [x, Lit(lo, 'i32', rng.random() < 0.3)], 'i32', (), x.vma,
+                          fn=local(lambda y, c: y + c, 'i32'))
+        return x
+
+    def small_int(self, sc, budget, lo, hi, inv_ok=True):
+        """An exact i32 scalar with values in [lo, hi] that is a literal,
+        invariant, or varies by device through axis_index or through data."""
+        rng = self.rng
+        mesh = self.mesh
+        kinds = ['lit', 'axis', 'axis', 'data', 'data'] + (['inv'] if inv_ok else [])
+        kind = rng.choice(kinds)
+        if kind == 'axis':
+            pool = [a for a in budget if mesh.sizes[a] > 1]
+            if pool:
+                a = rng.choice(pool)
+                axes = (a,)
+                # a tuple of axes only when it stays small
+                more = [b for b in budget if b != a and mesh.sizes[a] * mesh.sizes[b] <= hi - lo + 1]
+                if more and rng.random() < 0.3:
+                    axes = (a, rng.choice(more))
+                    if rng.random() < 0.5:
+                        axes = axes[::-1]
+                me = self.axis_value(axes)
+                p = mesh.group_size(axes)
+                if p - 1 + lo <= hi and rng.random() < 0.5:
+                    if lo == 0:
+                        return me
+                    return self.emit(sc, 'add', '', [me, Lit(lo, 'i32')], 'i32', (), me.vma,
+                                     fn=local(lambda y, c: y + c, 'i32'))
+                x = self.emit(sc, 'rem', '', [me, Lit(hi - lo + 1, 'i32')], 'i32', (), me.vma,
+                              fn=local(np.fmod, 'i32'))
+                if lo:
+                    x = self.emit(sc, 'add', '', [x, Lit(lo, 'i32')], 'i32', (), x.vma,
+                                  fn=local(lambda y, c: y + c, 'i32'))
+                return x
+        if kind == 'data':
+            u = self.pick(sc, lambda u: u.exact and u.dtype != 'bool' and u.vma and u.vma <= budget)
+            if u is not None:
+                return self.bounded(sc, u, lo, hi)
+        if kind == 'inv':
+            u = self.pick(sc, lambda u: u.exact and u.dtype != 'bool' and not u.vma)
+            if u is not None and rng.random() < 0.6:
+                return self.bounded(sc, u, lo, hi)
+            free = sorted(self.all_axes - sc.ctrl)
+            if free:
+                axes = self.rand_axes(mesh, 1, free)
+                p = mesh.group_size(axes)
+                g = self.emit(sc, 'psum', self.axes_param(axes), [Lit(1, 'i32')], 'i32', (), frozenset(),
+                              coll=c_reduce('psum', 'i32', p), coll_axes=axes)
+                return self.emit(sc, 'rem', '', [g, Lit(hi - lo + 1, 'i32')], 'i32', (), frozenset(),
+                                 fn=local(np.fmod, 'i32'))
+        return Lit(rng.randint(lo, hi), 'i32', rng.random() < 0.3)
+
+    # -- functions
+
+    def new_fn(self, sc, types, ctrl, prefix='f', full_ok=True):
+        """A function taking values of these types (Var or Lit), run under
+        the control variance ctrl; readable or jaxpr form."""
+        rng = self.rng
+        form = 'jaxpr' if sc.form == 'jaxpr' or rng.random() < 0.4 else 'def'
+        fsc = Scope(sc, ctrl, form)
+        fsc.full_ok = full_ok and sc.full_ok
+        params = []
+        for t in types:
+            r = rng.random()
+            if form == 'jaxpr':
+                ann = 'full' if r < 0.45 else 'shape' if r < 0.9 else None
+            else:
+                ann = 'full' if r < 0.15 else 'shape' if r < 0.3 else None
+            if ann == 'full' and not fsc.full_ok:
+                ann = 'shape'
+            params.append(Var(self.fresh('a'), t.dtype, t.shape, t.vma, t.exact, ann))
+        if 'shape_annotations' in WORKAROUNDS and all(p.ann for p in params):
+            for p in params:
+                if p.ann == 'shape' and p.vma:
+                    p.ann = 'full' if fsc.full_ok and rng.random() < 0.5 else None
+        fsc.vars += params
+        return Fn(self.fresh(prefix), params, form, fsc), fsc
+
+    def place(self, sc, fns):
+        """Define the functions that are not written inline, in sc (after
+        everything they close over, before the statement that uses them)."""
+        for fn in fns:
+            if fn.form == 'def' or (sc.form == 'def' and self.rng.random() < 0.4):
+                fn.named = True
+                sc.stmts.append(DefStmt(fn))
+
+    # -- one step on a value: same dtype and shape, variance within budget
+
+    def transform(self, sc, v, budget, depth, steps=None):
+        rng = self.rng
+        for _ in range(steps or rng.choice([1, 1, 2, 3])):
+            r = rng.random()
+            w = None
+            if self.plant and self.bad is None and sc.ctrl and r < 0.5:
+                w = self.step_coll(sc, v, budget, bad=True)
+            elif depth > 0 and r < 0.3:
+                w = self.construct(sc, v, budget, depth - 1)
+            elif r < 0.55 and v.dtype != 'bool':
+                w = self.step_coll(sc, v, budget)
+            elif r < 0.62 and depth > 0 and sc.form == 'def':
+                w = self.step_call(sc, v, budget, depth - 1)
+            if w is None:
+                w = self.step_local(sc, v, budget)
+            if w is not None:
+                v = w
+        return v
+
+    def step_call(self, sc, v, budget, depth):
+        """def g(a) { ... } then w = g v: a function called like a primitive."""
+        fn, fsc = self.new_fn(sc, [v], sc.ctrl, prefix='g')
+        r = self.transform(fsc, fn.params[0], budget, depth)
+        fn.results = [r]
+        fn.named = True
+        sc.stmts.append(DefStmt(fn))
+        w = Var(self.fresh(), r.dtype, r.shape, r.vma, r.exact, self.ann(sc))
+        self.add_stmt(sc, CallStmt([w], fn, [v]))
+        sc.vars.append(w)
+        return w
+
+    def step_local(self, sc, v, budget):
+        rng = self.rng
+        mesh = self.mesh
+        dt, shape = v.dtype, v.shape
+        ok = lambda u: u.vma <= budget and u is not v  # noqa: E731
+        if dt == 'bool':
+            kind = rng.choice(['not', 'logic', 'logic', 'cmp'])
+            if kind == 'not':
+                return self.emit(sc, 'not', '', [v], 'bool', shape, v.vma, fn=local(np.logical_not, 'bool'))
+            if kind == 'logic':
+                prim = rng.choice(['and', 'or'])
+                f = np.logical_and if prim == 'and' else np.logical_or
+                u = self.pick(sc, lambda u: ok(u) and u.dtype == 'bool' and u.shape in (shape, ()))
+                u = u if u is not None and rng.random() < 0.7 else self.lit('bool')
+                args = [v, u] if rng.random() < 0.7 else [u, v]
+                return self.emit(sc, prim, '', args, 'bool', shape, v.vma | u.vma, fn=local(f, 'bool'))
+            # a comparison of two numbers of this shape
+            x = self.pick(sc, lambda u: ok(u) and u.dtype != 'bool' and u.shape == shape)
+            if x is None:
+                return None
+            y = self.pick(sc, lambda u: ok(u) and u.dtype == x.dtype and u.shape in (shape, ()))
+            y = y if y is not None and rng.random() < 0.6 else self.lit(x.dtype)
+            prim = rng.choice(['lt', 'le', 'gt', 'ge', 'eq', 'ne'])
+            f = {'lt': np.less, 'le': np.less_equal, 'gt': np.greater, 'ge': np.greater_equal,
+                 'eq': np.equal, 'ne': np.not_equal}[prim]
+            w = self.emit(sc, prim, '', [x, y], 'bool', shape, x.vma | y.vma, fn=local(f, 'bool'))
+            return w
+        kind = rng.choice(['bin', 'bin', 'lit', 'lit', 'unary', 'convert', 'select', 'axis', 'reduce'])
+        if kind == 'bin':
+            u = self.pick(sc, lambda u: ok(u) and u.dtype == dt and u.shape in (shape, ()))
+            if u is not None:
+                prim = rng.choice(['add', 'sub', 'max', 'min', 'mul'] if dt == 'i32' else ['add', 'sub', 'max', 'min'])
+                f = {'add': np.add, 'sub': np.subtract, 'max': np.maximum, 'min': np.minimum,
+                     'mul': np.multiply}[prim]
+                args = [v, u] if rng.random() < 0.7 else [u, v]
+                return self.emit(sc, prim, '', args, dt, shape, v.vma | u.vma,
+                                 fn=local(lambda a, b, f=f: f(a, b), dt))
+        if kind == 'lit':
+            prim = rng.choice(['add', 'sub', 'max', 'min', 'mul'])
+            c = self.lit(dt) if prim != 'mul' else Lit(rng.choice([-1, 2]), dt, rng.random() < 0.3)
+            f = {'add': np.add, 'sub': np.subtract, 'max': np.maximum, 'min': np.minimum,
+                 'mul': np.multiply}[prim]
+            args = [v, c] if prim == 'sub' or rng.random() < 0.7 else [c, v]
+            return self.emit(sc, prim, '', args, dt, shape, v.vma,
+                             fn=local(lambda a, b, f=f: f(a, b), dt))
+        if kind == 'convert':
+            u = self.pick(sc, lambda u: ok(u) and u.dtype != dt and u.shape == shape
+                          and (u.exact or dt == 'f32'))
+            if u is not None:
+                c = self.emit(sc, 'convert_element_type', 'new_dtype=%s' % dt, [u], dt, shape, u.vma,
+                              fn=local(lambda a: a, dt))
+                return self.emit(sc, 'add', '', [v, c], dt, shape, v.vma | c.vma,
+                                 fn=local(lambda a, b: a + b, dt))
+        if kind == 'select':
+            p = self.pick(sc, lambda u: ok(u) and u.dtype == 'bool' and u.shape in (shape, ()))
+            if p is not None:
+                u = self.pick(sc, lambda u: ok(u) and u.dtype == dt and u.shape == shape)
+                u = u if u is not None and rng.random() < 0.7 else self.lit(dt)
+                args = [v, u] if rng.random() < 0.5 else [u, v]
+                return self.emit(sc, 'select_n', '', [p] + args, dt, shape, p.vma | v.vma | u.vma,
+                                 fn=local(lambda q, a, b: np.where(q, b, a), dt))
+        if kind == 'axis':
+            # axis_index inside the function (legal over axes the control
+            # does not vary along, and anywhere once pvary_in_varying lands)
+            pool = [a for a in budget if a not in sc.ctrl or 'pvary_in_varying' in FEATURES]
+            if pool:
+                axes = self.rand_axes(mesh, 1, pool)
+                ax = tuple(axes)
+                me = self.emit(sc, 'axis_index', self.axes_param(axes, 'axis_name'), [], 'i32', (), frozenset(axes),
+                               fn=lambda d, ax=ax: (np.array(mesh.member_index(d, ax), dtype=np.int32),),
+                               prefix='me')
+                if dt == 'f32':
+                    me = self.emit(sc, 'convert_element_type', 'new_dtype=f32', [me], 'f32', (), me.vma,
+                                   fn=local(lambda a: a, 'f32'))
+                return self.emit(sc, 'add', '', [v, me], dt, shape, v.vma | me.vma,
+                                 fn=local(lambda a, b: a + b, dt))
+        if kind == 'reduce' and shape:
+            prim = rng.choice(['reduce_sum', 'reduce_max', 'reduce_min'])
+            f = {'reduce_sum': np.sum, 'reduce_max': np.max, 'reduce_min': np.min}[prim]
+            ax = rng.randrange(len(shape))
+            s = self.emit(sc, prim, 'axes=(%d,)' % ax, [v], dt, shape[:ax] + shape[ax + 1:], v.vma,
+                          fn=local(lambda a, f=f, ax=ax: f(a, axis=ax), dt))
+            keep = tuple(k for k in range(len(shape)) if k != ax)
+            s = self.emit(sc, 'broadcast_in_dim', 'shape=(%s), broadcast_dimensions=(%s)' % (
+                ''.join('%d, ' % n for n in shape).rstrip(' '), ''.join('%d, ' % k for k in keep).rstrip(' ')),
+                [s], dt, shape, v.vma,
+                fn=local(lambda a, ax=ax, sh=shape: np.broadcast_to(np.expand_dims(a, ax), sh), dt))
+            return self.emit(sc, 'sub', '', [v, s], dt, shape, v.vma, fn=local(lambda a, b: a - b, dt))
+        prim = rng.choice(['neg', 'abs'])
+        return self.emit(sc, prim, '', [v], dt, shape, v.vma, fn=local(np.negative if prim == 'neg' else np.abs, dt))
+
+    # -- collectives that give back a value of the operand's dtype and shape
+
+    CANON = {'reduce_scatter': 'psum_scatter', 'pvary': 'pbroadcast'}
+
+    def step_coll(self, sc, v, budget, bad=False):
+        """A collective, maybe followed by a local equation or a second
+        collective, giving a value of v's dtype and shape.  Its axes avoid
+        the axes the control varies along; with bad=True they include one
+        of them instead (the program is to be rejected)."""
+        rng = self.rng
+        mesh = self.mesh
+        nd = len(mesh.sizes)
+        if v.dtype == 'bool' or nd == 0:
+            return None
+        dt, shape, r = v.dtype, v.shape, len(v.shape)
+        grow = ['ppermute', 'gather_reduce', 'gather_slice', 'scatter_gather', 'a2a']
+        shrink = ['psum', 'psum', 'pmax', 'pmin', 'pmean', 'ginv_reduce']
+        if bad:
+            a = rng.choice(sorted(sc.ctrl))
+            axes = [a] + [b for b in range(nd) if b != a and rng.random() < 0.3]
+            rng.shuffle(axes)
+            kind = rng.choice(shrink + (grow if frozenset(axes) <= budget else []))
+        else:
+            free = sorted(self.all_axes - sc.ctrl)
+            kind = rng.choice(shrink + grow + ['pvary', 'pscatter'])
+            if kind == 'pvary':
+                pool = [a for a in budget - v.vma if a not in sc.ctrl or 'pvary_in_varying' in FEATURES]
+            elif kind == 'pscatter':
+                pool = [a for a in free if a in budget and a not in v.vma]
+            elif kind in grow:
+                pool = [a for a in free if a in budget]
+            else:
+                pool = free
+            if not pool:
+                return None
+            axes = self.rand_axes(mesh, 1, pool)
+        S = frozenset(axes)
+        p = mesh.group_size(axes)
+        neg = 'neg_axes' in FEATURES and rng.random() < 0.4
+        pre = 'bad' if bad else 'v'
+        an = lambda: self.axes_param(axes, 'axis_name')  # noqa: E731
+        first = None
+
+        def coll(prim, params, arg, odt, oshape, ovma, f, exact=None):
+            nonlocal first
+            w = self.emit(sc, prim, params, [arg], odt, oshape, ovma, exact=exact, coll=f, coll_axes=axes,
+                          prefix=pre if first is None else 'v')
+            if first is None:
+                first = (w.name, self.CANON.get(prim, prim))
+            return w
+
+        def loc(prim, params, arg, oshape, ovma, f):
+            return self.emit(sc, prim, params, [arg], dt, oshape, ovma, fn=local(f, dt))
+
+        if kind == 'pmean' and dt != 'f32':
+            kind = 'psum'
+        if 'psum_overflow' in WORKAROUNDS and dt == 'i32' and kind in ('psum', 'scatter_gather'):
+            v = self.emit(sc, 'rem', '', [v, Lit(4096, 'i32')], dt, shape, v.vma, fn=local(np.fmod, dt))
+        if kind in ('psum', 'pmax', 'pmin', 'pmean'):
+            w = coll(kind, self.axes_param(axes, rng.choice(['axes', 'axes', 'axis_name'])), v, dt, shape,
+                     v.vma - S, c_reduce(kind, dt, p), exact=v.exact and kind != 'pmean')
+        elif kind == 'pvary':
+            w = self.emit(sc, rng.choice(['pbroadcast', 'pvary']), self.axes_param(axes), [v], dt, shape,
+                          v.vma | S, fn=lambda d, x: (x,))
+        elif kind == 'ppermute':
+            if rng.random() < 0.3:
+                k = rng.choice([1, 1, 2, -1])
+                perm = [(j, (j + k) % p) for j in range(p)]
+                params = '%s, shift=%d' % (an(), k)
+            else:
+                srcs = list(range(p))
+                rng.shuffle(srcs)
+                srcs = srcs[:max(1, rng.randint(0, p) if rng.random() < 0.4 else p)]
+                perm = list(zip(srcs, rng.sample(range(p), len(srcs))))
+                params = '%s, perm=(%s%s)' % (an(), ', '.join('(%d, %d)' % pr for pr in perm),
+                                             ',' if len(perm) == 1 else '')
+            w = coll('ppermute', params, v, dt, shape, v.vma | S, c_ppermute(perm))
+        elif kind in ('gather_reduce', 'ginv_reduce'):
+            # untiled all_gather (a new dimension at ax), reduced over that dimension again
+            if v.size * p > MAX_BLOCK:
+                return None
+            ax = rng.randrange(r + 1)
+            prim = 'all_gather' if kind == 'gather_reduce' else 'all_gather_invariant'
+            ps = [an(), 'axis=%d' % (ax - (r + 1) if neg else ax)]
+            if rng.random() < 0.4:
+                ps.append('tiled=False')
+            rng.shuffle(ps)
+            g = coll(prim, ', '.join(ps), v, dt, shape[:ax] + (p,) + shape[ax:],
+                     v.vma | S if prim == 'all_gather' else v.vma - S, c_gather(ax, False))
+            red = rng.choice(['reduce_sum', 'reduce_max', 'reduce_min'])
+            f = {'reduce_sum': np.sum, 'reduce_max': np.max, 'reduce_min': np.min}[red]
+            w = loc(red, 'axes=(%d,)' % ax, g, shape, g.vma, lambda a, f=f, ax=ax: f(a, axis=ax))
+        elif kind == 'gather_slice':
+            # tiled all_gather along ax, then one member's block sliced out
+            if r == 0 or v.size * p > MAX_BLOCK:
+                return None
+            ax = rng.randrange(r)
+            ps = [an(), 'axis=%d' % (ax - r if neg else ax), 'tiled=True']
+            rng.shuffle(ps)
+            gshape = shape[:ax] + (shape[ax] * p,) + shape[ax + 1:]
+            g = coll('all_gather', ', '.join(ps), v, dt, gshape, v.vma | S, c_gather(ax, True))
+            s = rng.randrange(p)
+            start = [0] * r
+            start[ax] = s * shape[ax]
+            limit = [start[k] + shape[k] for k in range(r)]
+            tup = lambda xs: '(' + ''.join('%d, ' % x for x in xs).rstrip(' ') + ')'  # noqa: E731
+            sl = tuple(slice(start[k], limit[k]) for k in range(r))
+            w = loc('slice', 'start_indices=%s, limit_indices=%s' % (tup(start), tup(limit)), g, shape, g.vma,
+                    lambda a, sl=sl: a[sl])
+        elif kind in ('scatter_gather', 'pscatter'):
+            # psum_scatter (or pscatter, a local slice) along ax, then all_gather back
+            opts = [(True, k) for k in range(r) if shape[k] % p == 0] + [(False, k) for k in range(r) if shape[k] == p]
+            if not opts:
+                return None
+            tiled, ax = rng.choice(opts)
+            sshape = shape[:ax] + ((shape[ax] // p,) if tiled else ()) + shape[ax + 1:]
+            if kind == 'scatter_gather':
+                prim = rng.choice(['psum_scatter', 'psum_scatter', 'reduce_scatter'])
+                ps = [an(), 'scatter_dimension=%d' % (ax - r if neg else ax)]
+                if tiled or rng.random() < 0.5:
+                    ps.append('tiled=%s' % tiled)
+                rng.shuffle(ps)
+                s = coll(prim, ', '.join(ps), v, dt, sshape, v.vma | S, c_scatter(dt, ax, tiled))
+            else:
+                c = shape[ax] // p if tiled else 1
+                ax_ = tuple(axes)
+
+                def chunk(d, x, ax=ax, c=c, tiled=tiled, ax_=ax_):
+                    me = mesh.member_index(d, ax_)
+                    ch = np.take(x, range(me * c, (me + 1) * c), axis=ax)
+                    return (ch if tiled else np.squeeze(ch, axis=ax),)
+                ps = [an(), 'axis=%d' % ax, 'tiled=%s' % tiled]
+                rng.shuffle(ps)
+                s = self.emit(sc, 'pscatter', ', '.join(ps), [v], dt, sshape, v.vma | S, fn=chunk)
+            ps = [an(), 'axis=%d' % (ax - r if neg else ax), 'tiled=%s' % tiled]
+            rng.shuffle(ps)
+            w = coll('all_gather', ', '.join(ps), s, dt, shape, v.vma | S, c_gather(ax, tiled))
+        elif kind == 'a2a':
+            opts = [(True, k) for k in range(r) if shape[k] % p == 0] + [(False, k) for k in range(r) if shape[k] == p]
+            if not opts:
+                return None
+            tiled, ax = rng.choice(opts)
+            others = [k for k in range(r) if k != ax]
+            if tiled and others and rng.random() < 0.5:
+                # split ax, concatenate along b, and back: the identity, through two all_to_alls
+                b = rng.choice(others)
+                mid = list(shape)
+                mid[ax] //= p
+                mid[b] *= p
+                if int(np.prod(mid)) > MAX_BLOCK:
+                    return None
+                ps = [an(), 'split_axis=%d' % (ax - r if neg else ax), 'concat_axis=%d' % (b - r if neg else b),
+                      'tiled=True']
+                rng.shuffle(ps)
+                m = coll('all_to_all', ', '.join(ps), v, dt, tuple(mid), v.vma | S, c_all_to_all(ax, b, True))
+                ps = [an(), 'split_axis=%d' % b, 'concat_axis=%d' % ax, 'tiled=True']
+                rng.shuffle(ps)
+                w = coll('all_to_all', ', '.join(ps), m, dt, shape, v.vma | S, c_all_to_all(b, ax, True))
+            else:
+                ps = [an(), 'split_axis=%d' % (ax - r if neg else ax), 'concat_axis=%d' % ax]
+                if tiled or rng.random() < 0.5:
+                    ps.append('tiled=%s' % tiled)
+                rng.shuffle(ps)
+                w = coll('all_to_all', ', '.join(ps), v, dt, shape, v.vma | S, c_all_to_all(ax, ax, tiled))
+        else:
+            return None
+        if bad:
+            self.bad = (first[0], first[1], S, S & sc.ctrl)
+        elif not w.vma <= budget:
+            raise GenError('step_coll left its budget')
+        return w
+
+    # -- cond, while and fori_loop
+
+    def construct(self, sc, v, budget, depth):
+        r = self.rng.random()
+        if r < 0.4:
+            return self.gen_cond(sc, v, budget, depth)
+        if r < 0.75:
+            return self.gen_while(sc, v, budget, depth)
+        return self.gen_fori(sc, v, budget, depth)
+
+    def produce(self, fsc, dt, shape, budget, depth):
+        """A result of dtype dt and shape for a branch: a parameter passed
+        through, a literal, or something computed."""
+        rng = self.rng
+        same = [u for u in fsc.vars if u.sig() == (dt, shape) and u.vma <= budget]
+        r = rng.random()
+        if same and r < 0.25:
+            return rng.choice(same)
+        if not shape and r < 0.4:
+            return self.lit(dt)
+        src = (rng.choice(same) if same and rng.random() < 0.7 else
+               self.pick(fsc, lambda u: u.sig() == (dt, shape) and u.vma <= budget))
+        if src is None:
+            src = self.emit(fsc, 'broadcast_in_dim', 'shape=(%s), broadcast_dimensions=()' % (
+                ''.join('%d, ' % n for n in shape).rstrip(' ')), [self.lit(dt)], dt, shape, frozenset(),
+                fn=local(lambda a, sh=shape: np.broadcast_to(a, sh), dt))
+        return self.transform(fsc, src, budget, depth)
+
+    def gen_cond(self, sc, v, budget, depth):
+        rng = self.rng
+        nb = rng.choice([1, 2, 2, 2, 3])
+        if nb >= 2 and rng.random() < 0.25:
+            x = self.small_int(sc, budget, -1, 2)
+            prim = rng.choice(['lt', 'ge', 'ne'])
+            f = {'lt': np.less, 'ge': np.greater_equal, 'ne': np.not_equal}[prim]
+            idx = self.emit(sc, prim, '', [x, Lit(rng.randint(0, 1), 'i32')], 'bool', (), x.vma,
+                            fn=local(f, 'bool'))
+        else:
+            idx = self.small_int(sc, budget, -1, nb)    # out of range on both sides: clamped
+        ops = [v]
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
+            ops.append(u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])))
+        rng.shuffle(ops)
+        sigs = [v.sig()]
+        if rng.random() < 0.4:
+            sigs.append(rng.choice([o.sig() for o in ops] + [('i32', ()), ('f32', ()), ('bool', ())]))
+        fns, rows = [], []
+        for _ in range(nb):
+            fn, fsc = self.new_fn(sc, ops, sc.ctrl | idx.vma, prefix='br')
+            rows.append([self.produce(fsc, dt, shape, budget, depth) for dt, shape in sigs])
+            fns.append(fn)
+        U = [frozenset().union(*(row[k].vma for row in rows)) for k in range(len(sigs))]
+        # branches must agree in variance until shmapi widens them itself
+        widen = 'cond_widen' not in FEATURES or rng.random() < 0.5
+        for fn, row in zip(fns, rows):
+            fn.results = [self.widen(fn.scope, x, U[k]) if widen else x for k, x in enumerate(row)]
+        outs = [Var(self.fresh(), dt, shape, U[k] | idx.vma, all(row[k].exact for row in rows), self.ann(sc))
+                for k, (dt, shape) in enumerate(sigs)]
+        self.place(sc, fns)
+        self.add_stmt(sc, CondStmt(outs, idx, fns, ops))
+        sc.vars += outs
+        return outs[0]
+
+    def gen_fori(self, sc, v, budget, depth):
+        rng = self.rng
+        lo = rng.choice([0, 0, 0, 1, -1, 2])
+        hi = lo + rng.choice([0, 1, 2, 2, 3, 3, -1])
+        reverse = rng.random() < 0.15
+        inits = [v]
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
+            inits.append(u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])))
+        # a carry keeps one type: it may be widened before the loop, never by it
+        carries, types = [], []
+        for a in inits:
+            T = a.vma | (sub_axes(rng, budget - a.vma, 0.4) if rng.random() < 0.3 else frozenset())
+            carries.append(self.widen(sc, a, T))
+            types.append(T)
+        fn, fsc = self.new_fn(sc, [Lit(0, 'i32')] + carries, sc.ctrl, prefix='body')
+        i = fn.params[0]
+        res = []
+        for p, T in zip(fn.params[1:], types):
+            if p.dtype == 'f32':
+                p.exact = False
+            if rng.random() < 0.15:
+                res.append(p)
+                continue
+            x = p
+            if p.dtype != 'bool' and rng.random() < 0.5:
+                ii = i if p.dtype == 'i32' else self.emit(fsc, 'convert_element_type', 'new_dtype=f32', [i], 'f32',
+                                                          (), frozenset(), fn=local(lambda a: a, 'f32'))
+                prim = rng.choice(['add', 'sub', 'max'])
+                f = {'add': np.add, 'sub': np.subtract, 'max': np.maximum}[prim]
+                x = self.emit(fsc, prim, '', [x, ii], p.dtype, p.shape, p.vma, fn=local(f, p.dtype))
+            x = self.transform(fsc, x, T, depth)
+            res.append(self.widen(fsc, x, T))
+        fn.results = res
+        outs = [Var(self.fresh(), c.dtype, c.shape, T, c.exact and x.exact and c.dtype != 'f32', self.ann(sc))
+                for c, x, T in zip(carries, res, types)]
+        self.place(sc, [fn])
+        self.add_stmt(sc, ForiStmt(outs, lo, hi, reverse, fn, carries))
+        sc.vars += outs
+        return outs[0]
+
+    def gen_while(self, sc, v, budget, depth):
+        """A while loop whose counter k runs from k0 while k < B (in one of
+        several spellings); k0 and B are literals, invariant, or vary by
+        device through axis_index or data, so each device may loop its own
+        number of times.  Other carries ride along."""
+        rng = self.rng
+        feat4 = 'passthrough_carry' in FEATURES
+        fv = 'fori_values' in FEATURES and rng.random() < 0.3
+        k0 = self.small_int(sc, budget, -1, 2)
+        B = self.small_int(sc, budget, -1, 4)
+        pred = 'lt' if fv else rng.choice(['lt', 'lt', 'gt', 'not_ge', 'and_flag', 'go'])
+        flag = None
+        if pred == 'and_flag':
+            if rng.random() < 0.2:
+                flag = Lit(True, 'bool', rng.random() < 0.3)
+            else:
+                x = self.small_int(sc, budget, -1, 2)
+                prim = rng.choice(['ne', 'lt', 'ge'])
+                f = {'ne': np.not_equal, 'lt': np.less, 'ge': np.greater_equal}[prim]
+                flag = self.emit(sc, prim, '', [x, Lit(rng.randint(0, 1), 'i32')], 'bool', (), x.vma,
+                                 fn=local(f, 'bool'))
+        # the carries: [role, operand, passed through unchanged]
+        cs = [['k', k0, False]]
+        if fv:
+            cs.append(['hi', B, True])
+        if pred == 'go':
+            go0 = self.emit(sc, 'lt', '', [k0, B], 'bool', (), k0.vma | B.vma, fn=local(np.less, 'bool'))
+            cs.append(['go', go0, False])
+        vpos = len(cs)
+        cs.append(['x', v, rng.random() < 0.15])
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
+            cs.append(['x', u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])), rng.random() < 0.2])
+        order = list(range(len(cs)))
+        if not fv:
+            rng.shuffle(order)
+        cs = [cs[k] for k in order]
+        vpos = order.index(vpos)
+        role = {c[0]: n for n, c in enumerate(cs) if c[0] != 'x'}
+        for c in cs:
+            if c[0] == 'x' and rng.random() < 0.3:
+                c[1] = self.widen(sc, c[1], c[1].vma | sub_axes(rng, budget - c[1].vma, 0.4))
+        # where the cond function finds B (and the flag)
+        if fv:
+            bmode = 'carry'
+        elif B.is_lit:
+            bmode = rng.choice(['lit', 'lit', 'const'])
+        else:
+            bmode = rng.choice(['closure', 'closure', 'const'])
+        fmode = 'const' if flag is not None and not flag.is_lit and rng.random() < 0.4 else 'closure'
+
+        # the checker's fixed point: every carry (but, with passthrough_carry,
+        # one passed through unchanged) is lifted by the predicate's variance pv
+        def pred_vma(T):
+            if pred == 'go':
+                return T[role['go']]
+            s = T[role['k']] | (T[role['hi']] if fv else B.vma)
+            return s | (flag.vma if flag is not None else frozenset())
+        def fixed_point():
+            T0 = [c[1].vma for c in cs]
+            own = [c[2] and feat4 for c in cs]
+            pv, seq = frozenset(), []
+            while True:
+                T = [t if keep else t | pv for t, keep in zip(T0, own)]
+                seq.append(pv)
+                np_ = pred_vma(T)
+                if np_ <= pv:
+                    return T0, T, pv, seq
+                pv |= np_
+        T0, T, pv, seq = fixed_point()
+        if 'lifted_carry' in WORKAROUNDS:
+            for c, t in zip(cs, T):
+                c[1] = self.widen(sc, c[1], t)
+            T0, T, pv, seq = fixed_point()
+        ctrl = sc.ctrl | pv
+        ctypes = [Var('', c[1].dtype, c[1].shape, t, c[1].exact) for c, t in zip(cs, T)]
+
+        # the cond function
+        cconsts = []
+        if bmode == 'const':
+            cconsts.append(B)
+        if fmode == 'const':
+            cconsts.append(flag)
+        lifted = any(t != t0 for t, t0 in zip(T, T0))
+        cfn, csc = self.new_fn(sc, cconsts + ctypes, ctrl, prefix='cnd',
+                               full_ok=not (lifted and 'cond_fn_annotations' in WORKAROUNDS))
+        cps = cfn.params[len(cconsts):]
+        kp = cps[role['k']]
+        bref = {'lit': B, 'closure': B, 'const': cfn.params[0],
+                'carry': cps[role['hi']] if fv else None}[bmode]
+        if self.plant and self.bad is None and rng.random() < 0.4 and (sc.ctrl | pv):
+            # a collective in the predicate's function: checked under the
+            # variance the fixed point has reached at each round
+            a = rng.choice(sorted(sc.ctrl | pv))
+            axes = [a] + [b for b in range(len(self.mesh.sizes)) if b != a and rng.random() < 0.3]
+            rng.shuffle(axes)
+            S = frozenset(axes)
+            at = next(sc.ctrl | q for q in seq if S & (sc.ctrl | q))
+            prim = rng.choice(['psum', 'pmax', 'pmin'])
+            w = self.emit(csc, prim, self.axes_param(axes), [kp], 'i32', (), kp.vma - S,
+                          coll=c_reduce(prim, 'i32', self.mesh.group_size(axes)), coll_axes=axes, prefix='bad')
+            self.bad = (w.name, prim, S, S & at)
+        if pred in ('lt', 'and_flag'):
+            p = self.emit(csc, 'lt', '', [kp, bref], 'bool', (), kp.vma | bref.vma, fn=local(np.less, 'bool'))
+            if pred == 'and_flag':
+                fl = cfn.params[len(cconsts) - 1] if fmode == 'const' else flag
+                args = [p, fl] if rng.random() < 0.5 else [fl, p]
+                p = self.emit(csc, 'and', '', args, 'bool', (), p.vma | fl.vma, fn=local(np.logical_and, 'bool'))
+        elif pred == 'gt':
+            p = self.emit(csc, 'gt', '', [bref, kp], 'bool', (), kp.vma | bref.vma, fn=local(np.greater, 'bool'))
+        elif pred == 'not_ge':
+            q = self.emit(csc, 'ge', '', [kp, bref], 'bool', (), kp.vma | bref.vma,
+                          fn=local(np.greater_equal, 'bool'))
+            p = self.emit(csc, 'not', '', [q], 'bool', (), q.vma, fn=local(np.logical_not, 'bool'))
+        else:
+            p = cps[role['go']]        # the predicate is a carry
+        cfn.results = [p]
+        if p.vma != pv and not (self.plant and p.vma <= pv):
+            raise GenError('predicate varies over %s, the fixed point says %s' % (sorted(p.vma), sorted(pv)))
+
+        # the body function
+        bconsts = []
+        if pred == 'go' and not B.is_lit and rng.random() < 0.5:
+            bconsts.append(B)
+        if rng.random() < 0.2:
+            u = self.pick(sc, lambda u: u.vma <= budget, recent=0.3)
+            if u is not None and u is not B:
+                bconsts.append(u)
+        bfn, bsc = self.new_fn(sc, bconsts + ctypes, ctrl, prefix='body')
+        bps = bfn.params[len(bconsts):]
+        res = []
+        k2 = None
+        for n, (c, p, t) in enumerate(zip(cs, bps, T)):
+            if p.dtype == 'f32':
+                p.exact = False
+            if c[0] == 'k':
+                step = Lit(rng.choice([1, 1, 1, 2]), 'i32', rng.random() < 0.3)
+                args = [p, step] if rng.random() < 0.7 else [step, p]
+                k2 = self.emit(bsc, 'add', '', args, 'i32', (), p.vma, fn=local(np.add, 'i32'))
+                res.append(k2)
+            elif c[0] == 'hi' or (c[0] == 'x' and c[2]):
+                res.append(p)
+            elif c[0] == 'go':
+                res.append(None)       # after k2
+            else:
+                x = p
+                if fv and p.dtype != 'bool' and rng.random() < 0.4:
+                    ii = bps[role['k']]
+                    if p.dtype == 'f32':
+                        ii = self.emit(bsc, 'convert_element_type', 'new_dtype=f32', [ii], 'f32', (), ii.vma,
+                                       fn=local(lambda a: a, 'f32'))
+                    if ii.vma <= t:
+                        x = self.emit(bsc, 'add', '', [x, ii], p.dtype, p.shape, p.vma | ii.vma,
+                                      fn=local(np.add, p.dtype))
+                x = self.transform(bsc, x, t, depth)
+                res.append(self.widen(bsc, x, t))
+        if pred == 'go':
+            n = role['go']
+            bb = B if B.is_lit or B not in bconsts else bfn.params[bconsts.index(B)]
+            go2 = self.emit(bsc, 'lt', '', [k2, bb], 'bool', (), k2.vma | bb.vma, fn=local(np.less, 'bool'))
+            res[n] = self.widen(bsc, go2, T[n])
+        bfn.results = res
+        for x, t in zip(res, T):
+            if x.vma != t:
+                raise GenError('a while body returns %s for a carry of %s' % (sorted(x.vma), sorted(t)))
+        outs = [Var(self.fresh(), c[1].dtype, c[1].shape, t, c[1].exact and x.exact and c[1].dtype != 'f32',
+                    self.ann(sc)) for c, x, t in zip(cs, res, T)]
+        self.place(sc, [cfn, bfn])
+        self.add_stmt(sc, WhileStmt(outs, cfn, bfn, cconsts, bconsts, [c[1] for c in cs], rng.random() < 0.4))
+        sc.vars += outs
+        return outs[vpos]
+
+    # -- the body
+
+    def make_body(self, mesh, pool):
+        rng = self.rng
+        self.mesh = mesh
+        self.all_axes = frozenset(range(len(mesh.sizes)))
+        self.top = top = Scope(None, (), 'def')
+        self.prologue, self.helpers = [], {}
+        envs = [{} for _ in range(mesh.ndev)]
+        for v in pool:
+            top.vars.append(Var(v.name, v.dtype, v.shape, v.vma))
+            for d in range(mesh.ndev):
+                envs[d][v.name] = np.asarray(v.blocks[d])
+        made = []
+        for _ in range(rng.choice([1, 1, 2, 3])):
+            v = self.pick(top, lambda u: True, recent=0.7)
+            w = self.construct(top, v, self.all_axes, rng.choice([1, 1, 2, 2, 3]))
+            made.append(w)
+            if rng.random() < 0.3:
+                made.append(self.transform(top, w, self.all_axes, 1))
+        if self.plant and self.bad is None:
+            return None
+        # the last value made, and up to two other results of the top-level
+        # cond, while and fori_loop statements (a value nobody returns tests nothing)
+        outs = [u for st in top.stmts if st.kind in ('cond', 'while', 'fori') for u in st.outs
+                if u is not made[-1]]
+        results = [made[-1]] + rng.sample(outs, min(len(outs), rng.choice([0, 1, 2, 2])))
+        for k, w in enumerate(results):
+            # a scalar result varying along an axis must get a dimension to be mapped
+            if not w.shape and (w.vma or rng.random() < 0.2):
+                n = rng.choice([1, 2])
+                results[k] = self.emit(top, 'broadcast_in_dim', 'shape=(%d,), broadcast_dimensions=()' % n, [w],
+                                       w.dtype, (n,), w.vma, fn=local(lambda a, n=n: np.broadcast_to(a, (n,)), w.dtype))
+        stmts = self.prologue + top.stmts
+        self.pre_lines = list(self.body)
+        self.ir = (stmts, results)
+        self.envs = envs
+        self.body += self.body_lines(stmts)
+        if self.plant:
+            blocks = [[np.zeros(w.shape, NP_DT[w.dtype]) for w in results]] * mesh.ndev
+        else:
+            blocks = Model(mesh).run(stmts, envs, results)
+        return [Val(w.name, w.dtype, w.shape, w.vma, [blocks[d][k] for d in range(mesh.ndev)])
+                for k, w in enumerate(results)]
+
+
+# ---- reducing a failing program ------------------------------------------------------------
+
+def stmt_atoms(st):
+    if st.kind == 'eqn' or st.kind == 'call':
+        return st.args
+    if st.kind == 'cond':
+        return [st.index] + st.args
+    if st.kind == 'while':
+        return st.cconsts + st.bconsts + st.carries
+    if st.kind == 'fori':
+        return st.carries
+    return []
+
+
+def stmt_fns(st):
+    return {'call': lambda: [st.fn], 'cond': lambda: st.fns, 'while': lambda: [st.cfn, st.bfn],
+            'fori': lambda: [st.fn]}.get(st.kind, lambda: [])()
+
+
+def dce(stmts, live, live_fns):
+    """stmts without those whose results nothing reads (live: names read
+    after them, updated with what the kept ones read)."""
+    out = []
+    for st in reversed(stmts):
+        if st.kind == 'def':
+            if id(st.fn) in live_fns:
+                out.append(st)
+            continue
+        if not any(v.name in live for v in st.outs):
+            continue
+        for fn in stmt_fns(st):
+            inner = set(r.name for r in fn.results if not r.is_lit)
+            fn.scope.stmts[:] = dce(fn.scope.stmts, inner, live_fns)
+            live |= inner
+            live_fns.add(id(fn))
+        live |= set(a.name for a in stmt_atoms(st) if not a.is_lit)
+        out.append(st)
+    return out[::-1]
+
+
+def all_stmts(stmts):
+    """Every statement, nested ones included, with the list holding it."""
+    for k, st in enumerate(stmts):
+        yield stmts, k, st
+        for fn in stmt_fns(st):
+            yield from all_stmts(fn.scope.stmts)
+
+
+def reductions(st):
+    """Smaller versions of one statement, each a function changing it in place."""
+    out = []
+    if st.kind in ('while', 'fori'):
+        for n in range(len(st.carries)):
+            def drop(st=st, n=n):
+                st.carries = st.carries[:n] + st.carries[n + 1:]
+                st.outs = st.outs[:n] + st.outs[n + 1:]
+                fns = [(st.cfn, len(st.cconsts)), (st.bfn, len(st.bconsts))] if st.kind == 'while' else [(st.fn, 1)]
+                for fn, off in fns:
+                    fn.params = fn.params[:off + n] + fn.params[off + n + 1:]
+                body = st.bfn if st.kind == 'while' else st.fn
+                body.results = body.results[:n] + body.results[n + 1:]
+            out.append(drop)
+    if st.kind == 'fori' and st.hi - st.lo > 1:
+        def fewer(st=st):
+            st.hi -= 1
+        out.append(fewer)
+    if st.kind == 'cond':
+        if len(st.fns) > 1:
+            for k in range(len(st.fns)):
+                def one(st=st, k=k):
+                    st.fns = [st.fns[k]]
+                out.append(one)
+        for n in range(len(st.args)):
+            def drop_arg(st=st, n=n):
+                st.args = st.args[:n] + st.args[n + 1:]
+                for fn in st.fns:
+                    fn.params = fn.params[:n] + fn.params[n + 1:]
+            out.append(drop_arg)
+        for n in range(len(st.outs)):
+            if len(st.outs) > 1:
+                def drop_out(st=st, n=n):
+                    st.outs = st.outs[:n] + st.outs[n + 1:]
+                    for fn in st.fns:
+                        fn.results = fn.results[:n] + fn.results[n + 1:]
+                out.append(drop_out)
+    for name in ('carries', 'cconsts', 'bconsts', 'args'):
+        atoms = getattr(st, name, None) if st.kind != 'eqn' or st.coll is None else None
+        for n, a in enumerate(atoms or []):
+            if not a.is_lit and not a.shape:
+                def lit(st=st, name=name, n=n, a=a):
+                    getattr(st, name)[n] = Lit(False if a.dtype == 'bool' else 0, a.dtype)
+                out.append(lit)
+    return out
+
+
+def bypasses(st):
+    """(result, stand-in) pairs: a statement's result replaced everywhere
+    by one of its operands of the same dtype and shape (a loop's result by
+    its initial carry), after which the statement is dead."""
+    if st.kind == 'while':
+        return list(zip(st.outs, st.carries))
+    if st.kind == 'fori':
+        return list(zip(st.outs, st.carries))
+    if st.kind in ('eqn', 'cond', 'call'):
+        args = st.args if st.kind != 'cond' else st.args
+        return [(o, a) for o in st.outs for a in args if a.sig() == o.sig()]
+    return []
+
+
+def subst(stmts, old, new):
+    """Replace the value old by the atom new wherever it is read."""
+    def fix(xs):
+        return [new if x is old else x for x in xs]
+    for _, _, st in all_stmts(stmts):
+        if st.kind == 'cond' and st.index is old:
+            st.index = new
+        for name in ('args', 'carries', 'cconsts', 'bconsts'):
+            if hasattr(st, name):
+                setattr(st, name, fix(getattr(st, name)))
+        for fn in stmt_fns(st):
+            fn.results = fix(fn.results)
+
+
+def reduce_program(shmapi, g, tmpdir, budget_s=60.0):
+    """A smaller program than CtlGen g's on which shmapi still prints other
+    values than the model: results dropped, dead statements removed, loop
+    carries, cond branches, operands and results dropped, scalar operands
+    made literals, one at a time while the disagreement stays."""
+    import copy
+    import time
+    t_end = time.time() + budget_s
+    mesh = g.mesh
+
+    def attempt(stmts, results):
+        try:
+            blocks = Model(mesh).run(stmts, g.envs, results)
+            outs = []
+            for k, w in enumerate(results):
+                val = Val(w.name, w.dtype, w.shape, w.vma, [blocks[d][k] for d in range(mesh.ndev)])
+                k0 = g.result_index[w.name]
+                outs.append((val, g.outs[k0][1], assemble(mesh, val, g.out_dims[k0])))
+            text, exp = g.text(g.pre_lines + g.body_lines(stmts), outs)
+        except Exception:  # noqa: BLE001 -- a reduction the model cannot run is just not taken
+            return None
+        rc, out, _ = run(shmapi, text, tmpdir, 'reduce')
+        if rc != 0:
+            return None
+        got = parse_output(out)
+        if any(label in got and compare(e, got[label]) for label, e in exp):
+            return text
+        return None
+
+    stmts, results = g.ir
+    g.result_index = {w.name: k for k, w in enumerate(results)}
+    best = attempt(stmts, results)
+    if best is None:
+        return None
+
+    def dce_all(stmts, results):
+        return dce(stmts, set(w.name for w in results), set())
+
+    # one result, then dead code
+    for w in results:
+        if len(results) > 1:
+            t = attempt(dce_all(copy.deepcopy(stmts), [w]), [w])
+            if t:
+                stmts, results, best = dce_all(stmts, [w]), [w], t
+                break
+    cand = dce_all(copy.deepcopy(stmts), results)
+    t = attempt(cand, results)
+    if t:
+        stmts, best = cand, t
+    progress = True
+    while progress and time.time() < t_end:
+        progress = False
+        sites = list(all_stmts(stmts))
+        for si in range(len(sites)):
+            if time.time() > t_end:
+                break
+            nred = len(reductions(sites[si][2]))
+            for ri in range(nred + len(bypasses(sites[si][2]))):
+                trial_stmts, trial_results = copy.deepcopy((stmts, results))
+                site = list(all_stmts(trial_stmts))[si][2]
+                if ri < nred:
+                    reductions(site)[ri]()
+                else:
+                    o, a = bypasses(site)[ri - nred]
+                    if o in trial_results:
+                        continue
+                    subst(trial_stmts, o, a)
+                trial_stmts = dce_all(trial_stmts, trial_results)
+                t = attempt(trial_stmts, trial_results)
+                if t and len(t) < len(best):
+                    stmts, results, best = trial_stmts, trial_results, t
+                    progress = True
+                    break
+            if progress:
+                break
+    return best
 
 
 # ---- running and comparing ---------------------------------------------------------------
@@ -795,45 +2335,112 @@ def check_one(shmapi, text, expected, tmpdir, tag):
     return probs
 
 
+def bad_line(path, text, line0, bad, mesh):
+    """The diagnostic a program with a planted collective must get: its
+    position (found from the planted binder's name) and its first words."""
+    name, prim, axes, ctrl = bad
+    for n, line in enumerate(text.split('\n')):
+        m = re.search(r'(?:^|[\s(,])%s(?::\S+)? = (\w+)' % name, line)
+        if m:
+            names = lambda s: ', '.join(mesh.axes[a] for a in sorted(s))  # noqa: E731
+            return '%s:%d:%d: error: %s over {%s} inside control flow whose predicate varies over {%s}:' % (
+                path, line0 + n + 1, m.start(1) + 1, prim, names(axes), names(ctrl))
+    raise GenError('the planted collective %s is not in the text' % name)
+
+
+def check_rejected(shmapi, batch, tmpdir, tag):
+    """Run programs that must be rejected, all in one file: exit status 1,
+    nothing printed, and exactly the expected errors (one per program).
+    Returns a list of (program text, problems)."""
+    path = os.path.join(tmpdir, 'diff_%s.shm' % tag)
+    text, want, line0 = '', [], 0
+    for t, bad, mesh in batch:
+        want.append(bad_line(path, t, line0, bad, mesh))
+        text += t
+        line0 += t.count('\n')
+    rc, out, err = run(shmapi, text, tmpdir, tag)
+    errors = [l for l in err.split('\n') if ': error: ' in l]
+    probs = []
+    for (t, _, _), w in zip(batch, want):
+        hit = [e for e in errors if e.startswith(w)]
+        if not hit:
+            probs.append((t, ['not rejected as expected: wanted\n%s\nstderr:\n%s' % (w, err.strip()[:3000])]))
+    extra = [e for e in errors if not any(e.startswith(w) for w in want)]
+    if extra and not probs:
+        probs.append((text, ['unexpected errors:\n' + '\n'.join(extra)]))
+    if rc != 1 or out:
+        probs.append((text, ['exit status %d (expected 1), stdout %r' % (rc, out[:200])]))
+    return probs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seed', type=int, default=20260)
-    ap.add_argument('--count', type=int, default=2000)
+    ap.add_argument('--count', type=int, default=3000)
+    ap.add_argument('--rejects', type=int, help='programs that must be rejected (default: count / 10)')
     ap.add_argument('--batch', type=int, default=150)
+    ap.add_argument('--features', help='comma-separated JAX-compatibility points to switch on instead of '
+                    'FEATURES ("all", "none"; see KNOWN_FEATURES)')
+    ap.add_argument('--workarounds', help='comma-separated known bugs to keep steering around instead of '
+                    'WORKAROUNDS ("none": test them all)')
     ap.add_argument('--show', type=int, default=3, help='mismatches to print in full')
+    ap.add_argument('--reduce', type=int, default=1, help='wrong answers of control-flow programs to reduce '
+                    'to a smaller program that still disagrees (each within a minute)')
     ap.add_argument('--keep', help='write the generated batches to this directory')
     ap.add_argument('-v', '--verbose', action='store_true')
     a = ap.parse_args()
+    if a.features is not None:
+        want = set(KNOWN_FEATURES) if a.features == 'all' else set() if a.features == 'none' else \
+            set(f for f in a.features.split(',') if f)
+        unknown = want - set(KNOWN_FEATURES)
+        if unknown:
+            ap.error('unknown features: %s (known: %s)' % (', '.join(sorted(unknown)),
+                                                          ', '.join(sorted(KNOWN_FEATURES))))
+        FEATURES.clear()
+        FEATURES.update(want)
+    if a.workarounds is not None:
+        keep = set() if a.workarounds == 'none' else set(w for w in a.workarounds.split(',') if w)
+        WORKAROUNDS.intersection_update(keep)
+    nrej = a.count // 10 if a.rejects is None else a.rejects
     shmapi = os.environ.get('SHMAPI') or 'build/shmapi'
     rng = random.Random(a.seed)
-    programs = []
-    uid = 0
+    programs, rejects = [], []
+    uid = nctl = 0
     while len(programs) < a.count:
         uid += 1
-        g = Gen(rng, uid)
+        ctl = rng.random() < CTL_FRACTION
+        g = CtlGen(rng, uid) if ctl else Gen(rng, uid)
         r = g.program()
         if r is None:
             continue
-        programs.append(r)
+        programs.append((r[0], r[1], g if ctl else None))
+        nctl += ctl
+    while len(rejects) < nrej:
+        uid += 1
+        g = CtlGen(rng, uid, plant=True)
+        r = g.program()
+        if r is None:
+            continue
+        rejects.append((r[0], g.bad, g.mesh))
     tmpdir = a.keep or tempfile.mkdtemp(prefix='shm-diff-')
     os.makedirs(tmpdir, exist_ok=True)
     failures = []
     checked = 0
     for b0 in range(0, len(programs), a.batch):
         batch = programs[b0:b0 + a.batch]
-        text = ''.join(t for t, _ in batch)
+        text = ''.join(t for t, _, _ in batch)
         rc, out, _ = run(shmapi, text, tmpdir, 'batch%d' % (b0 // a.batch))
         if rc != 0:
             if a.verbose:
                 print('batch %d failed (exit %d); rerunning its programs one by one' % (b0 // a.batch, rc))
-            for t, exp in batch:
+            for t, exp, g in batch:
                 probs = check_one(shmapi, t, exp, tmpdir, 'one')
                 if probs:
-                    failures.append((t, probs))
+                    failures.append((t, probs, g))
             checked += len(batch)
             continue
         got = parse_output(out)
-        for t, exp in batch:
+        for t, exp, g in batch:
             probs = []
             for label, e in exp:
                 if label not in got:
@@ -843,22 +2450,49 @@ def main():
                 if m:
                     probs.append('%s: %s' % (label, m))
             if probs:
-                failures.append((t, probs))
+                failures.append((t, probs, g))
         checked += len(batch)
-    nres = sum(len(e) for _, e in programs)
-    for t, probs in failures[:a.show]:
+    rbatch = max(1, a.batch // 4)
+    nrej_failed = 0
+    for b0 in range(0, len(rejects), rbatch):
+        batch = rejects[b0:b0 + rbatch]
+        probs = check_rejected(shmapi, batch, tmpdir, 'rejects%d' % (b0 // rbatch))
+        if probs and len(batch) > 1:
+            if a.verbose:
+                print('rejected batch %d failed; rerunning its programs one by one' % (b0 // rbatch))
+            probs = []
+            for one in batch:
+                probs += check_rejected(shmapi, [one], tmpdir, 'one')
+        failures += [(t, p, None) for t, p in probs]
+        nrej_failed += len(probs)
+    nres = sum(len(e) for _, e, _ in programs)
+    for t, probs, _ in failures[:a.show]:
         print('---- mismatch ' + '-' * 60)
         print(t, end='')
         for p in probs:
             print('  >> ' + p.replace('\n', '\n     '))
+    reduced = 0
+    for t, probs, g in failures:
+        if reduced >= a.reduce:
+            break
+        if g is None or not any('values differ' in p for p in probs):
+            continue
+        r = reduce_program(shmapi, g, tmpdir)
+        if r:
+            reduced += 1
+            print('---- reduced ' + '-' * 61)
+            print(r, end='')
     if not a.keep and not failures:
         for f in os.listdir(tmpdir):
             os.unlink(os.path.join(tmpdir, f))
         os.rmdir(tmpdir)
     if failures:
         print('the generated files are in %s' % tmpdir)
-    print('%d programs (%d results, seed %d): %d passed, %d failed' % (
-        checked, nres, a.seed, checked - len(failures), len(failures)))
+    print('%d programs (%d with control flow, %d results, seed %d, features: %s): %d passed, %d failed; '
+          '%d programs to reject: %d passed, %d failed' % (
+              checked, nctl, nres, a.seed, ','.join(sorted(FEATURES)) or 'none',
+              checked - (len(failures) - nrej_failed), len(failures) - nrej_failed,
+              len(rejects), len(rejects) - nrej_failed, nrej_failed))
     return 1 if failures else 0
 
 
