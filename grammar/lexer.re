@@ -1,5 +1,5 @@
 /*
-** lexer.re — the tokens of shm (LANGUAGE.md §1), for re2c.
+** lexer.re — the tokens of shm (docs/language.md), for re2c.
 */
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
-** parser.y — the grammar of shm (LANGUAGE.md §1-§3.2), for Lemon.
+** parser.y — the grammar of shm (docs/language.md), for Lemon.
 **
 ** Actions are one-line calls into the AST builder (ast.c).  Newlines and
 ** `;` separate statements; the lexer drops newlines inside (...) and [...]

@@ -39,6 +39,8 @@ typedef struct Instance {
   int nargs;
   Mesh *mesh;
   uint32_t ctrl;
+  uint32_t *outvma;        /* results widened to these variance sets, or NULL */
+  int noutvma;
   IrFunc *ir;              /* NULL when the instance failed to check */
   struct Instance *next;
 } Instance;
@@ -54,6 +56,7 @@ typedef struct FuncDef {
   struct FuncDef *target;  /* linear_transpose: the function transposed */
   IntList lin;             /* linear_transpose: linear=(...) */
   bool lin_given;
+  bool resolved;           /* resolved without types (never checked) */
 } FuncDef;
 
 typedef struct ImportedFile {
@@ -67,6 +70,11 @@ struct Checker {
   Binding *top;            /* top-level scope */
   ImportedFile *imports;
   int depth;               /* instantiation depth */
+  struct FuncDef **defs;   /* every def checked, for resolve_unchecked */
+  const Mesh **def_mesh;   /* the mesh each stood under, if known */
+  int ndefs, capdefs;
+  bool whole_program;      /* check_set_whole_program */
+  int main_file;           /* the file whole_program names (not its imports) */
 };
 
 /* The function being checked. */
@@ -76,6 +84,7 @@ typedef struct Ctx {
   Binding *scope;
   Mesh *mesh;              /* axes in scope, or NULL */
   uint32_t ctrl;           /* variance of enclosing predicates */
+  uint32_t stmt_pv;        /* variance of the predicate of the statement being bound */
   bool returned;
   AstStmt *ret;            /* readable form: the return statement */
   int file;
@@ -296,19 +305,47 @@ static bool resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   return true;
 }
 
-/* Check a binder's annotation against the type a statement gives it. */
-static bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
+/* May an annotation's variance set `an` stand for the inferred `sound`?
+   Under a predicate that varies along some axes (cx->ctrl, and the
+   predicate of the statement being bound), JAX's printer leaves those
+   axes out of the types it writes, where shmapi's sound types include
+   them (what a device computes there depends on its own predicate).  A
+   jaxpr pasted from JAX must check, so an annotation missing only such
+   axes is accepted; the sound type is kept for what follows. */
+static bool vma_jax_narrower(const Ctx *cx, uint32_t an, uint32_t sound) {
+  return an != sound && !(an & ~sound) && !((sound & ~an) & ~(cx->ctrl | cx->stmt_pv));
+}
+
+/* Check a binder's annotation against the type a statement gives it.
+   With `narrow` (NULL: strict), an annotation JAX would print under a
+   varying predicate is accepted: *narrow gets its variance set and
+   *is_narrow is set. */
+static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const char *what, uint32_t *narrow,
+                                 bool *is_narrow) {
   if (!b->type || t->bad) return true;
   Type at;
   bool has_vma;
   if (!resolve_type(cx, b->type, &at, &has_vma)) return false;
   if (!has_vma) at.vma = t->vma;
+  if (narrow && at.vma != t->vma && vma_jax_narrower(cx, at.vma, t->vma)) {
+    Type same = at;
+    same.vma = t->vma;
+    if (types_equal(&same, t)) {
+      *narrow = at.vma;
+      *is_narrow = true;
+      return true;
+    }
+  }
   if (!types_equal(&at, t)) {
     diag_error(b->type->sp, "%.*s is annotated %s but %s gives %s", b->name.n, b->name.p,
                type_text(cx, &at), what, type_text(cx, t));
     return false;
   }
   return true;
+}
+
+static bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
+  return check_annotation_jax(cx, b, t, what, NULL, NULL);
 }
 
 /* ---- operands ------------------------------------------------------------------ */
@@ -371,7 +408,13 @@ static bool finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int 
 /* ---- statements: forward declarations ------------------------------------------ */
 
 static void check_stmt(Ctx *cx, AstStmt *s);
+static void note_def(Checker *C, struct FuncDef *fd, const Mesh *mesh);
+static void resolve_unchecked(Checker *C, int from);
+static void check_mesh(Ctx *cx, AstStmt *s);
+static bool parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
 static IrFunc *instantiate(Ctx *cx, struct FuncDef *fd, const Type *args, int nargs, Span call);
+static IrFunc *instantiate_w(Ctx *cx, struct FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                             int noutvma, Span call);
 static void check_top(Checker *C, AstList *stmts, int file);
 
 /* Bind the outputs of a statement, checking count and annotations. */
@@ -384,8 +427,10 @@ static void bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, con
     outt = NULL;
   }
   bool ok = true;
+  uint32_t *narrow = NEWN(cx->C, uint32_t, s->nouts);
+  bool *is_narrow = NEWN(cx->C, bool, s->nouts);
   for (int i = 0; i < s->nouts && outt; i++)
-    if (!check_annotation(cx, s->outs[i], &outt[i], what)) { ok = false; break; }
+    if (!check_annotation_jax(cx, s->outs[i], &outt[i], what, &narrow[i], &is_narrow[i])) { ok = false; break; }
   if (st) {
     st->out = NEWN(cx->C, IrVar *, nout);
     st->nout = nout;
@@ -394,6 +439,8 @@ static void bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, con
     AstBinder *b = s->outs[i];
     Type t = outt && ok ? outt[i] : bad_type();
     IrVar *v = new_var(cx, str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+    v->jax_narrow = ok && is_narrow[i];
+    v->jax_vma = narrow[i];
     if (st) st->out[i] = v;
     if (!str_eqc(b->name, "_")) {
       cx->scope = bind(cx->C, cx->scope, B_VAR, b->name);
@@ -534,6 +581,14 @@ bool rule_int(RuleCtx *r, const char *key, bool required, int64_t dflt, int64_t 
   return true;
 }
 
+
+bool rule_axis_index(RuleCtx *r, const char *key, int64_t *v, int rank) {
+  if (*v < -(int64_t)rank || *v >= rank) return true;   /* the rule reports it, with its own bounds */
+  if (*v < 0) *v += rank;
+  record(r, key, mk_int(r, *v));
+  return true;
+}
+
 bool rule_float(RuleCtx *r, const char *key, bool required, double dflt, double *out) {
   PVal *v = unparen(get(r, key));
   if (!v) {
@@ -625,6 +680,8 @@ static PVal *tuple_of_ints(RuleCtx *r, const int64_t *x, int n, PVKind k) {
   for (int i = 0; i < n; i++) t->items[i] = mk_int(r, x[i]);
   return t;
 }
+
+void rule_set_ints(RuleCtx *r, const char *key, const IntList *l) { record(r, key, tuple_of_ints(r, l->v, l->n, PV_TUPLE)); }
 
 bool rule_ints(RuleCtx *r, const char *key, bool required, IntList *out) {
   PVal *v = get(r, key);
@@ -780,8 +837,11 @@ static IrAtom lift(Ctx *cx, IrAtom a, uint32_t to, Span sp) {
   st->out[0] = v;
   st->nout = 1;
   emit(cx, st);
+  /* the result is the new variable alone: an atom is a variable or a
+     literal, never both (the evaluator reads a literal first) */
   IrAtom r = a;
   r.var = v;
+  r.lit = NULL;
   r.t = nt;
   return r;
 }
@@ -944,7 +1004,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   if (!ok) { bind_bad(cx, s); return; }
   for (int k = 0; k < s->nargs; k++) in[k].t.dt = intypes[k].dt;
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { bind_bad(cx, s); return; }
-  if (prim_table[prim].vrule != VR_ELEM && prim_table[prim].vrule != VR_NULLARY && (at->axmask & cx->ctrl)) {
+  if (vrule_communicates(prim_table[prim].vrule) && (at->axmask & cx->ctrl)) {
     diag_error(s->callee_sp, "%s over %s inside control flow whose predicate varies over %s: "
                "instances would disagree on whether to communicate (it would hang on real hardware)",
                pi->name, vma_text(cx, at->axmask), vma_text(cx, at->axmask & cx->ctrl));
@@ -1387,16 +1447,32 @@ static bool same_types(const Type *a, const Type *b, int n) {
   return true;
 }
 
-/* Check a function body for given argument types. */
 static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
+  return instantiate_w(cx, fd, args, nargs, NULL, 0, call);
+}
+
+static bool same_outvma(const Instance *i, const uint32_t *outvma, int n) {
+  if (!outvma || !i->outvma) return !outvma && !i->outvma;
+  return i->noutvma == n && !memcmp(i->outvma, outvma, sizeof(uint32_t) * (size_t)n);
+}
+
+/* Check a function body for given argument types.  With `outvma`, its
+   results are widened to those variance sets by pbroadcasts at its end
+   (a cond branch or a loop body whose result varies over fewer axes than
+   the construct's), so the instance is a distinct one. */
+static IrFunc *instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                             int noutvma, Span call) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
   Mesh *mesh = cx->mesh;
+  /* a checked instance is reused; one that failed is checked again, so
+     that each statement calling it reports why (a REPL input after the
+     one that first failed; in a file the repeated errors, at the same
+     places, are printed once) */
   for (Instance *i = fd->inst; i; i = i->next)
-    if (i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs)) {
-      if (!i->ir) return NULL;
+    if (i->ir && i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs) &&
+        same_outvma(i, outvma, noutvma))
       return i->ir;
-    }
   if (af->form == FN_TRANSPOSE) return transpose_instance(cx, fd, args, nargs, call);
   if (af->nparams != nargs) {
     diag_error(call, "%.*s takes %d argument%s, but %d %s given", fd->name.n, fd->name.p, af->nparams,
@@ -1419,6 +1495,11 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
   inst->nargs = nargs;
   inst->mesh = mesh;
   inst->ctrl = cx->ctrl;
+  if (outvma) {
+    inst->outvma = NEWN(C, uint32_t, noutvma);
+    memcpy(inst->outvma, outvma, sizeof(uint32_t) * (size_t)noutvma);
+    inst->noutvma = noutvma;
+  }
   IrFunc *f = NEW(C, IrFunc);
   f->name = arena_strndup(&C->arena, fd->name.p, (size_t)fd->name.n);
   f->sp = af->sp;
@@ -1445,19 +1526,27 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
       ok = false;
       continue;
     }
-    if (!check_annotation(&sub, b, &v->var->t, "the enclosing scope")) ok = false;
+    uint32_t nv;
+    bool narrow = false;
+    if (!check_annotation_jax(&sub, b, &v->var->t, "the enclosing scope", &nv, &narrow)) ok = false;
   }
   f->params = NEWN(C, IrVar *, nargs);
   f->nparams = nargs;
   for (int i = 0; i < nargs; i++) {
     AstBinder *b = af->params[i];
     Type t = args[i];
+    uint32_t jax_vma = UINT32_MAX;
     if (b->type) {
       Type an;
       bool has_vma;
       if (!resolve_type(&sub, b->type, &an, &has_vma)) { ok = false; t = bad_type(); }
       else {
         if (!has_vma) an.vma = t.vma;
+        bool narrow = !t.bad && vma_jax_narrower(&sub, an.vma, t.vma);
+        if (narrow) {        /* JAX's annotation under a varying predicate: keep the sound type */
+          jax_vma = an.vma;
+          an.vma = t.vma;
+        }
         if (!types_equal(&an, &t) && !t.bad) {
           if (!argerrs++)   /* the first mismatch only: one error per statement */
             diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
@@ -1468,6 +1557,8 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
       }
     }
     f->params[i] = new_var(&sub, b->name, t, b->sp);
+    f->params[i]->jax_narrow = jax_vma != UINT32_MAX;
+    f->params[i]->jax_vma = jax_vma;
     if (!str_eqc(b->name, "_")) {
       sub.scope = bind(C, sub.scope, B_VAR, b->name);
       sub.scope->var = f->params[i];
@@ -1482,9 +1573,11 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Sp
     if (af->form == FN_READABLE && !sub.ret && diag_count() == errs)
       diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
     if (!resolve_outs(&sub, af)) ok = false;
+    for (int i = 0; ok && outvma && i < f->nouts && i < noutvma; i++)
+      if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = lift(&sub, f->outs[i], outvma[i], f->outs[i].sp);
   }
   if (diag_count() != errs) ok = false;
-  if (!ok && call.file >= 0 && call.off != af->sp.off && diag_count() > errs + (argerrs > 0)) {
+  if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0)) {
     Buf b = {0};
     err_defer(buf_release, &b);
     for (int i = 0; i < nargs; i++) {
@@ -1511,6 +1604,7 @@ static void check_def(Ctx *cx, AstStmt *s) {
   fd->scope = cx->scope;        /* the function does not see itself */
   cx->scope = bind(cx->C, cx->scope, B_FUNC, af->name);
   cx->scope->fn = fd;
+  note_def(cx->C, fd, cx->mesh);
   if (af->form == FN_TRANSPOSE) {
     transpose_define(cx, fd);
     return;
@@ -1520,15 +1614,19 @@ static void check_def(Ctx *cx, AstStmt *s) {
     return;
   }
   /* A function of no parameters is checked where it is called: it may be
-     a shard_map body, whose collectives need the mesh axes in scope. */
+     a shard_map body, whose collectives need the mesh axes in scope.  One
+     whose parameters' types are all written is checked here -- but inside
+     a body a type without a variance set leaves the set open (each call
+     decides it), so such a function waits for its calls. */
   if (af->nparams > 0 && all_annotated(af)) {
     Type *args = NEWN(cx->C, Type, af->nparams);
-    bool ok = true;
+    bool ok = true, open = false;
     for (int i = 0; i < af->nparams; i++) {
       bool has_vma;
       if (!resolve_type(cx, af->params[i]->type, &args[i], &has_vma)) ok = false;
+      if (cx->mesh && !has_vma) open = true;
     }
-    if (ok) instantiate(cx, fd, args, af->nparams, af->sp);
+    if (ok && !open) instantiate(cx, fd, args, af->nparams, af->sp);
   }
 }
 
@@ -1772,6 +1870,367 @@ IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
   return f;
 }
 
+/* ---- functions never checked: resolving their names --------------------------------
+** A function whose parameters are not all annotated is checked at each
+** call, with the argument types; one that is never called would never be
+** looked at, and its mistakes would wait for the first call.  After a file
+** is checked, each such function (and each def nested in it, and each def
+** nested in a checked function but never called) is resolved without
+** types: every name it reads must be bound where it reads it, every callee
+** must be a function or a primitive, with the right number of operands and
+** known parameter names; a function parameter of control flow must name a
+** function; a shard_map's mesh and specs must be right; and the axis names
+** of collectives must be axes of the enclosing shard_map's mesh, or, for a
+** function whose mesh is not known, of some mesh of the program (checked
+** only for a whole program, not the REPL, where a mesh may come later).
+** These are the errors any call would report, with the same messages.
+*/
+
+typedef struct Res {
+  Checker *C;
+  Binding *scope;
+  const Mesh *mesh;        /* the enclosing shard_map's mesh, if known */
+  const AstFunc *self;     /* the function resolved (it does not see itself) */
+  bool failed;             /* this statement already has its error */
+  bool axes_known;         /* meshes are all known: check free axis names */
+} Res;
+
+static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh);
+
+static void res_error(Res *R, Span sp, const char *fmt, ...) SHM_PRINTF(3, 4);
+static void res_error(Res *R, Span sp, const char *fmt, ...) {
+  if (R->failed) return;
+  R->failed = true;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  diag_error(sp, "%s", msg);
+}
+
+static void res_bind_var(Res *R, Str name, Span sp) {
+  if (!name.n || str_eqc(name, "_")) return;
+  IrVar *v = NEW(R->C, IrVar);
+  v->name = name;
+  v->t = bad_type();
+  v->sp = sp;
+  R->scope = bind(R->C, R->scope, B_VAR, name);
+  R->scope->var = v;
+}
+
+static void res_name(Res *R, Str name, Span sp) {
+  if (lookup(R->scope, B_VAR, name)) return;
+  if (lookup(R->scope, B_FUNC, name)) res_error(R, sp, "'%.*s' is a function, not a value", name.n, name.p);
+  else res_error(R, sp, "unknown variable '%.*s'", name.n, name.p);
+}
+
+static void res_arg(Res *R, const AstArg *a) {
+  if (a->k == ARG_NAME) res_name(R, a->name, a->sp);
+}
+
+/* Is `name` an axis of some mesh the program has? */
+static bool res_axis_known(Res *R, Str name) {
+  for (Binding *b = R->C->top; b; b = b->next)
+    if (b->k == B_MESH)
+      for (int k = 0; k < b->mesh->naxes; k++)
+        if (str_eq(b->mesh->axis[k], name)) return true;
+  return false;
+}
+
+static void res_axes(Res *R, const PVal *v, Span sp) {
+  v = unparen((PVal *)v);
+  if (!v) return;
+  const PVal *const *items = (const PVal *const *)&v;
+  int n = 1;
+  if (v->k == PV_TUPLE || v->k == PV_LIST) { items = (const PVal *const *)v->items; n = v->n; }
+  for (int i = 0; i < n; i++) {
+    const PVal *e = unparen((PVal *)items[i]);
+    if (e->k != PV_NAME && e->k != PV_STR) continue;     /* the rule's own error, at the call */
+    Span at = e->sp.file >= 0 ? e->sp : sp;
+    if (R->mesh) {
+      bool found = false;
+      for (int k = 0; k < R->mesh->naxes; k++) found |= str_eq(R->mesh->axis[k], e->s);
+      if (!found) res_error(R, at, "unbound axis name '%.*s'", e->s.n, e->s.p);
+    } else if (R->axes_known && !res_axis_known(R, e->s)) {
+      res_error(R, at, "axis name '%.*s' is not an axis of any mesh of the program", e->s.n, e->s.p);
+    }
+  }
+}
+
+/* The axes of each spec in a shard_map's in_specs/out_specs. */
+static void res_specs(Res *R, const Mesh *m, const PVal *v) {
+  v = unparen((PVal *)v);
+  if (!v) return;
+  if (v->k == PV_TUPLE || v->k == PV_LIST) {
+    for (int i = 0; i < v->n; i++) res_specs(R, m, v->items[i]);
+    return;
+  }
+  Spec sp;
+  int errs = diag_count();
+  if (!R->failed && !parse_spec(NULL, m, (PVal *)v, &sp) && diag_count() > errs) R->failed = true;
+}
+
+/* A function-valued parameter: a defined name or an inline lambda. */
+static void res_fn_param(Res *R, const PVal *v, const Mesh *mesh) {
+  v = unparen((PVal *)v);
+  if (!v) return;
+  if (v->k == PV_TUPLE || v->k == PV_LIST) {
+    for (int i = 0; i < v->n; i++) res_fn_param(R, v->items[i], mesh);
+    return;
+  }
+  if (v->k == PV_NAME) {
+    if (!lookup(R->scope, B_FUNC, v->s)) res_error(R, v->sp, "unknown function '%.*s'", v->s.n, v->s.p);
+  } else if (v->k == PV_FUNC && v->fn) {
+    res_func(R, v->fn, R->scope, mesh);
+  }
+}
+
+static const Mesh *res_mesh(Res *R, const PVal *v) {
+  v = unparen((PVal *)v);
+  if (!v || v->k != PV_NAME) return NULL;
+  Binding *b = lookup(R->scope, B_MESH, v->s);
+  if (!b) res_error(R, v->sp, "unknown mesh '%.*s'", v->s.n, v->s.p);
+  return b ? b->mesh : NULL;
+}
+
+static const PVal *res_param(const AstStmt *s, const char *key) {
+  for (int i = 0; i < s->nparams; i++)
+    if (str_eqc(s->params[i]->key, key)) return s->params[i]->v;
+  return NULL;
+}
+
+static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
+  const PrimInfo *pi = &prim_table[prim];
+  if (s->nargs < pi->nin_min || (pi->nin_max >= 0 && s->nargs > pi->nin_max)) {
+    if (pi->nin_min == pi->nin_max)
+      res_error(R, s->callee_sp, "%s takes %d operand%s, but %d %s given", pi->name, pi->nin_min,
+                pi->nin_min == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
+    else
+      res_error(R, s->callee_sp, "%s takes at least %d operand%s, but %d %s given", pi->name, pi->nin_min,
+                pi->nin_min == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
+    return;
+  }
+  for (int i = 0; i < s->nparams; i++) {
+    const AstParam *p = s->params[i];
+    for (int j = 0; j < i; j++)
+      if (str_eq(s->params[j]->key, p->key)) res_error(R, p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
+    if (!prim_accepts(prim, p->key)) {
+      size_t n = prim_params_len(pi->params);
+      if (n)
+        res_error(R, p->sp, "%s has no parameter '%.*s' (its parameters: %.*s)", pi->name, p->key.n, p->key.p,
+                  (int)n, pi->params);
+      else
+        res_error(R, p->sp, "%s takes no parameters, but '%.*s' was given", pi->name, p->key.n, p->key.p);
+    }
+  }
+  const Mesh *body_mesh = R->mesh;
+  switch (prim) {
+  case P_COND: res_fn_param(R, res_param(s, "branches"), R->mesh); break;
+  case P_WHILE:
+    res_fn_param(R, res_param(s, "cond_jaxpr"), R->mesh);
+    res_fn_param(R, res_param(s, "body_jaxpr"), R->mesh);
+    break;
+  case P_FORI_LOOP:
+    for (int k = 0; k < 2; k++) {
+      const PVal *b = unparen((PVal *)res_param(s, k ? "upper" : "lower"));
+      if (b && b->k == PV_NAME) res_name(R, b->s, b->sp);
+    }
+    res_fn_param(R, res_param(s, "body"), R->mesh);
+    break;
+  case P_SHARD_MAP:
+    body_mesh = res_mesh(R, res_param(s, "mesh"));
+    if (body_mesh) {
+      res_specs(R, body_mesh, res_param(s, "in_specs"));
+      res_specs(R, body_mesh, res_param(s, "out_specs"));
+    }
+    res_fn_param(R, res_param(s, "f"), body_mesh);
+    break;
+  default:
+    if (pi->vrule != VR_ELEM && pi->vrule != VR_NULLARY && pi->vrule != VR_SPECIAL) {
+      res_axes(R, res_param(s, "axes"), s->callee_sp);
+      res_axes(R, res_param(s, "axis_name"), s->callee_sp);
+    }
+  }
+}
+
+static void res_eqn(Res *R, const AstStmt *s) {
+  for (int k = 0; k < s->nargs; k++) {
+    if (s->args[k]->k == ARG_STR) res_error(R, s->args[k]->sp, "a string is not an array operand");
+    else res_arg(R, s->args[k]);
+  }
+  Binding *b = lookup(R->scope, B_FUNC, s->callee);
+  int prim;
+  if (b) {
+    const AstFunc *af = b->fn->ast;
+    if (s->nparams)
+      res_error(R, s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", s->callee.n, s->callee.p);
+    else if (af->form != FN_TRANSPOSE && af->nparams != s->nargs)
+      res_error(R, s->callee_sp, "%.*s takes %d argument%s, but %d %s given", s->callee.n, s->callee.p, af->nparams,
+                af->nparams == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
+  } else if ((prim = prim_lookup(s->callee)) >= 0) {
+    res_prim_eqn(R, s, prim);
+  } else if (lookup(R->scope, B_VAR, s->callee)) {
+    if (s->has_params || s->nargs)
+      res_error(R, s->callee_sp, "'%.*s' is a value, not a function or primitive", s->callee.n, s->callee.p);
+  } else if (R->self && R->self->name.n && str_eq(s->callee, R->self->name)) {
+    res_error(R, s->callee_sp, "%.*s calls itself: recursion is not supported (use while or fori_loop)",
+              s->callee.n, s->callee.p);
+  } else {
+    res_error(R, s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
+  }
+  for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+}
+
+/* A nested def: bound, and resolved itself (the caller never checks it). */
+static void res_def(Res *R, const AstStmt *s) {
+  const AstFunc *af = s->fn;
+  FuncDef *fd = NEW(R->C, FuncDef);
+  fd->ast = (AstFunc *)af;
+  fd->name = af->name;
+  fd->scope = R->scope;
+  R->scope = bind(R->C, R->scope, B_FUNC, af->name);
+  R->scope->fn = fd;
+  if (af->form == FN_TRANSPOSE) {
+    if (!lookup(fd->scope, B_FUNC, af->target))
+      res_error(R, af->target_sp, "unknown function '%.*s'", af->target.n, af->target.p);
+    return;
+  }
+  res_func(R, af, fd->scope, R->mesh);
+}
+
+static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned) {
+  R->failed = false;
+  if (*returned && s->k != ST_ERROR) {
+    res_error(R, s->sp, "statement after return");
+    return;
+  }
+  switch (s->k) {
+  case ST_EQN: res_eqn(R, s); break;
+  case ST_LIT:
+    for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+    break;
+  case ST_PRINT:
+    for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
+    break;
+  case ST_SHOW:
+    if (!lookup(R->scope, B_FUNC, s->name)) {
+      if (lookup(R->scope, B_VAR, s->name))
+        res_error(R, s->name_sp, "'%.*s' is a value; show prints functions (print prints values)", s->name.n, s->name.p);
+      else
+        res_error(R, s->name_sp, "unknown function '%.*s'", s->name.n, s->name.p);
+    }
+    break;
+  case ST_MESH: {
+    /* checked as it would be at a call; bound for what follows */
+    Ctx cx;
+    memset(&cx, 0, sizeof cx);
+    cx.C = R->C;
+    cx.scope = R->scope;
+    check_mesh(&cx, (AstStmt *)s);
+    R->scope = cx.scope;
+    break;
+  }
+  case ST_IMPORT: res_error(R, s->sp, "import stands only at top level"); break;
+  case ST_DEF: res_def(R, s); break;
+  case ST_RETURN:
+    if (af->form == FN_LAMBDA) res_error(R, s->sp, "a lambda returns with `in (...)`, not return");
+    for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
+    *returned = true;
+    break;
+  case ST_ERROR: break;
+  }
+}
+
+static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh) {
+  Res sub = *R;
+  sub.scope = scope;
+  sub.mesh = mesh;
+  sub.self = af;
+  sub.failed = false;
+  if (af->has_deco) {
+    if (!str_eqc(af->deco, "shard_map")) {
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+      return;
+    }
+    const PVal *mv = NULL, *iv = NULL, *ov = NULL;
+    for (int i = 0; i < af->ndeco_params; i++) {
+      const AstParam *p = af->deco_params[i];
+      if (str_eqc(p->key, "mesh")) mv = p->v;
+      else if (str_eqc(p->key, "in_specs")) iv = p->v;
+      else if (str_eqc(p->key, "out_specs")) ov = p->v;
+      else if (!prim_accepts(P_SHARD_MAP, p->key))
+        res_error(&sub, p->sp, "shard_map has no parameter '%.*s' (its parameters: %.*s)", p->key.n, p->key.p,
+                  (int)prim_params_len(prim_table[P_SHARD_MAP].params), prim_table[P_SHARD_MAP].params);
+    }
+    sub.failed = false;
+    sub.mesh = mv ? res_mesh(&sub, mv) : NULL;
+    if (!mv) diag_error(af->deco_sp, "shard_map requires the parameter 'mesh'");
+    if (sub.mesh) {
+      res_specs(&sub, sub.mesh, iv);
+      res_specs(&sub, sub.mesh, ov);
+    }
+  }
+  /* parameters (and the lambda's constants, which name outer variables) */
+  for (int i = 0; i < af->nconsts; i++) {
+    sub.failed = false;
+    if (!lookup(sub.scope, B_VAR, af->consts[i]->name))
+      res_error(&sub, af->consts[i]->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)",
+                af->consts[i]->name.n, af->consts[i]->name.p);
+  }
+  for (int i = 0; i < af->nparams; i++) res_bind_var(&sub, af->params[i]->name, af->params[i]->sp);
+  bool returned = false;
+  int errs = diag_count();
+  for (int i = 0; i < af->nbody; i++) res_stmt(&sub, af->body[i], af, &returned);
+  sub.failed = false;
+  if (af->form == FN_LAMBDA)
+    for (int k = 0; k < af->nouts; k++) res_arg(&sub, af->outs[k]);
+  else if (af->form == FN_READABLE && !returned && diag_count() == errs)
+    diag_error(af->sp, "%.*s has no return statement", af->name.n, af->name.p);
+}
+
+/* Record a def the checker saw, so that check_resolve_unchecked can find
+   the ones never checked. */
+static void note_def(Checker *C, FuncDef *fd, const Mesh *mesh) {
+  if (C->ndefs == C->capdefs) {
+    int nc = C->capdefs ? C->capdefs * 2 : 32;
+    FuncDef **n = NEWN(C, FuncDef *, nc);
+    const Mesh **m = NEWN(C, const Mesh *, nc);
+    if (C->ndefs) {
+      memcpy(n, C->defs, sizeof(FuncDef *) * (size_t)C->ndefs);
+      memcpy(m, C->def_mesh, sizeof(const Mesh *) * (size_t)C->ndefs);
+    }
+    C->defs = n;
+    C->def_mesh = m;
+    C->capdefs = nc;
+  }
+  C->def_mesh[C->ndefs] = mesh;
+  C->defs[C->ndefs++] = fd;
+}
+
+/* Resolve each function recorded since `from` that no check has reached
+   (no instance of any def of its syntax), once per syntax. */
+static void resolve_unchecked(Checker *C, int from) {
+  for (int i = from; i < C->ndefs; i++) {
+    FuncDef *fd = C->defs[i];
+    const AstFunc *af = fd->ast;
+    if (af->form == FN_TRANSPOSE) continue;
+    bool seen = false;
+    for (int j = 0; j < C->ndefs && !seen; j++)
+      seen = C->defs[j]->ast == af && (C->defs[j]->inst || C->defs[j]->resolved || j < i);
+    if (seen) continue;
+    fd->resolved = true;
+    Res R;
+    memset(&R, 0, sizeof R);
+    R.C = C;
+    /* a library imported into the program may name axes of meshes it
+       leaves to its callers: only the program's own file is held to its
+       meshes */
+    R.axes_known = C->whole_program && af->sp.file == C->main_file;
+    res_func(&R, af, fd->scope, C->def_mesh[i]);
+  }
+}
+
 /* ---- public interface -------------------------------------------------------------------- */
 
 Checker *check_new(void) {
@@ -1781,6 +2240,7 @@ Checker *check_new(void) {
   err_undefer(C);
   C->main->name = "<main>";
   C->main->sp = span_none();
+  C->main_file = -1;
   return C;
 }
 
@@ -1797,11 +2257,15 @@ void check_free(Checker *C) {
 }
 
 int check_file(Checker *C, int file) {
-  int before = diag_count();
+  int before = diag_count(), defs = C->ndefs;
+  if (C->main_file < 0) C->main_file = file;
   AstList *stmts = parse_file(&C->arena, file);
   check_top(C, stmts, file);
+  resolve_unchecked(C, defs);
   return diag_count() - before;
 }
+
+void check_set_whole_program(Checker *C) { C->whole_program = true; }
 
 IrFunc *check_main(Checker *C) { return C->main; }
 
@@ -1877,11 +2341,30 @@ static void add_fn(Ctx *cx, Attrs *at, IrFunc *f) {
   at->fns = n;
 }
 
-/* Instantiate `fd` for `args` under extra control variance `ctrl`. */
-static IrFunc *inst_ctrl(Ctx *cx, FuncDef *fd, const Type *args, int nargs, uint32_t ctrl, Span sp) {
+/* ---- control flow ------------------------------------------------------------------
+** cond, while and fori_loop.  Each device runs its own control flow: where
+** a cond index, a while predicate or a fori_loop bound varies along some
+** axes (pv), the construct's results vary along them too, and its functions
+** are checked with those axes in cx->ctrl, so that a collective over them
+** inside is refused (the devices of a group would not all reach it).
+** Branch results and loop carries that differ only in variance are widened
+** to their union (a pbroadcast at the end of the narrower function, shown
+** by `show`), where JAX asks the user for a pvary; a loop carry that the
+** body returns unchanged keeps its own variance whatever the predicate.
+*/
+
+/* Equal dtype and shape (variance aside). */
+static bool same_shape_dtype(const Type *a, const Type *b) {
+  return a->dt == b->dt && type_same_shape(a, b);
+}
+
+/* Instantiate `fd` under extra control variance `pv`, its results widened
+   to `outvma` when not NULL. */
+static IrFunc *inst_ctrl(Ctx *cx, FuncDef *fd, const Type *args, int nargs, uint32_t pv, const uint32_t *outvma,
+                         int noutvma, Span sp) {
   uint32_t saved = cx->ctrl;
-  cx->ctrl |= ctrl;
-  IrFunc *f = instantiate(cx, fd, args, nargs, sp);
+  cx->ctrl |= pv;
+  IrFunc *f = instantiate_w(cx, fd, args, nargs, outvma, noutvma, sp);
   cx->ctrl = saved;
   return f;
 }
@@ -1895,16 +2378,91 @@ static void describe_types(Ctx *cx, Buf *b, const IrAtom *a, int n) {
   buf_putc(b, ')');
 }
 
-static bool outs_match(const IrFunc *f, const Type *t, int n) {
+static void describe_type_list(Ctx *cx, Buf *b, const Type *t, int n) {
+  buf_putc(b, '(');
+  for (int i = 0; i < n; i++) {
+    if (i) buf_puts(b, ", ");
+    show_type(b, &t[i], cx->mesh);
+  }
+  buf_putc(b, ')');
+}
+
+/* "fori_loop body must return its carry's types (..), but returns (..)" */
+static void carry_mismatch(Ctx *cx, Span sp, const char *what, const Type *carry, int n, const IrFunc *f) {
+  Buf b0 = {0}, b1 = {0};
+  err_defer(buf_release, &b0);
+  err_defer(buf_release, &b1);
+  describe_type_list(cx, &b0, carry, n);
+  describe_types(cx, &b1, f->outs, f->nouts);
+  diag_error(sp, "%s must return its carry's types %s, but returns %s", what, buf_cstr(&b0), buf_cstr(&b1));
+  err_undefer(&b0);
+  buf_free(&b0);
+  err_undefer(&b1);
+  buf_free(&b1);
+}
+
+/* Do f's results have the carries' dtypes and shapes? */
+static bool outs_fit(const IrFunc *f, const Type *t, int n) {
   if (f->nouts != n) return false;
   for (int i = 0; i < n; i++)
-    if (!types_equal(&f->outs[i].t, &t[i])) return false;
+    if (!same_shape_dtype(&f->outs[i].t, &t[i])) return false;
   return true;
 }
 
-/* Emit the checked equation for a higher-order primitive. */
+static bool outs_vma_are(const IrFunc *f, const uint32_t *vma, int n) {
+  for (int i = 0; i < n; i++)
+    if (f->outs[i].t.vma != vma[i]) return false;
+  return true;
+}
+
+/* Does f return its parameter `p` unchanged as result `k`? */
+static bool passes_through(const IrFunc *f, int k, int p) {
+  return k < f->nouts && p < f->nparams && f->outs[k].var == f->params[p];
+}
+
+/* The same, read from the syntax before the function is checked: result
+   k names parameter p, and no statement of the body binds that name again.
+   (A carry passed through keeps its value on every device however many
+   iterations each runs, so a varying predicate does not make it vary.) */
+static bool ast_passes_through(const FuncDef *fd, int k, int p) {
+  const AstFunc *af = fd->ast;
+  if (af->form == FN_TRANSPOSE || af->has_deco || p >= af->nparams) return false;
+  const AstArg *out = NULL;
+  if (af->form == FN_LAMBDA) out = k < af->nouts ? af->outs[k] : NULL;
+  else
+    for (int i = 0; i < af->nbody; i++)
+      if (af->body[i]->k == ST_RETURN && k < af->body[i]->nargs) out = af->body[i]->args[k];
+  Str name = af->params[p]->name;
+  if (!out || out->k != ARG_NAME || !str_eq(out->name, name)) return false;
+  for (int i = 0; i < af->nbody; i++) {
+    const AstStmt *st = af->body[i];
+    for (int j = 0; (st->k == ST_EQN || st->k == ST_LIT) && j < st->nouts; j++)
+      if (str_eq(st->outs[j]->name, name)) return false;
+  }
+  return true;
+}
+
+/* The variance set parameter p of a loop function is annotated with, if
+   any: a loop's carries start from it, so that a parameter annotated with
+   the carry's final variance is not refused in the fixed point's first
+   rounds, before the predicate's variance has reached the carry. */
+static uint32_t ast_param_vma(Ctx *cx, const FuncDef *fd, int p) {
+  const AstFunc *af = fd->ast;
+  if (af->form == FN_TRANSPOSE || p >= af->nparams || !af->params[p]->type || !af->params[p]->type->has_vma)
+    return 0;
+  uint32_t v = 0;
+  const AstType *t = af->params[p]->type;
+  for (int i = 0; i < t->naxes; i++)
+    for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
+      if (str_eq(cx->mesh->axis[a], t->axes[i])) v |= 1u << a;
+  return v;
+}
+
+/* Emit the checked equation for a higher-order primitive.  `pv` is the
+   variance of its predicate: annotations of its results may leave it out,
+   as JAX's printer does. */
 static void emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, IrAtom *in, int nin,
-                         Type *out, int nout) {
+                         Type *out, int nout, uint32_t pv) {
   IrStmt *st = new_stmt(cx, IS_EQN, s->callee_sp);
   st->whole = s->sp;
   st->line = s->line;
@@ -1914,7 +2472,10 @@ static void emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, I
   st->nparams = r->ncanon;
   st->in = in;
   st->nin = nin;
+  uint32_t saved = cx->stmt_pv;
+  cx->stmt_pv = pv;
   bind_outs(cx, s, st, out, nout, prim_table[prim].name);
+  cx->stmt_pv = saved;
   emit(cx, st);
 }
 
@@ -1947,88 +2508,173 @@ static void check_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   Type *args = NEWN(cx->C, Type, nargs);
   for (int i = 0; i < nargs; i++) { in[i + 1].t.weak = false; args[i] = in[i + 1].t; }
   uint32_t pv = in[0].t.vma;
+  FuncDef **fds = NEWN(cx->C, FuncDef *, nb);
+  IrFunc **fs = NEWN(cx->C, IrFunc *, nb);
+  for (int b = 0; b < nb; b++) {
+    fds[b] = func_param(cx, r, "branches", items[b]);
+    if (!fds[b]) { bind_bad(cx, s); return; }
+    fs[b] = inst_ctrl(cx, fds[b], args, nargs, pv, NULL, 0, s->callee_sp);
+    if (!fs[b]) { bind_bad(cx, s); return; }
+  }
+  /* the branches' results: equal in dtype and shape; their variance sets
+     are joined, and a narrower branch is checked again with its results
+     widened to the union */
+  int nout = fs[0]->nouts;
+  uint32_t *u = NEWN(cx->C, uint32_t, nout);
+  for (int b = 0; b < nb; b++) {
+    bool fit = fs[b]->nouts == nout;
+    for (int i = 0; fit && i < nout; i++) fit = same_shape_dtype(&fs[b]->outs[i].t, &fs[0]->outs[i].t);
+    if (!fit) {
+      Buf b0 = {0}, b1 = {0};
+      err_defer(buf_release, &b0);
+      err_defer(buf_release, &b1);
+      describe_types(cx, &b0, fs[0]->outs, fs[0]->nouts);
+      describe_types(cx, &b1, fs[b]->outs, fs[b]->nouts);
+      diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
+                 buf_cstr(&b0), b, buf_cstr(&b1));
+      err_undefer(&b0);
+      buf_free(&b0);
+      err_undefer(&b1);
+      buf_free(&b1);
+      bind_bad(cx, s);
+      return;
+    }
+    for (int i = 0; i < nout; i++) u[i] |= fs[b]->outs[i].t.vma;
+  }
   PVal *canon = NEW(cx->C, PVal);
   canon->k = PV_TUPLE;
   canon->n = nb;
   canon->items = NEWN(cx->C, PVal *, nb);
-  IrFunc *first = NULL;
   for (int b = 0; b < nb; b++) {
-    FuncDef *fd = func_param(cx, r, "branches", items[b]);
-    if (!fd) { bind_bad(cx, s); return; }
-    IrFunc *f = inst_ctrl(cx, fd, args, nargs, pv, s->callee_sp);
-    if (!f) { bind_bad(cx, s); return; }
-    if (first && !outs_match(f, (Type[SHM_MAXRANK]){0}, -1)) {
-      bool same = f->nouts == first->nouts;
-      for (int i = 0; same && i < f->nouts; i++)
-        if (!types_equal(&f->outs[i].t, &first->outs[i].t)) same = false;
-      if (!same) {
-        Buf b0 = {0}, b1 = {0};
+    if (!outs_vma_are(fs[b], u, nout)) {
+      fs[b] = inst_ctrl(cx, fds[b], args, nargs, pv, u, nout, s->callee_sp);
+      if (!fs[b]) { bind_bad(cx, s); return; }
+      if (!outs_vma_are(fs[b], u, nout)) {    /* a function that cannot be widened (a transpose) */
+        Buf b0 = {0};
         err_defer(buf_release, &b0);
-        err_defer(buf_release, &b1);
-        describe_types(cx, &b0, first->outs, first->nouts);
-        describe_types(cx, &b1, f->outs, f->nouts);
-        diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
-                   buf_cstr(&b0), b, buf_cstr(&b1));
+        describe_types(cx, &b0, fs[b]->outs, fs[b]->nouts);
+        diag_error(s->callee_sp, "cond branches disagree in variance: branch %d returns %s; wrap it in a function "
+                   "that applies pvary to its results", b, buf_cstr(&b0));
         err_undefer(&b0);
         buf_free(&b0);
-        err_undefer(&b1);
-        buf_free(&b1);
         bind_bad(cx, s);
         return;
       }
     }
-    if (!first) first = f;
-    add_fn(cx, at, f);
+    add_fn(cx, at, fs[b]);
     canon->items[b] = fn_ref(cx, b);
   }
   record(r, "branches", canon);
-  Type *out = NEWN(cx->C, Type, first->nouts);
-  for (int i = 0; i < first->nouts; i++) {
-    out[i] = first->outs[i].t;
-    out[i].vma |= pv;
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int i = 0; i < nout; i++) {
+    out[i] = fs[0]->outs[i].t;
+    out[i].vma = u[i] | pv;
   }
-  emit_special(cx, s, P_COND, at, r, in, s->nargs, out, first->nouts);
+  emit_special(cx, s, P_COND, at, r, in, s->nargs, out, nout, pv);
 }
 
+/* A fori_loop bound: an integer literal, or the name of a scalar integer
+   value (invariant or varying) in scope.  *atom is set for a value. */
+static bool fori_bound(Ctx *cx, RuleCtx *r, const char *key, int64_t *lit, IrAtom *atom, bool *is_value) {
+  PVal *v = unparen(get(r, key));
+  *is_value = false;
+  if (!v) return missing(r, key);
+  if (v->k == PV_INT) {
+    *lit = v->i;
+    record(r, key, v);
+    return true;
+  }
+  if (v->k != PV_NAME) return rule_param_error(r, key, "parameter '%s' of fori_loop must be an integer or a value's name", key);
+  AstArg a;
+  memset(&a, 0, sizeof a);
+  a.k = ARG_NAME;
+  a.sp = v->sp;
+  a.name = v->s;
+  if (!resolve_arg(cx, &a, atom)) { r->failed = true; return false; }
+  if (atom->t.bad) { r->failed = true; return false; }
+  if (atom->t.rank != 0 || (atom->t.dt != DT_I32 && atom->t.dt != DT_I64)) {
+    r->failed = true;
+    diag_error(v->sp, "the %s bound of fori_loop must be a scalar integer, but %.*s is %s", key, v->s.n, v->s.p,
+               type_text(cx, &atom->t));
+    return false;
+  }
+  *is_value = true;
+  record(r, key, v);
+  return true;
+}
+
+/* fori_loop[lower, upper, body=f, reverse] carry...: f(i, carry...) ->
+   carry...  Bounds given as values come first among the equation's
+   operands (at->i[2] counts them; bit 0 of at->i[3]: lower is one, bit 1:
+   upper); literal bounds are at->i[0] and at->i[1]. */
 static void check_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
-  int64_t lo, hi;
-  if (!rule_int(r, "lower", true, 0, &lo) || !rule_int(r, "upper", true, 0, &hi)) { bind_bad(cx, s); return; }
+  int64_t lo = 0, hi = 0;
+  IrAtom blo, bhi;
+  bool vlo, vhi;
+  if (!fori_bound(cx, r, "lower", &lo, &blo, &vlo) || !fori_bound(cx, r, "upper", &hi, &bhi, &vhi)) {
+    bind_bad(cx, s);
+    return;
+  }
   PVal *bv = get(r, "body");
   if (!bv) { missing(r, "body"); bind_bad(cx, s); return; }
   bool rev;
   if (!rule_bool(r, "reverse", false, &rev)) { bind_bad(cx, s); return; }
   at->b[0] = rev;
   if (!rule_unused(r, "lower upper body reverse")) { bind_bad(cx, s); return; }
-  at->i[0] = lo;
-  at->i[1] = hi;
   int n = s->nargs;
   if (!finish_literals(cx, in, (const AstArg *const *)s->args, n)) { bind_bad(cx, s); return; }
+  int nbound = vlo + vhi;
+  at->i[0] = lo;
+  at->i[1] = hi;
+  at->i[2] = nbound;
+  at->i[3] = (vlo ? 1 : 0) | (vhi ? 2 : 0);
+  IrAtom *all = NEWN(cx->C, IrAtom, n + nbound);
+  int k0 = 0;
+  if (vlo) all[k0++] = blo;
+  if (vhi) all[k0++] = bhi;
+  /* the index: the bounds' dtype (i64 if either is), varying as they do */
+  uint32_t pv = (vlo ? blo.t.vma : 0) | (vhi ? bhi.t.vma : 0);
   Type *args = NEWN(cx->C, Type, n + 1);
   memset(&args[0], 0, sizeof(Type));
-  args[0].dt = DT_I32;
+  args[0].dt = (vlo && blo.t.dt == DT_I64) || (vhi && bhi.t.dt == DT_I64) ? DT_I64 : DT_I32;
+  args[0].vma = pv;
   for (int i = 0; i < n; i++) { in[i].t.weak = false; args[i + 1] = in[i].t; }
   FuncDef *fd = func_param(cx, r, "body", bv);
   if (!fd) { bind_bad(cx, s); return; }
-  IrFunc *f = inst_ctrl(cx, fd, args, n + 1, 0, s->callee_sp);
-  if (!f) { bind_bad(cx, s); return; }
-  if (!outs_match(f, args + 1, n)) {
-    Buf b0 = {0}, b1 = {0};
-    err_defer(buf_release, &b0);
-    err_defer(buf_release, &b1);
-    describe_types(cx, &b0, in, n);
-    describe_types(cx, &b1, f->outs, f->nouts);
-    diag_error(s->callee_sp, "fori_loop body must return its carry's types %s, but returns %s",
-               buf_cstr(&b0), buf_cstr(&b1));
-    err_undefer(&b0);
-    buf_free(&b0);
-    err_undefer(&b1);
-    buf_free(&b1);
-    bind_bad(cx, s);
-    return;
+  Type *carry = args + 1;
+  IrFunc *f = NULL;
+  /* the carries' variance: the fixed point of what the body makes of them
+     (and of the bounds' variance, for a carry the body changes) */
+  for (int k = 0; k < n; k++) {
+    if (!ast_passes_through(fd, k, k + 1)) carry[k].vma |= pv;
+    carry[k].vma |= ast_param_vma(cx, fd, k + 1);
   }
+  for (;;) {      /* ends: each round that does not break widens a carry */
+    f = inst_ctrl(cx, fd, args, n + 1, pv, NULL, 0, s->callee_sp);
+    if (!f) { bind_bad(cx, s); return; }
+    if (!outs_fit(f, carry, n)) {
+      carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f);
+      bind_bad(cx, s);
+      return;
+    }
+    bool stable = true;
+    for (int k = 0; k < n; k++) {
+      uint32_t v = carry[k].vma | f->outs[k].t.vma | (passes_through(f, k, k + 1) ? 0 : pv);
+      if (v != carry[k].vma) { carry[k].vma = v; stable = false; }
+    }
+    if (stable) break;
+  }
+  uint32_t *cv = NEWN(cx->C, uint32_t, n);
+  for (int k = 0; k < n; k++) cv[k] = carry[k].vma;
+  if (!outs_vma_are(f, cv, n)) {
+    f = inst_ctrl(cx, fd, args, n + 1, pv, cv, n, s->callee_sp);
+    if (!f) { bind_bad(cx, s); return; }
+    if (!outs_vma_are(f, cv, n)) { carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f); bind_bad(cx, s); return; }
+  }
+  for (int k = 0; k < n; k++) all[nbound + k] = lift(cx, in[k], cv[k], s->callee_sp);
   add_fn(cx, at, f);
   record(r, "body", fn_ref(cx, 0));
-  emit_special(cx, s, P_FORI_LOOP, at, r, in, n, args + 1, n);
+  emit_special(cx, s, P_FORI_LOOP, at, r, all, n + nbound, carry, n, pv);
 }
 
 static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
@@ -2053,15 +2699,29 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
   if (!bfd) { bind_bad(cx, s); return; }
   int nc = (int)(n - cn - bn);
   IrAtom *carry = in + cn + bn;
-  /* A predicate that varies makes the carry vary: find the fixed point. */
+  /* ct: cond consts then carries; bt: body consts then carries */
+  Type *ct = NEWN(cx->C, Type, cn + nc), *bt = NEWN(cx->C, Type, bn + nc);
+  for (int i = 0; i < cn; i++) ct[i] = in[i].t;
+  for (int i = 0; i < bn; i++) bt[i] = in[cn + i].t;
+  Type *c = bt + bn;                  /* the carries' types, as they settle */
+  for (int i = 0; i < nc; i++) c[i] = carry[i].t;
   uint32_t pv = 0;
   IrFunc *cf = NULL, *bf = NULL;
-  Type *ct = NEWN(cx->C, Type, cn + nc), *bt = NEWN(cx->C, Type, bn + nc);
-  for (int iter = 0; iter <= SHM_MAXAXES + 1; iter++) {
-    for (int i = 0; i < nc; i++) carry[i] = lift(cx, carry[i], carry[i].t.vma | pv, s->callee_sp);
-    for (int i = 0; i < cn; i++) ct[i] = in[i].t;
-    for (int i = 0; i < nc; i++) ct[cn + i] = carry[i].t;
-    cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, s->callee_sp);
+  /* The fixed point: a varying predicate makes each carry the body changes
+     vary too, and what the body returns joins the carry's variance.  The
+     predicate settles first, so the body is checked at the carry types it
+     will have (a body checked at narrower ones could report what is no
+     error at the final types). */
+  bool *pt = NEWN(cx->C, bool, nc);
+  for (int k = 0; k < nc; k++) {
+    pt[k] = ast_passes_through(bfd, k, (int)bn + k);
+    c[k].vma |= ast_param_vma(cx, cfd, (int)cn + k) | ast_param_vma(cx, bfd, (int)bn + k);
+  }
+  for (;;) {      /* ends: each round that does not break widens pv or a carry */
+    for (int k = 0; k < nc; k++)
+      if (!pt[k]) c[k].vma |= pv;
+    for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+    cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
     if (!cf) { bind_bad(cx, s); return; }
     if (cf->nouts != 1 || cf->outs[0].t.rank != 0 || cf->outs[0].t.dt != DT_BOOL) {
       Buf b = {0};
@@ -2073,34 +2733,41 @@ static void check_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) 
       bind_bad(cx, s);
       return;
     }
-    uint32_t np = cf->outs[0].t.vma;
-    if ((np | pv) == pv) break;
-    pv |= np;
+    if ((cf->outs[0].t.vma | pv) != pv) {
+      pv |= cf->outs[0].t.vma;
+      continue;
+    }
+    bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
+    if (!bf) { bind_bad(cx, s); return; }
+    if (!outs_fit(bf, c, nc)) {
+      carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
+      bind_bad(cx, s);
+      return;
+    }
+    bool stable = true;
+    for (int k = 0; k < nc; k++) {
+      uint32_t v = c[k].vma | bf->outs[k].t.vma | (passes_through(bf, k, (int)bn + k) ? 0 : pv);
+      if (v != c[k].vma) { c[k].vma = v; stable = false; }
+    }
+    if (stable) break;
   }
-  for (int i = 0; i < bn; i++) bt[i] = in[cn + i].t;
-  for (int i = 0; i < nc; i++) bt[bn + i] = carry[i].t;
-  bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, s->callee_sp);
-  if (!bf) { bind_bad(cx, s); return; }
-  if (!outs_match(bf, bt + bn, nc)) {
-    Buf b0 = {0}, b1 = {0};
-    err_defer(buf_release, &b0);
-    err_defer(buf_release, &b1);
-    describe_types(cx, &b0, carry, nc);
-    describe_types(cx, &b1, bf->outs, bf->nouts);
-    diag_error(s->callee_sp, "while's body_jaxpr must return its carry's types %s, but returns %s",
-               buf_cstr(&b0), buf_cstr(&b1));
-    err_undefer(&b0);
-    buf_free(&b0);
-    err_undefer(&b1);
-    buf_free(&b1);
-    bind_bad(cx, s);
-    return;
+  uint32_t *cvma = NEWN(cx->C, uint32_t, nc);
+  for (int k = 0; k < nc; k++) cvma[k] = c[k].vma;
+  if (!outs_vma_are(bf, cvma, nc)) {
+    bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, cvma, nc, s->callee_sp);
+    if (!bf) { bind_bad(cx, s); return; }
+    if (!outs_vma_are(bf, cvma, nc)) {
+      carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
+      bind_bad(cx, s);
+      return;
+    }
   }
+  for (int i = 0; i < nc; i++) carry[i] = lift(cx, carry[i], cvma[i], s->callee_sp);
   add_fn(cx, at, cf);
   add_fn(cx, at, bf);
   record(r, "cond_jaxpr", fn_ref(cx, 0));
   record(r, "body_jaxpr", fn_ref(cx, 1));
-  emit_special(cx, s, P_WHILE, at, r, in, n, bt + bn, nc);
+  emit_special(cx, s, P_WHILE, at, r, in, n, c, nc, pv);
 }
 
 /* ---- shard_map ----------------------------------------------------------------------------- */
@@ -2118,14 +2785,16 @@ static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
   return b->mesh;
 }
 
-/* The specs of a parameter: a tuple of P(...) or one P(...). */
-static bool spec_list(RuleCtx *r, const char *key, PVal *v, PVal ***items, int *n) {
+/* The specs of a parameter: a tuple of P(...), or one P(...) standing for
+   all `want` of them (a pytree prefix, as in JAX: in_specs=P(i) splits
+   every argument the same way). */
+static bool spec_list(RuleCtx *r, const char *key, PVal *v, int want, PVal ***items, int *n) {
   v = unparen(v);
   if (!v) return missing(r, key);
   if (v->k == PV_SPEC || v->k == PV_NONE) {
-    *items = NEWN(r->cx->C, PVal *, 1);
-    (*items)[0] = v;
-    *n = 1;
+    *n = want > 1 ? want : 1;
+    *items = NEWN(r->cx->C, PVal *, *n);
+    for (int i = 0; i < *n; i++) (*items)[i] = v;
     return true;
   }
   if (v->k != PV_TUPLE && v->k != PV_LIST)
@@ -2225,8 +2894,9 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   if (!m) return NULL;
   PVal **ins, **outs;
   int nin, nout;
-  if (!spec_list(r, "in_specs", get(r, "in_specs"), &ins, &nin)) return NULL;
-  if (!spec_list(r, "out_specs", get(r, "out_specs"), &outs, &nout)) return NULL;
+  PVal *outv = get(r, "out_specs");
+  if (!spec_list(r, "in_specs", get(r, "in_specs"), nargs, &ins, &nin)) return NULL;
+  if (!unparen(outv)) return missing(r, "out_specs"), NULL;
   bool check_vma = true;
   PVal *cr = unparen(get(r, "check_rep"));
   if (cr && cr->k != PV_BOOL) return rule_param_error(r, "check_rep", "check_rep must be True or False"), NULL;
@@ -2281,6 +2951,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   sub.ctrl = 0;
   IrFunc *f = instantiate(&sub, body, block, nargs, sp);
   if (!f) { r->failed = true; return NULL; }
+  if (!spec_list(r, "out_specs", outv, f->nouts, &outs, &nout)) return NULL;
   if (nout != f->nouts) {
     rule_param_error(r, "out_specs", "shard_map has %d out_specs for %d result%s", nout, f->nouts, f->nouts == 1 ? "" : "s");
     return NULL;
@@ -2313,7 +2984,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
       const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
       int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
       diag_error(o->sp.file >= 0 ? o->sp : sp,
-                 "out_specs %s promise replication over mesh axis '%.*s', but the result %.*s varies over %s",
+                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
                  buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
       err_undefer(&ax);
       buf_free(&ax);
@@ -2356,7 +3027,7 @@ static void check_shard_map_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Att
   Type *out;
   int nout;
   if (!build_shard_map(cx, r, s->callee_sp, fd, args, s->nargs, at, &out, &nout)) { bind_bad(cx, s); return; }
-  emit_special(cx, s, P_SHARD_MAP, at, r, in, s->nargs, out, nout);
+  emit_special(cx, s, P_SHARD_MAP, at, r, in, s->nargs, out, nout, 0);
 }
 
 static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
@@ -2380,6 +3051,11 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   AstFunc *af = fd->ast;
   if (!str_eqc(af->deco, "shard_map")) {
     diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+    return NULL;
+  }
+  if (cx->mesh) {      /* as for the equation form: no shard_map inside a body */
+    diag_error(call, "%.*s is a shard_map: it cannot be called inside a shard_map body (a body runs per device)",
+               fd->name.n, fd->name.p);
     return NULL;
   }
   Instance *inst = NEW(C, Instance);
@@ -2430,7 +3106,7 @@ static IrFunc *shard_map_instance(Ctx *cx, FuncDef *fd, const Type *args, int na
   int errs = diag_count();
   IrFunc *f = build_shard_map(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, at, &out, &nout);
   if (!f) {
-    if (diag_count() > errs && call.off != af->sp.off) {
+    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off)) {
       Buf b = {0};
       err_defer(buf_release, &b);
       for (int i = 0; i < nargs; i++) {
@@ -2481,7 +3157,7 @@ static void shard_map_define(Ctx *cx, FuncDef *fd) {
   Mesh *m = mesh_param(cx, &r, get(&r, "mesh"));
   PVal **ins;
   int nin;
-  if (!m || !spec_list(&r, "in_specs", get(&r, "in_specs"), &ins, &nin)) return;
+  if (!m || !spec_list(&r, "in_specs", get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
   if (nin != af->nparams) {
     rule_param_error(&r, "in_specs", "shard_map has %d in_specs for %d parameter%s", nin, af->nparams,
                      af->nparams == 1 ? "" : "s");
@@ -2711,13 +3387,15 @@ static int expr_nouts(Ctx *cx, AstStmt *s) {
   return n < 1 ? 1 : n;
 }
 
-IrFunc *check_expr(Checker *C, const char *text, IrFunc *parent, IrVar *const *vars, int nvars, uint32_t ctrl) {
+IrFunc *check_expr(Checker *C, const char *source, const char *text, IrFunc *parent, IrVar *const *vars, int nvars,
+                   uint32_t ctrl) {
   Buf src = {0};
   err_defer(buf_release, &src);
   buf_puts(&src, "__v = ");
   buf_puts(&src, text);
   buf_putc(&src, '\n');
-  int file = parse_load_text("<expression>", buf_cstr(&src), src.n);
+  int file = parse_load_text(source, buf_cstr(&src), src.n);
+  diag_hide_prefix(file, 6);     /* "__v = " */
   err_undefer(&src);
   buf_free(&src);
   int errs = diag_count();

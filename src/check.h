@@ -28,6 +28,11 @@ void check_free(Checker *C);
    number of errors recorded. */
 int check_file(Checker *C, int file);
 
+/* The program is all there is (a script, --check, --debug): a function
+   never called may use only axis names some mesh of the program has.  (In
+   the REPL a mesh may come later.) */
+void check_set_whole_program(Checker *C);
+
 /* Undo everything checked since a mark (a REPL input that had errors). */
 typedef struct CheckMark {
   void *top;
@@ -46,7 +51,7 @@ bool check_has_func(Checker *C, Str name);
 int check_names(Checker *C, const char **names, int max, bool *is_func);
 
 /* A debugger expression — a name, a literal, or one equation's right-hand
-   side `callee[params] args` — checked as the body of a new function of
+   side `callee[params] args` (diagnostics name it `source`) — checked as the body of a new function of
    no parameters whose parent is `parent` (the function of the frame the
    debugger looks at; check_main(C) at top level) and whose results are
    the expression's values.  It sees the top-level functions and meshes
@@ -54,7 +59,8 @@ int check_names(Checker *C, const char **names, int max, bool *is_func);
    nvars < 0, the whole top-level scope.  `ctrl` is the variance of the
    predicates around it (collectives over those axes are refused).  Run
    it with eval_call.  NULL after errors, recorded with diag_error. */
-IrFunc *check_expr(Checker *C, const char *text, IrFunc *parent, IrVar *const *vars, int nvars, uint32_t ctrl);
+IrFunc *check_expr(Checker *C, const char *source, const char *text, IrFunc *parent, IrVar *const *vars, int nvars,
+                   uint32_t ctrl);
 
 /* What the top-level scope binds, newest first, one entry per name. */
 typedef enum { CN_VAR, CN_FUNC, CN_MESH } CheckNameKind;

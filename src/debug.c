@@ -394,7 +394,7 @@ static IrFunc *compile_in(Dbg *D, Frame *G, const char *text, Buf *err) {
   visible_vars(D, G, &L);
   uint32_t ctrl = G->space.active ? all_axes(G->space.mesh) : 0;
   diag_clear();
-  IrFunc *f = check_expr(D->C, text, G->fn, L.v, L.n, ctrl);
+  IrFunc *f = check_expr(D->C, "<expression>", text, G->fn, L.v, L.n, ctrl);
   mem_free(L.v);
   if (!f) {
     take_diags(err);
@@ -2111,13 +2111,10 @@ DbgResult dbg_run_main(Dbg *D, int from, int to, bool stop_first) {
 
 DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first) {
   diag_clear();
-  IrFunc *f = check_expr(D->C, call, check_main(D->C), NULL, -1, 0);
-  if (!f) {
-    Buf err = {0};
-    take_diags(&err);
+  IrFunc *f = check_expr(D->C, "<stdin>", call, check_main(D->C), NULL, -1, 0);
+  if (!f) {       /* every diagnostic, with its place (in a function called, too) */
     fflush(stdout);
-    fprintf(stderr, "shmapi: error: %s\n", buf_cstr(&err));
-    buf_free(&err);
+    diag_flush(stderr);
     return DBG_ERROR;
   }
   for (int i = 0; i < f->ncaptured; i++)

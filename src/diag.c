@@ -13,6 +13,7 @@ typedef struct SrcFile {
   size_t len;
   uint32_t *lines;   /* byte offset of the start of each line */
   int nlines;
+  uint32_t hide;     /* bytes of line 1 not shown (diag_hide_prefix) */
 } SrcFile;
 
 static SrcFile *files;
@@ -48,6 +49,7 @@ int diag_add_file(const char *name, char *text, size_t len) {
   f->text = text;
   f->len = len;
   f->lines = lines;
+  f->hide = 0;
   n = 0;
   lines[n++] = 0;
   for (size_t i = 0; i < len; i++)
@@ -68,6 +70,10 @@ const char *diag_file_text(int file, size_t *len) {
 
 int diag_file_count(void) { return nfiles; }
 
+void diag_hide_prefix(int file, uint32_t n) {
+  if (file >= 0 && file < nfiles) files[file].hide = n;
+}
+
 void diag_linecol(int file, uint32_t off, int *line, int *col) {
   if (file < 0 || file >= nfiles) { *line = 0; *col = 0; return; }
   SrcFile *f = &files[file];
@@ -78,6 +84,7 @@ void diag_linecol(int file, uint32_t off, int *line, int *col) {
   }
   *line = lo + 1;
   *col = (int)(off - f->lines[lo]) + 1;
+  if (lo == 0 && f->hide) *col = off >= f->hide ? *col - (int)f->hide : 1;
 }
 
 Str diag_line_text(int file, int line) {
@@ -88,6 +95,7 @@ Str diag_line_text(int file, int line) {
   uint32_t e = b;
   while (e < f->len && f->text[e] != '\n') e++;
   if (e > b && f->text[e - 1] == '\r') e--;
+  if (line == 1 && f->hide) b = f->hide < e ? f->hide : e;
   s.p = f->text + b;
   s.n = (int)(e - b);
   return s;

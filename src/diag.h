@@ -23,6 +23,10 @@ int diag_add_file(const char *name, char *text, size_t len);
 const char *diag_file_name(int file);
 const char *diag_file_text(int file, size_t *len);
 int diag_file_count(void);
+/* Hide the first n bytes of a file's first line from diagnostics: text
+   the interpreter put before what the user typed (`__v = ` before an
+   expression); columns count from after it. */
+void diag_hide_prefix(int file, uint32_t n);
 /* 1-based line and column of a byte offset. */
 void diag_linecol(int file, uint32_t off, int *line, int *col);
 /* The text of line `line` (1-based) of `file`, without its newline. */

@@ -57,7 +57,22 @@ Val *eval_lookup(Frame *F, IrVar *v) {
   return F && v->slot < F->nslots ? F->slots[v->slot] : NULL;
 }
 
+/* Store val (a reference handed over) as v's value.  A value holds one
+   block per combination of the axes its type varies over, never fewer:
+   a value that arrives with a smaller mask (a literal, an invariant
+   initial carry) is widened here, its blocks shared, so that instances
+   along a varying axis never share one block that a later merge would
+   write for all of them.  A mask the type does not cover is the
+   checker's bug, caught here rather than printed as a wrong number. */
 static void set_slot(Frame *F, IrVar *v, Val *val) {
+  if (val && val->mask != v->t.vma) {
+    if (val->mask & ~v->t.vma) {
+      val_unref(val);
+      err_throw("internal error: a value of %.*s varies over more axes than its type says",
+                v->name.n, v->name.p);
+    }
+    val = val_widen(F->space.mesh, val, v->t.vma);
+  }
   val_unref(F->slots[v->slot]);
   F->slots[v->slot] = val;
 }
@@ -125,7 +140,7 @@ static void run_body(Interp *I, Frame *F);
 /* Call fn with argument values (borrowed); results are new references. */
 static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp) {
   Frame *F = frame_new(I, fn, caller, sp);
-  for (int i = 0; i < fn->nparams; i++) F->slots[fn->params[i]->slot] = val_ref(args[i]);
+  for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
   run_body(I, F);
   if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
   for (int i = 0; i < fn->nouts; i++) {
@@ -460,25 +475,76 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   vals_free(args);
 }
 
+/* The carry after a step that only the instances of sp->active ran:
+   theirs from `next`, the others' kept from `carry`.  Consumes next;
+   returns a new reference. */
+static Val *keep_stopped(const Space *sp, Val *carry, Val *next) {
+  if (!sp->active) return next;
+  Val *m = val_new(carry->mask, carry->nblk);
+  for (int64_t b = 0; b < m->nblk; b++) m->blk[b] = arr_ref(carry->blk[b]);
+  merge_into(sp, m, next, sp->active);
+  val_unref(next);
+  return m;
+}
+
+/* A fori_loop bound at instance `inst`: a literal, or a value operand. */
+static int64_t bound_at(Frame *F, const IrStmt *st, int which, int64_t inst) {
+  int64_t mask = st->at->i[3];
+  if (!(mask & (1 << which))) return st->at->i[which];
+  const IrAtom *a = &st->in[which == 1 && (mask & 1) ? 1 : 0];
+  if (a->lit) return arr_geti(a->lit, 0);
+  return scalar_at(&F->space, value_of(F, a->var), inst);
+}
+
+/* fori_loop: iteration t of an instance runs its body with index lo + t
+   (reverse: hi - 1 - t) while t < hi - lo.  With bounds that vary between
+   instances each runs its own number of iterations, in lockstep: at step
+   t the instances whose loop has not ended run together. */
 static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
-  int n = st->nin;
-  Val **carry = atom_vals(F, st->in, n);
+  const Space *sp = &F->space;
+  int nb = (int)st->at->i[2], n = st->nin - nb;
+  bool rev = st->at->b[0];
+  IrFunc *body = st->at->fns[0];
+  const Type *it = &body->params[0]->t;          /* the index: its dtype, its variance */
+  Val **carry = atom_vals(F, st->in + nb, n);
+  for (int k = 0; k < n; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
   Val **next = vals_new(n);
   Val **index = vals_new(1);
   Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
-  IrFunc *body = st->at->fns[0];
-  int64_t lo = st->at->i[0], hi = st->at->i[1];
-  for (int64_t it = lo; it < hi; it++) {
-    int64_t i = st->at->b[0] ? lo + hi - 1 - it : it;   /* reverse=True runs the iterations backwards */
-    step(I, &F->space);
-    index[0] = val_new(0, 1);
-    index[0]->blk[0] = arr_scalar_i(DT_I32, i);
+  /* per block of the index's mask: its bounds (one block when invariant) */
+  int64_t ni = val_nblk(sp->mesh, it->vma);
+  int64_t *lo = scratch(sizeof(int64_t) * (size_t)(2 * ni)), *hi = lo + ni;
+  int64_t steps = 0;
+  for (int64_t b = 0; b < ni; b++) {
+    int64_t inst = it->vma ? val_first_inst(sp->mesh, it->vma, b) : 0;
+    while (!it->vma && sp->active && !sp->active[inst]) inst++;
+    lo[b] = bound_at(F, st, 0, inst);
+    hi[b] = bound_at(F, st, 1, inst);
+    if (hi[b] - lo[b] > steps) steps = hi[b] - lo[b];
+  }
+  uint8_t *act = NULL;
+  Space lsp = *sp;
+  for (int64_t t = 0; t < steps; t++) {
+    step(I, sp);
+    if (it->vma) {      /* the instances still looping at step t */
+      scratch_free(act);
+      act = scratch((size_t)sp->ninst);
+      for (int64_t d = 0; d < sp->ninst; d++) {
+        int64_t b = val_block_of(sp->mesh, it->vma, d);
+        act[d] = (!sp->active || sp->active[d]) && t < hi[b] - lo[b];
+      }
+      lsp.active = act;
+    }
+    index[0] = val_new(it->vma, ni);
+    for (int64_t b = 0; b < ni; b++)
+      if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
-    call_fn(I, F, body, args, next, &F->space);
+    call_fn(I, F, body, args, next, &lsp);
     val_unref(index[0]);
     index[0] = NULL;
     for (int k = 0; k < n; k++) {
+      next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
       val_unref(carry[k]);
       carry[k] = next[k];
       next[k] = NULL;
@@ -488,6 +554,8 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
     set_slot(F, st->out[k], carry[k]);
     carry[k] = NULL;
   }
+  scratch_free(act);
+  scratch_free(lo);
   vals_free(carry);
   vals_free(next);
   vals_free(index);
@@ -501,6 +569,9 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   IrFunc *cf = st->at->fns[0], *bf = st->at->fns[1];
   Val **all = atom_vals(F, st->in, st->nin);
   Val **carry = all + cn + bn;
+  /* each carry holds a block per combination of the axes its type varies
+     over (the predicate's included), whatever its initial value shares */
+  for (int k = 0; k < n; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
   Val **cargs = scratch(sizeof(Val *) * (size_t)(cn + n + 1));   /* borrowed */
   Val **bargs = scratch(sizeof(Val *) * (size_t)(bn + n + 1));
   Val **next = vals_new(n);
@@ -535,14 +606,8 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
     call_fn(I, F, bf, bargs, next, &lsp);
     for (int k = 0; k < n; k++) {
-      if (lsp.active) {
-        /* instances that have stopped keep their carry */
-        Val *m = val_new(carry[k]->mask, carry[k]->nblk);
-        for (int64_t b = 0; b < m->nblk; b++) m->blk[b] = arr_ref(carry[k]->blk[b]);
-        merge_into(&lsp, m, next[k], lsp.active);
-        val_unref(next[k]);
-        next[k] = m;
-      }
+      /* instances that have stopped keep their carry */
+      next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
       val_unref(carry[k]);
       carry[k] = next[k];
       next[k] = NULL;

@@ -58,16 +58,19 @@ bool fab_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
     int64_t s;
     if (!rule_int(cx, "axis_size", false, 0, &s)) return false;
   }
+  /* negative: counted from the end of the result (untiled: one rank more) */
+  rule_axis_index(cx, akey, &axis, in[0].rank + !tiled);
   int64_t p = rule_group_size(cx, at);
   out[0] = in[0];
   if (tiled) {
     if (axis < 0 || axis >= in[0].rank)
-      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand", rule_prim_name(cx), (long long)axis, in[0].rank);
+      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (tiled: %d..%d)", rule_prim_name(cx),
+                        (long long)axis, in[0].rank, -in[0].rank, in[0].rank - 1);
     out[0].shape[axis] *= p;
   } else {
     if (axis < 0 || axis > in[0].rank)
-      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (untiled: 0..%d)", rule_prim_name(cx),
-                        (long long)axis, in[0].rank, in[0].rank);
+      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (untiled: %d..%d)", rule_prim_name(cx),
+                        (long long)axis, in[0].rank, -in[0].rank - 1, in[0].rank);
     if (in[0].rank == SHM_MAXRANK) return rule_error(cx, "result rank above %d", SHM_MAXRANK);
     for (int d = in[0].rank; d > axis; d--) out[0].shape[d] = in[0].shape[d - 1];
     out[0].shape[axis] = p;
@@ -88,9 +91,11 @@ bool fab_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out)
   bool tiled;
   if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
   if (!rule_int(cx, key, false, 0, &dim) || !rule_bool(cx, "tiled", false, &tiled)) return false;
+  rule_axis_index(cx, key, &dim, in[0].rank);
   int64_t p = rule_group_size(cx, at);
   if (dim < 0 || dim >= in[0].rank)
-    return rule_error(cx, "%s %s %lld is out of range for a rank-%d operand", rule_prim_name(cx), key, (long long)dim, in[0].rank);
+    return rule_error(cx, "%s %s %lld is out of range for a rank-%d operand (%d..%d)", rule_prim_name(cx), key,
+                      (long long)dim, in[0].rank, -in[0].rank, in[0].rank - 1);
   out[0] = in[0];
   if (tiled) {
     if (in[0].shape[dim] % p)
@@ -157,10 +162,15 @@ bool fab_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   if (!rule_int(cx, "split_axis", true, 0, &sa) || !rule_int(cx, "concat_axis", true, 0, &ca) ||
       !rule_bool(cx, "tiled", false, &tiled))
     return false;
-  int64_t p = rule_group_size(cx, at);
   int r = in[0].rank;
-  if (sa < 0 || sa >= r) return rule_error(cx, "all_to_all split_axis %lld is out of range for rank %d", (long long)sa, r);
-  if (ca < 0 || ca >= r) return rule_error(cx, "all_to_all concat_axis %lld is out of range for rank %d", (long long)ca, r);
+  /* negative: counted from the end (the result has the operand's rank) */
+  rule_axis_index(cx, "split_axis", &sa, r);
+  rule_axis_index(cx, "concat_axis", &ca, r);
+  int64_t p = rule_group_size(cx, at);
+  if (sa < 0 || sa >= r)
+    return rule_error(cx, "all_to_all split_axis %lld is out of range for rank %d (%d..%d)", (long long)sa, r, -r, r - 1);
+  if (ca < 0 || ca >= r)
+    return rule_error(cx, "all_to_all concat_axis %lld is out of range for rank %d (%d..%d)", (long long)ca, r, -r, r - 1);
   out[0] = in[0];
   if (tiled) {
     if (in[0].shape[sa] % p)
@@ -586,7 +596,7 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
 
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
   const Mesh *m = sp->mesh;
-  if (prim != P_AXIS_INDEX && prim != P_PBROADCAST && prim != P_PSCATTER) check_groups(sp, prim, at);
+  if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
   int64_t p = group_size(m, at);
   uint32_t A = at->axmask;
   uint32_t R = outt->vma;

@@ -38,6 +38,10 @@ typedef struct IrVar {
   struct IrFunc *owner;
   Span sp;
   bool captured;          /* read by a function defined inside its owner */
+  bool jax_narrow;        /* annotated with the variance set jax_vma, which JAX
+                             prints under a varying predicate: t is the sound
+                             type, a superset (check.c, vma_jax_narrower) */
+  uint32_t jax_vma;
   int last;               /* the last statement of the owner's body that reads
                              or sets it (eval.c, once drops_planned) */
 } IrVar;

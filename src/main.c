@@ -111,6 +111,7 @@ int main(int argc, char **argv) {
       status = 2;
     } else {
       C = check_new();
+      check_set_whole_program(C);
       int errs = check_file(C, f);
       if (errs || diag_count()) {
         diag_flush(stderr);

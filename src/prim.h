@@ -9,8 +9,10 @@
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
 **   nout         result count (-1: decided by the rule, e.g. control flow)
-**   params       the parameter names, space-separated ("axes", "axis_name
-**                axis tiled"), for help and completion
+**   params       the parameter names, space-separated, in the order `show`
+**                prints them, for help and completion; after a `|`, the
+**                synonyms also accepted ("axes | axis_name"); a function
+**                that is never called is checked against all of them
 **   shape        the shape rule: checks operand types and parameters and
 **                computes the result types (NULL for rows the checker
 **                handles itself: control flow)
@@ -51,6 +53,14 @@ typedef enum VarRule {
   VR_AXIS_INDEX,  /* result: exactly the named axes */
   VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
 } VarRule;
+
+/* Does a primitive with this rule move data between instances, so that
+   every member of a group must reach it?  pbroadcast, pscatter and
+   axis_index name axes but move nothing: they may run where only some
+   instances do (under a predicate that varies along their axes). */
+static inline bool vrule_communicates(VarRule r) {
+  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV;
+}
 
 typedef struct IntList {
   int n;
@@ -102,6 +112,13 @@ const char *rule_prim_name(RuleCtx *cx);
    used (and recorded, so `show` spells every parameter out).  Each returns
    false after reporting a malformed value. */
 bool rule_int(RuleCtx *cx, const char *key, bool required, int64_t dflt, int64_t *out);
+/* A dimension number counted from the end when negative, as JAX's
+   canonicalize_axis does: -1 is the last of `rank` dimensions.  A value in
+   [-rank, rank) is made non-negative and recorded so (show prints it);
+   others are left for the rule's own range check. */
+bool rule_axis_index(RuleCtx *cx, const char *key, int64_t *v, int rank);
+/* Record `key` as the tuple l (a list the rule normalised; show prints it). */
+void rule_set_ints(RuleCtx *cx, const char *key, const IntList *l);
 bool rule_float(RuleCtx *cx, const char *key, bool required, double dflt, double *out);
 bool rule_bool(RuleCtx *cx, const char *key, bool dflt, bool *out);
 /* A dtype name (f32, float32, ...); dflt -1 means the parameter may be None. */
@@ -166,6 +183,16 @@ typedef struct PrimInfo {
 } PrimInfo;
 
 extern const PrimInfo prim_table[P_COUNT];
+
+/* The length of the canonical part of a params column (before " |"). */
+static inline size_t prim_params_len(const char *params) {
+  const char *bar = params ? strchr(params, '|') : NULL;
+  size_t n = bar ? (size_t)(bar - params) : params ? strlen(params) : 0;
+  while (n && params[n - 1] == ' ') n--;
+  return n;
+}
+/* Does the primitive accept a parameter named `key` (a synonym too)? */
+bool prim_accepts(int prim, Str key);
 
 /* Primitive by canonical name or alias; -1 if none. */
 int prim_lookup(Str name);

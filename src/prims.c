@@ -209,7 +209,8 @@ static int64_t norm_axis(int64_t a, int rank) {
 }
 
 /* Checks that a list of axes is in range for `rank` and has no repeats;
-   `neg` allows negative axes (normalised into a new list in *l). */
+   `neg` allows negative axes, counted from the end: the list is
+   normalised into a new list in *l, which `show` prints. */
 static bool check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool neg, const Type *t) {
   LsBuf b;
   TyBuf tb;
@@ -231,6 +232,7 @@ static bool check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool 
     v[i] = a;
   }
   l->v = v;
+  if (neg) rule_set_ints(cx, key, l);
   return true;
 }
 
@@ -1297,7 +1299,7 @@ static bool reduce_rule(RuleCtx *cx, Type *in, Attrs *at, Type *out, int kinds) 
   if (!rule_ints(cx, "axes", true, &ax)) return false;
   ignore_param(cx, "out_sharding");
   if (!check_kind(cx, &in[0], kinds)) return false;
-  if (!check_axes(cx, "axes", &ax, in[0].rank, false, &in[0])) return false;
+  if (!check_axes(cx, "axes", &ax, in[0].rank, true, &in[0])) return false;
   at->l[0] = ax;
   int r = 0;
   *out = in[0];
@@ -1351,7 +1353,7 @@ static bool rule_argminmax(RARGS) {
   if (ax.n != 1)
     return rule_param_error(cx, "axes", "%s takes exactly one axis, got axes=%s",
                             rule_prim_name(cx), lsl(&lb, &ax));
-  if (!check_axes(cx, "axes", &ax, in[0].rank, false, &in[0])) return false;
+  if (!check_axes(cx, "axes", &ax, in[0].rank, true, &in[0])) return false;
   if (in[0].shape[ax.v[0]] < 1)
     return rule_error(cx, "%s requires a non-empty reduced dimension, got %s and axis %lld",
                       rule_prim_name(cx), ty(&tb, &in[0]), (long long)ax.v[0]);
@@ -1394,6 +1396,7 @@ static bool cum_rule(RuleCtx *cx, Type *in, Attrs *at, Type *out, int kinds) {
   if (a < 0)
     return rule_error(cx, "%s axis %lld out of range for %s", rule_prim_name(cx),
                       (long long)axis, ty(&tb, &in[0]));
+  rule_axis_index(cx, "axis", &axis, in[0].rank);
   at->i[0] = a;
   *out = in[0];
   out->weak = false;
@@ -1695,7 +1698,7 @@ static bool rule_rev(RARGS) {
   (void)nin;
   IntList d = {0, NULL};
   if (!rule_ints(cx, "dimensions", true, &d)) return false;
-  if (!check_axes(cx, "dimensions", &d, in[0].rank, false, &in[0])) return false;
+  if (!check_axes(cx, "dimensions", &d, in[0].rank, true, &in[0])) return false;
   *out = in[0];
   out->weak = false;
   at->l[0] = d;
@@ -1732,6 +1735,7 @@ static bool rule_concatenate(RARGS) {
   for (int k = 0; k < nin; k++) idx[k] = k;
   if (!unify_dtypes(cx, in, idx, nin, &dt)) return false;
   if (in[0].rank == 0) return rule_error(cx, "concatenate cannot join scalars (%s)", ty(&a, &in[0]));
+  rule_axis_index(cx, "dimension", &dim, in[0].rank);     /* negative: from the end */
   if (dim < 0 || dim >= in[0].rank)
     return rule_error(cx, "concatenate dimension %lld out of range for %s", (long long)dim,
                       ty(&a, &in[0]));
@@ -2399,4 +2403,16 @@ int prim_lookup(Str name) {
         (prim_table[p].alias && str_eqc(name, prim_table[p].alias)))
       return p;
   return -1;
+}
+
+bool prim_accepts(int prim, Str key) {
+  const char *p = prim_table[prim].params;
+  while (p && *p) {
+    while (*p == ' ' || *p == '|') p++;
+    const char *e = p;
+    while (*e && *e != ' ') e++;
+    if (e > p && (int)(e - p) == key.n && !memcmp(p, key.p, (size_t)key.n)) return true;
+    p = e;
+  }
+  return false;
 }

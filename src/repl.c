@@ -21,6 +21,7 @@
 #include "err.h"
 #include "eval.h"
 #include "parse.h"
+#include "primdoc.h"
 #include "repl.h"
 #include "show.h"
 
@@ -216,9 +217,10 @@ static const char *operand_text(const PrimInfo *p, char *buf, size_t n) {
 
 static void prim_signature(Buf *b, const PrimInfo *p) {
   buf_puts(b, p->name);
-  if (p->params && *p->params) {
+  size_t np = prim_params_len(p->params);
+  if (np) {
     buf_putc(b, '[');
-    for (const char *s = p->params; *s; s++) buf_puts(b, *s == ' ' ? ", " : (char[2]){*s, 0});
+    for (const char *s = p->params; s < p->params + np; s++) buf_puts(b, *s == ' ' ? ", " : (char[2]){*s, 0});
     buf_putc(b, ']');
   }
 }
@@ -245,7 +247,7 @@ static void help_collectives(void) {
        "  psum, pmax, pmin        {S} - axes              all-reduce: 2(p-1)/p * n per device\n"
        "  pmean                   {S} - axes              all-reduce, divided by the group size\n"
        "  pbroadcast (pvary)      {S} + axes              none (operand invariant along axes)\n"
-       "  all_gather              {S} + axis_name         all-gather: (p-1)/p * n\n"
+       "  all_gather              {S} + axis_name         all-gather: (p-1) * n\n"
        "  all_gather_invariant    {S} - axis_name         all-gather\n"
        "  psum_scatter            {S} + axis_name         reduce-scatter: (p-1)/p * n\n"
        "  pscatter                {S} + axis_name         none (a local slice)\n"
@@ -258,35 +260,57 @@ static void help_collectives(void) {
        "n is the bytes of one device's operand, p the group size; --stats totals them.");
 }
 
-static const char *vrule_text(VarRule v) {
-  switch (v) {
-  case VR_ELEM: return "local: operands are lifted (pbroadcast) to the union of their variance sets";
-  case VR_NULLARY: return "makes a value from nothing: the result is invariant";
-  case VR_REDUCE: return "collective (all-reduce): the result varies over {S} - axes";
-  case VR_PBCAST: return "no communication: the operand must be invariant along axes; result {S} + axes";
-  case VR_VARY: return "collective: the result varies over {S} + axis_name (auto-pbroadcast)";
-  case VR_GATHER_INV: return "collective (all-gather): the result varies over {S} - axis_name";
-  case VR_PSCATTER: return "no communication (a local slice): the operand is invariant along axis_name";
-  case VR_AXIS_INDEX: return "the instance's index along axis_name: i32[] varying over it";
-  case VR_SPECIAL: return "control flow or shard_map: its function parameters are checked and run by shm";
+/* Text wrapped at 79 columns, each line after `indent`. */
+static void put_wrapped(const char *indent, const char *text) {
+  size_t width = 79 - strlen(indent), col = 0;
+  const char *p = text;
+  Buf b = {0};
+  buf_puts(&b, indent);
+  while (*p) {
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " ");
+    if (!n) break;
+    if (col && col + 1 + n > width) {
+      buf_putc(&b, '\n');
+      buf_puts(&b, indent);
+      col = 0;
+    }
+    if (col) buf_putc(&b, ' '), col++;
+    buf_put(&b, p, n);
+    col += n;
+    p += n;
   }
-  return "";
+  puts(buf_cstr(&b));
+  buf_free(&b);
 }
 
+/* help NAME: the primitive's line, then its primdoc.def row. */
 static bool help_prim(const char *name) {
   int id = prim_lookup(str_c(name));
   if (id < 0) return false;
   const PrimInfo *p = &prim_table[id];
+  const PrimDoc *d = primdoc(id);
   Buf b = {0};
   char ops[64];
   prim_signature(&b, p);
   buf_printf(&b, "    %s", operand_text(p, ops, sizeof ops));
   if (p->nout > 0) buf_printf(&b, ", %d result%s", p->nout, p->nout == 1 ? "" : "s");
   puts(buf_cstr(&b));
-  if (p->alias) printf("  also spelled %s\n", p->alias);
-  printf("  %s\n", vrule_text(p->vrule));
-  if (!p->params || !*p->params) puts("  takes no parameters");
   buf_free(&b);
+  if (p->alias) printf("  also spelled %s\n", p->alias);
+  put_wrapped("  ", d->summary);
+  int n;
+  const PrimParamDoc *pd = primdoc_params(id, &n);
+  if (n) puts("Parameters:");
+  else puts("Parameters: none.");
+  for (int k = 0; k < n; k++) {
+    printf("  %s: %s, %s%s\n", pd[k].name, pd[k].type, strncmp(pd[k].dflt, "required", 8) ? "default " : "",
+           pd[k].dflt);
+    put_wrapped("      ", pd[k].meaning);
+  }
+  puts("Variance:");
+  put_wrapped("  ", d->variance);
+  printf("Example:\n  %s\n", d->example);
   return true;
 }
 
@@ -410,8 +434,8 @@ static char **complete(const char *text, int start, int end) {
     Str w = {line + b, e - b};
     int id = prim_lookup(w);
     if (id >= 0 && prim_table[id].params) {
-      const char *p = prim_table[id].params;
-      while (*p) {
+      const char *p = prim_table[id].params, *end = p + prim_params_len(p);
+      while (p < end) {
         const char *e = strchr(p, ' ');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         char key[64];

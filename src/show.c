@@ -224,6 +224,16 @@ static int key_rank(const char *list, const char *key) {
   return 1000;
 }
 
+/* A fori_loop bound given as a value is an operand of the equation, shown
+   as its parameter (`upper=n`) rather than among the carries. */
+static const IrAtom *fori_bound_operand(const IrStmt *st, const char *key) {
+  if (st->prim != P_FORI_LOOP || !st->at->i[2]) return NULL;
+  int64_t m = st->at->i[3];
+  if (!strcmp(key, "lower")) return m & 1 ? &st->in[0] : NULL;
+  if (!strcmp(key, "upper")) return m & 2 ? &st->in[m & 1 ? 1 : 0] : NULL;
+  return NULL;
+}
+
 static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   if (!st->nparams) return;
   const char *order = prim_table[st->prim].params;
@@ -243,14 +253,34 @@ static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent)
     if (multiline) buf_printf(S->b, "\n%*s", indent + 2, "");
     else if (i) buf_putc(S->b, ' ');
     buf_printf(S->b, "%s=", p->key);
-    show_pv(S, p->v, st->at, mesh, indent + 2);
+    const IrAtom *bound = fori_bound_operand(st, p->key);
+    if (bound) show_atom(S, bound, mesh);
+    else show_pv(S, p->v, st->at, mesh, indent + 2);
   }
   if (multiline) buf_printf(S->b, "\n%*s", indent, "");
   buf_putc(S->b, ']');
 }
 
+/* A binder that JAX annotated with fewer axes than its sound type (under
+   a varying predicate, check.c): a comment line says so, and the binder
+   prints its sound type. */
+static void show_jax_notes(Show *S, IrVar *const *vars, int n, const Mesh *mesh, int indent) {
+  for (int i = 0; i < n; i++) {
+    const IrVar *v = vars[i];
+    if (!v->jax_narrow) continue;
+    buf_printf(S->b, "%*s# %s: annotated ", indent, "", name_of(&S->names, v));
+    show_vma(S->b, v->jax_vma, mesh);
+    buf_puts(S->b, " (as JAX prints it); it varies over ");
+    show_vma(S->b, v->t.vma, mesh);
+    buf_puts(S->b, " because a predicate varies over ");
+    show_vma(S->b, v->t.vma & ~v->jax_vma, mesh);
+    buf_putc(S->b, '\n');
+  }
+}
+
 static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   Buf *b = S->b;
+  if (st->k == IS_EQN) show_jax_notes(S, st->out, st->nout, mesh, indent);
   buf_printf(b, "%*s", indent, "");
   switch (st->k) {
   case IS_EQN: {
@@ -265,7 +295,7 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
       buf_puts(b, prim_table[st->prim].name);
       show_params(S, st, mesh, indent);
     }
-    for (int i = 0; i < st->nin; i++) {
+    for (int i = st->prim == P_FORI_LOOP ? (int)st->at->i[2] : 0; i < st->nin; i++) {
       buf_putc(b, ' ');
       show_atom(S, &st->in[i], mesh);
     }
@@ -309,6 +339,7 @@ static void show_fn(Show *S, const IrFunc *f, int indent) {
     show_binder(S, f->params[i], mesh);
   }
   buf_puts(b, ". let\n");
+  show_jax_notes(S, f->params, f->nparams, mesh, indent + 4);
   for (int i = 0; i < f->nbody; i++) show_stmt(S, f->body[i], mesh, indent + 4);
   buf_printf(b, "%*sin (", indent + 2, "");
   for (int i = 0; i < f->nouts; i++) {

@@ -960,6 +960,8 @@ bool tr_cond(TrCtx *cx) {
 bool tr_fori_loop(TrCtx *cx) {
   const IrStmt *st = cx->st;
   if (cx->checking) {
+    if (st->at->i[2])     /* as JAX, which transposes only a loop of static trip count */
+      return tr_error(cx, "fori_loop whose bounds are values cannot be transposed (its trip count is not static)");
     for (int k = 0; k < st->nin; k++)
       if (!cx->lin_in[k]) return tr_error(cx, "fori_loop with both linear and constant carries cannot be transposed");
     if (captures_locals(cx->T, st->at->fns[0]))

@@ -1,5 +1,5 @@
 /*
-** transpose.h — transposition of linear functions (LANGUAGE.md §4).
+** transpose.h — transposition of linear functions (docs/language.md, "linear_transpose").
 **
 ** tr_linear_transpose turns a checked function f, linear in the parameters marked
 ** in `linear`, into its transpose: it takes f's other parameters followed

@@ -19,6 +19,15 @@ Val *val_of(Array *a) {
   return v;
 }
 
+Val *val_widen(const Mesh *m, Val *v, uint32_t to) {
+  if (!v || v->mask == to) return v;
+  int64_t n = val_nblk(m, to);
+  Val *w = val_new(to, n);
+  for (int64_t b = 0; b < n; b++) w->blk[b] = arr_ref(v->blk[val_project(m, to, b, v->mask)]);
+  val_unref(v);
+  return w;
+}
+
 void val_free_(Val *v) {
   for (int64_t b = 0; b < v->nblk; b++) arr_unref(v->blk[b]);
   mem_free(v);

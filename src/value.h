@@ -36,6 +36,9 @@ static inline Val *val_ref(Val *v) { if (v) v->refc++; return v; }
 void val_free_(Val *v);
 static inline void val_unref(Val *v) { if (v && --v->refc == 0) val_free_(v); }
 
+/* v seen with the larger mask `to` (a superset of v->mask): the blocks
+   are shared, not copied.  Consumes v; returns a new reference. */
+Val *val_widen(const Mesh *m, Val *v, uint32_t to);
 /* Number of blocks of a mask on a mesh (1 when mesh is NULL). */
 int64_t val_nblk(const Mesh *m, uint32_t mask);
 /* The block of `mask` that instance `inst` holds. */

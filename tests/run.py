@@ -3,15 +3,17 @@
 
     tests/run.py [options] SHMAPI [FILTER...]
 
-Runs every test under tests/ against the interpreter SHMAPI and prints the
-results as TAP version 13 (meson's test() uses protocol 'tap').
+Runs every test under tests/ and docs/examples/ against the interpreter
+SHMAPI and prints the results as TAP version 13 (meson's test() uses
+protocol 'tap').
 
 A test is either
 
-  * a golden test, tests/<dir>/<name>.shm: run as `SHMAPI [ARGS] <path>` from
-    the repository root, with stdin from /dev/null; its stdout must equal
-    <name>.out, its stderr <name>.err (a missing file means "empty"), and its
-    exit status must be 1 if <name>.err exists, else 0; or
+  * a golden test, tests/<dir>/<name>.shm (or docs/examples/<name>.shm):
+    run as `SHMAPI [ARGS] <path>` from the repository root, with stdin
+    from /dev/null; its stdout must equal <name>.out, its stderr <name>.err
+    (a missing file means "empty"), and its exit status must be 1 if
+    <name>.err exists, else 0; or
   * a test script, tests/<dir>/<name>.test.py or .test.sh: run with the
     environment variable SHMAPI set to the interpreter; exit status 0 passes,
     77 skips, anything else fails.
@@ -47,7 +49,8 @@ import sys
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = 'tests'
+# The documentation's example programs (docs/examples/) are golden tests too.
+TEST_ROOTS = ('tests', 'docs/examples')
 DEFAULT_TIMEOUT = 30.0
 MAX_DIAG_LINES = 60
 SKIP_STATUS = 77
@@ -82,16 +85,17 @@ def is_script(path):
 
 
 def find_tests(filters):
-    """Every test file under tests/, as sorted paths relative to ROOT."""
+    """Every test file under TEST_ROOTS, as sorted paths relative to ROOT."""
     found = []
-    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, TESTS)):
-        dirnames[:] = [d for d in dirnames if not d.startswith(('_', '.'))]
-        rel = os.path.relpath(dirpath, ROOT)
-        for name in filenames:
-            if name.startswith(('_', '.')):
-                continue
-            if name.endswith('.shm') or name.endswith(SCRIPT_SUFFIXES):
-                found.append(os.path.join(rel, name).replace(os.sep, '/'))
+    for top in TEST_ROOTS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
+            dirnames[:] = [d for d in dirnames if not d.startswith(('_', '.'))]
+            rel = os.path.relpath(dirpath, ROOT)
+            for name in filenames:
+                if name.startswith(('_', '.')):
+                    continue
+                if name.endswith('.shm') or name.endswith(SCRIPT_SUFFIXES):
+                    found.append(os.path.join(rel, name).replace(os.sep, '/'))
     found.sort()
     if filters:
         found = [t for t in found if any(matches(t, f) for f in filters)]

@@ -3,8 +3,8 @@ write instead of shmapi.
 
 Per-device blocks live in a Python list (one f32[16] array per device of
 the 8-device mesh); local primitives are applied to each device's block;
-collectives follow the reference semantics of the shard_map tutorial
-(/work/shared/seeds/002_*.txt):
+collectives follow the reference semantics of JAX's shard_map tutorial
+(seed 002, its section on collectives):
 
     def psum_ref(_, x_blocks):
         tot = sum(x_blocks)

@@ -22,7 +22,7 @@ def main():
         for line in f:
             m = ROW.match(line)
             if m:
-                rows.append((m.group(1), m.group(2).strip('"'), m.group(3).split()))
+                rows.append((m.group(1), m.group(2).strip('"'), m.group(3).split('|')[0].split()))  # synonyms after '|' are not listed
     if len(rows) < 20:
         print(f'found only {len(rows)} rows in src/prims.def')
         return 1

@@ -10,8 +10,8 @@ f<k>_t, random inputs and cotangents, and prints one line
 with lhs = sum <f_t(c, y), x>, rhs = sum <y, f(c, x)> (computed in f64
 inside shm) and the same sums over absolute values, for the tolerance.
 
-The generator models the checker's shape and variance rules (LANGUAGE.md
-§3.4) so that every program it writes is well typed; a program that does
+The generator models the checker's shape and variance rules
+(docs/shard_map.md, "Variance") so that every program it writes is well typed; a program that does
 not check is a failure of either side, reported with its source.
 Python standard library only.
 """

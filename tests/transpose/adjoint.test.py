@@ -1,4 +1,4 @@
-"""The adjoint identity <f_t(y), x> == <y, f(x)> (LANGUAGE.md §4), up to
+"""The adjoint identity <f_t(y), x> == <y, f(x)> (docs/language.md, linear_transpose), up to
 rounding, for random x and y:
 
   * on every example of seed 004 (examples 1-5, the cursed identity, the

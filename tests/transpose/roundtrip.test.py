@@ -1,5 +1,6 @@
 """linear_transpose applied twice gives back the original function, equation
-for equation (LANGUAGE.md §4), over every example of seed 004 and more.
+for equation (docs/language.md, linear_transpose), over every example of
+seed 004 and more.
 
 For each case the script runs shmapi on the case's definitions followed by
 
