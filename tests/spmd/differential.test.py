@@ -87,31 +87,42 @@ AXIS_NAMES = ['i', 'j', 'k', 'x', 'y', 'data', 'model']
 KNOWN_FEATURES = {
     'fori_values': "while loops as JAX prints a fori_loop whose bounds are values: (i, upper, x...) "
                    "carries, upper passed through",
-    'pvary_in_varying': 'pbroadcast/pvary and axis_index over the axes a cond index or while predicate '
-                        'varies along, inside that cond or while',
+    'fori_value_bounds': 'fori_loop[lower=lo, upper=hi] with bounds that are values, invariant or varying',
+    'pvary_in_varying': 'pbroadcast/pvary, pscatter and axis_index over the axes a cond index or loop '
+                        'predicate varies along, inside that cond or loop',
     'cond_widen': 'cond branches whose results differ only in variance (the result takes the union)',
-    'passthrough_carry': 'a carry the while body passes through unchanged keeps its own variance',
+    'passthrough_carry': 'a carry the loop body passes through unchanged keeps its own variance',
+    'loop_widen': "a loop body may return a carry less varying than the carry (the checker widens it), "
+                  "and a carry's variance starts from its parameters' annotations",
+    'jax_annotations': "annotations that leave out the axes of an enclosing predicate, as JAX's printer "
+                       "does (accepted, the sound type kept)",
     'neg_axes': 'negative all_gather axis, all_to_all split_axis/concat_axis, psum_scatter '
-                'scatter_dimension',
+                'scatter_dimension, reduction axes',
     'single_in_spec': 'one in_specs P(...) standing for every parameter of a body',
 }
-FEATURES = set()
+FEATURES = set(KNOWN_FEATURES)
 
 # Known shmapi bugs the generator steers around until they are fixed, so
 # that the test still finds new ones (drop a name when its fix lands).
 WORKAROUNDS = {
-    # a while whose predicate varies computes wrong carries when a carry
-    # starts less varying than the loop makes it (lifted by the checker)
-    'lifted_carry',
-    # a while's cond_jaxpr is checked with unlifted carry types in the first
-    # rounds of the variance fixed point: right {axes} annotations there fail
-    'cond_fn_annotations',
-    # a def whose parameters are all annotated is checked where it is
-    # defined, a parameter annotated without {axes} taken as invariant there
-    'shape_annotations',
     # psum and psum_scatter of integers overflow in signed C arithmetic (the
     # sanitizer build stops there): integer operands are kept small
     'psum_overflow',
+    # a function no call reaches (after an error: programs to reject) is
+    # refused for while's cond_nconsts/body_nconsts and fori_loop's reverse
+    'uncalled_params',
+    # a while's cond function is checked at each round of the variance fixed
+    # point, and an annotation that fails at a round before the last is an
+    # error: a binder's right {axes}, or a parameter's narrower JAX-style set
+    'cond_fn_rounds',
+    # fori_loop with a varying value bound crashes where only some devices
+    # run it (in a cond branch or loop body under a varying predicate)
+    'fori_bound_inactive',
+    # a named function whose parameters all state their variance is checked
+    # where it is defined, without the control variance of its use and with
+    # JAX-style narrower parameter sets taken as they are: narrower
+    # annotations in it are refused there (accepted written inline)
+    'def_site_narrow',
 }
 CTL_FRACTION = 1 / 3   # share of the programs that use cond, while and fori_loop (CtlGen)
 MAX_BLOCK = 96         # elements of one block the generator lets a value reach
@@ -301,11 +312,17 @@ class Gen:
                 dims[rng.randrange(rank)].append(a)
         return dims
 
-    def make_input(self, mesh, k):
+    def make_input(self, mesh, k, lead=None):
+        """An input array; lead: the spec dims it must share with the other
+        inputs (one in_specs for all), then its rank is at least as long."""
         rng = self.rng
         rank = rng.choice([0, 1, 1, 2, 2, 2, 3])
         dtype = rng.choice(['i32', 'i32', 'f32'])
-        dims = self.random_spec_dims(rank, range(len(mesh.sizes)))
+        if lead is None:
+            dims = self.random_spec_dims(rank, range(len(mesh.sizes)))
+        else:
+            rank = max(rank, len(lead))
+            dims = [list(d) for d in lead] + [[] for _ in range(rank - len(lead))]
         bshape = []
         for d in range(rank):
             choices = [1, 2, 3, 4]
@@ -316,8 +333,8 @@ class Gen:
         gshape = [bshape[d] * mesh.group_size(dims[d]) for d in range(rank)]
         while int(np.prod(gshape)) > 400:
             # shrink: drop axes from the largest mapped dimension
-            d = max(range(rank), key=lambda q: gshape[q])
-            if dims[d]:
+            d = max(range(rank), key=lambda q: gshape[q] if lead is None else bshape[q])
+            if dims[d] and lead is None:
                 dims[d].pop()
             else:
                 bshape[d] = 1
@@ -442,7 +459,10 @@ class Gen:
                 blocks.append(np.concatenate(ms, axis=axis) if tiled else np.stack(ms, axis=axis))
             shape = blocks[0].shape
             params = ['axis_name=%s' % axes_text(mesh, axes, rng)]
-            if axis != 0 or rng.random() < 0.5:
+            if 'neg_axes' in FEATURES and rng.random() < 0.3:
+                # counted from the end of the result (untiled: one more dimension)
+                params.append('axis=%d' % (axis - (r if tiled else r + 1)))
+            elif axis != 0 or rng.random() < 0.5:
                 params.append('%s=%d' % (rng.choice(['axis', 'axis', 'all_gather_dimension']), axis))
             if tiled or rng.random() < 0.5:
                 params.append('tiled=%s' % tiled)
@@ -486,7 +506,9 @@ class Gen:
             dkey = 'scatter_dimension' if kind == 'psum_scatter' else 'axis'
             prim = kind if kind == 'pscatter' or rng.random() < 0.8 else 'reduce_scatter'
             params = ['axis_name=%s' % axes_text(mesh, axes, rng)]
-            if dim != 0 or rng.random() < 0.5:
+            if kind == 'psum_scatter' and 'neg_axes' in FEATURES and rng.random() < 0.3:
+                params.append('%s=%d' % (dkey, dim - r))
+            elif dim != 0 or rng.random() < 0.5:
                 params.append('%s=%d' % (dkey, dim))
             if tiled or rng.random() < 0.5:
                 params.append('tiled=%s' % tiled)
@@ -544,7 +566,9 @@ class Gen:
             shape = blocks[0].shape
             if int(np.prod(shape)) > MAX_BLOCK:
                 return None
-            params = ['axis_name=%s' % axes_text(mesh, axes, rng), 'split_axis=%d' % sa, 'concat_axis=%d' % ca]
+            neg = 'neg_axes' in FEATURES and rng.random() < 0.3
+            params = ['axis_name=%s' % axes_text(mesh, axes, rng), 'split_axis=%d' % (sa - r if neg else sa),
+                      'concat_axis=%d' % (ca - r if neg else ca)]
             if tiled or rng.random() < 0.5:
                 params.append('tiled=%s' % tiled)
             rng.shuffle(params)
@@ -684,7 +708,10 @@ class Gen:
         mesh = self.make_mesh()
         self.lines_top.append('mesh %s = %s' % (mesh.name, mesh.text()))
         nin = rng.choice([0, 1, 1, 1, 2, 2, 3])
-        inputs = [self.make_input(mesh, k) for k in range(nin)]
+        shared = None
+        if 'single_in_spec' in FEATURES and nin >= 2 and rng.random() < 0.3:
+            shared = self.random_spec_dims(rng.choice([0, 1, 2]), range(len(mesh.sizes)))
+        inputs = [self.make_input(mesh, k, shared) for k in range(nin)]
         params, pool = [], []
         for k, (X, data, dims, dtype) in enumerate(inputs):
             pname = 'p%d' % k
@@ -738,10 +765,13 @@ class Gen:
         if not outs:
             return None
         # text
-        in_specs = [spec_text(mesh, dims, rng) for (_, _, dims, _) in inputs]
+        if shared is not None:    # one spec for every parameter
+            in_specs = [spec_text(mesh, shared, rng)]
+        else:
+            in_specs = [spec_text(mesh, dims, rng) for (_, _, dims, _) in inputs]
         self.form = {
             'mesh': mesh.name, 'params': params, 'args': ' '.join(X for (X, _, _, _) in inputs),
-            'in_specs': in_specs, 'in_bare': len(in_specs) == 1 and rng.random() < 0.5,
+            'in_specs': in_specs, 'in_bare': len(in_specs) == 1 and (shared is not None or rng.random() < 0.5),
             # (a zero-parameter def is checked where it is defined, outside any
             # mesh, so a zero-argument body with collectives uses the decorator)
             'decorator': rng.random() < 0.7 or not inputs,
@@ -814,7 +844,9 @@ class Var:
     """A named value of the IR: dtype, block shape, variance set (axis
     indices), whether its value is exact (the same bits in shmapi and in
     NumPy: integers, and floats that are sums of small halves), and how its
-    binder is annotated when printed (None, 'shape' or 'full')."""
+    binder is annotated when printed (None, 'shape' or 'full': with the
+    variance set, vma or, JAX-style, ann_vma: vma without some axes of an
+    enclosing predicate)."""
     is_lit = False
 
     def __init__(self, name, dtype, shape, vma, exact=True, ann=None):
@@ -824,6 +856,8 @@ class Var:
         self.vma = frozenset(vma)
         self.exact = exact
         self.ann = ann
+        self.ann_vma = None       # a 'full' annotation's set when it is not vma (JAX's narrower one)
+        self.seeded = False       # a loop parameter whose annotation gives the carry its variance
 
     @property
     def size(self):
@@ -948,7 +982,8 @@ class Scope:
         self.form = form
         self.stmts = []
         self.vars = []
-        self.full_ok = True     # annotations may state variance sets
+        self.slack = self.ctrl     # axes an annotation may leave out, as JAX's printer does
+        self.full_binders = True   # binders may be annotated with their variance set
 
     def visible(self):
         out = []
@@ -1049,7 +1084,7 @@ class Model:
                     res = yield from self.call(d, st.bfn, bc + res, env)
             elif k == 'fori':
                 res = [val_of(env, a) for a in st.carries]
-                its = range(st.lo, st.hi)
+                its = range(int(val_of(env, st.lo)), int(val_of(env, st.hi)))
                 for i in (reversed(its) if st.reverse else its):
                     res = yield from self.call(d, st.fn, [np.array(i, dtype=np.int32)] + res, env)
             else:
@@ -1145,6 +1180,17 @@ def sub_axes(rng, pool, p=0.5):
     return frozenset(a for a in pool if rng.random() < p)
 
 
+class Carry:
+    """A loop carry while it is generated: its role ('k' the counter, 'hi'
+    the upper bound carried as JAX carries fori_loop's, 'go' a predicate
+    carried, 'x' anything else), its operand, whether the body passes it
+    through unchanged, and the variance its parameters' annotations give it."""
+
+    def __init__(self, role, op, pt):
+        self.role, self.op, self.pt = role, op, pt
+        self.seed = frozenset()
+
+
 class CtlGen(Gen):
     """A program whose body runs cond, while and fori_loop (see the section
     comment above).  With plant=True the body gets exactly one collective
@@ -1165,7 +1211,8 @@ class CtlGen(Gen):
     def type_text(self, x, full):
         t = '%s[%s]' % (x.dtype, ','.join(str(s) for s in x.shape))
         if full:
-            t += '{%s}' % ','.join(self.mesh.axes[a] for a in sorted(x.vma))
+            vma = x.vma if x.is_lit or x.ann_vma is None else x.ann_vma
+            t += '{%s}' % ','.join(self.mesh.axes[a] for a in sorted(vma))
         return t
 
     def binder(self, v):
@@ -1225,7 +1272,8 @@ class CtlGen(Gen):
                 ps.sort()
             head, args = 'while[%s]' % sep.join(ps), st.cconsts + st.bconsts + st.carries
         else:
-            ps = ['lower=%d' % st.lo, 'upper=%d' % st.hi, 'body=' + self.fn_ref(st.fn, ind + 2)]
+            bound = lambda b: str(b.value) if b.is_lit else b.name  # noqa: E731
+            ps = ['lower=' + bound(st.lo), 'upper=' + bound(st.hi), 'body=' + self.fn_ref(st.fn, ind + 2)]
             if st.reverse:
                 ps.append('reverse=True')
             head, args = 'fori_loop[%s]' % sep.join(ps), st.carries
@@ -1239,13 +1287,21 @@ class CtlGen(Gen):
 
     # -- making values
 
-    def ann(self, sc):
-        r = self.rng.random()
-        if sc.form == 'jaxpr':
-            a = 'full' if r < 0.4 else 'shape' if r < 0.8 else None
+    def annotate(self, v, form, slack, param=False):
+        """Choose how v's binder is annotated (more often in the jaxpr
+        form); a variance set may leave out axes of slack, the axes
+        enclosing predicates vary along, as JAX's printer does."""
+        rng = self.rng
+        r = rng.random()
+        if form == 'jaxpr':
+            v.ann = 'full' if r < 0.45 else 'shape' if r < 0.9 - 0.1 * (not param) else None
         else:
-            a = 'full' if r < 0.08 else 'shape' if r < 0.15 else None
-        return 'shape' if a == 'full' and not sc.full_ok else a
+            v.ann = 'full' if r < 0.08 + 0.07 * param else 'shape' if r < 0.15 + 0.15 * param else None
+        v.ann_vma = None
+        drop = v.vma & slack
+        if v.ann == 'full' and drop and 'jax_annotations' in FEATURES and rng.random() < 0.4:
+            v.ann_vma = v.vma - (sub_axes(rng, drop) or frozenset([rng.choice(sorted(drop))]))
+        return v
 
     def add_stmt(self, sc, st):
         st.jaxpr_style = sc.form == 'jaxpr' or self.rng.random() < 0.2
@@ -1255,7 +1311,9 @@ class CtlGen(Gen):
              coll=None, coll_axes=None, prefix='v'):
         if exact is None:
             exact = all(a.exact for a in args)
-        v = Var(self.fresh(prefix), dtype, shape, vma, exact, self.ann(sc))
+        v = self.annotate(Var(self.fresh(prefix), dtype, shape, vma, exact), sc.form, sc.slack)
+        if v.ann == 'full' and not sc.full_binders:
+            v.ann = 'shape'
         self.add_stmt(sc, Eqn([v], prim, params, args, fn=fn, coll=coll, coll_axes=coll_axes))
         sc.vars.append(v)
         return v
@@ -1403,27 +1461,16 @@ class CtlGen(Gen):
 
     # -- functions
 
-    def new_fn(self, sc, types, ctrl, prefix='f', full_ok=True):
+    def new_fn(self, sc, types, ctrl, prefix='f', slack=None):
         """A function taking values of these types (Var or Lit), run under
         the control variance ctrl; readable or jaxpr form."""
         rng = self.rng
         form = 'jaxpr' if sc.form == 'jaxpr' or rng.random() < 0.4 else 'def'
         fsc = Scope(sc, ctrl, form)
-        fsc.full_ok = full_ok and sc.full_ok
-        params = []
-        for t in types:
-            r = rng.random()
-            if form == 'jaxpr':
-                ann = 'full' if r < 0.45 else 'shape' if r < 0.9 else None
-            else:
-                ann = 'full' if r < 0.15 else 'shape' if r < 0.3 else None
-            if ann == 'full' and not fsc.full_ok:
-                ann = 'shape'
-            params.append(Var(self.fresh('a'), t.dtype, t.shape, t.vma, t.exact, ann))
-        if 'shape_annotations' in WORKAROUNDS and all(p.ann for p in params):
-            for p in params:
-                if p.ann == 'shape' and p.vma:
-                    p.ann = 'full' if fsc.full_ok and rng.random() < 0.5 else None
+        if slack is not None:
+            fsc.slack = slack
+        params = [self.annotate(Var(self.fresh('a'), t.dtype, t.shape, t.vma, t.exact), form, fsc.slack, True)
+                  for t in types]
         fsc.vars += params
         return Fn(self.fresh(prefix), params, form, fsc), fsc
 
@@ -1432,8 +1479,17 @@ class CtlGen(Gen):
         everything they close over, before the statement that uses them)."""
         for fn in fns:
             if fn.form == 'def' or (sc.form == 'def' and self.rng.random() < 0.4):
-                fn.named = True
-                sc.stmts.append(DefStmt(fn))
+                self.define(sc, fn)
+
+    def define(self, sc, fn):
+        fn.named = True
+        sc.stmts.append(DefStmt(fn))
+        full = [p for p in fn.params if p.ann == 'full']
+        if ('def_site_narrow' in WORKAROUNDS and full and len(full) == len(fn.params)
+                and (fn.scope.ctrl != sc.ctrl or any(p.ann_vma is not None for p in full))):
+            free = [p for p in full if not p.seeded]
+            if free:
+                free[0].ann = 'shape'     # so it is checked at its use
 
     # -- one step on a value: same dtype and shape, variance within budget
 
@@ -1461,9 +1517,8 @@ class CtlGen(Gen):
         fn, fsc = self.new_fn(sc, [v], sc.ctrl, prefix='g')
         r = self.transform(fsc, fn.params[0], budget, depth)
         fn.results = [r]
-        fn.named = True
-        sc.stmts.append(DefStmt(fn))
-        w = Var(self.fresh(), r.dtype, r.shape, r.vma, r.exact, self.ann(sc))
+        self.define(sc, fn)
+        w = self.annotate(Var(self.fresh(), r.dtype, r.shape, r.vma, r.exact), sc.form, sc.slack)
         self.add_stmt(sc, CallStmt([w], fn, [v]))
         sc.vars.append(w)
         return w
@@ -1548,7 +1603,9 @@ class CtlGen(Gen):
             prim = rng.choice(['reduce_sum', 'reduce_max', 'reduce_min'])
             f = {'reduce_sum': np.sum, 'reduce_max': np.max, 'reduce_min': np.min}[prim]
             ax = rng.randrange(len(shape))
-            s = self.emit(sc, prim, 'axes=(%d,)' % ax, [v], dt, shape[:ax] + shape[ax + 1:], v.vma,
+            neg = 'neg_axes' in FEATURES and rng.random() < 0.4
+            s = self.emit(sc, prim, 'axes=(%d,)' % (ax - len(shape) if neg else ax), [v], dt,
+                          shape[:ax] + shape[ax + 1:], v.vma,
                           fn=local(lambda a, f=f, ax=ax: f(a, axis=ax), dt))
             keep = tuple(k for k in range(len(shape)) if k != ax)
             s = self.emit(sc, 'broadcast_in_dim', 'shape=(%s), broadcast_dimensions=(%s)' % (
@@ -1583,8 +1640,8 @@ class CtlGen(Gen):
             kind = rng.choice(shrink + (grow if frozenset(axes) <= budget else []))
         else:
             free = sorted(self.all_axes - sc.ctrl)
-            kind = rng.choice(shrink + grow + ['pvary', 'pscatter'])
-            if kind == 'pvary':
+            kind = rng.choice(shrink + grow + ['pvary', 'pscatter', 'pscatter_local'])
+            if kind in ('pvary', 'pscatter_local'):
                 pool = [a for a in budget - v.vma if a not in sc.ctrl or 'pvary_in_varying' in FEATURES]
             elif kind == 'pscatter':
                 pool = [a for a in free if a in budget and a not in v.vma]
@@ -1650,7 +1707,8 @@ class CtlGen(Gen):
                      v.vma | S if prim == 'all_gather' else v.vma - S, c_gather(ax, False))
             red = rng.choice(['reduce_sum', 'reduce_max', 'reduce_min'])
             f = {'reduce_sum': np.sum, 'reduce_max': np.max, 'reduce_min': np.min}[red]
-            w = loc(red, 'axes=(%d,)' % ax, g, shape, g.vma, lambda a, f=f, ax=ax: f(a, axis=ax))
+            w = loc(red, 'axes=(%d,)' % (ax - (r + 1) if neg else ax), g, shape, g.vma,
+                    lambda a, f=f, ax=ax: f(a, axis=ax))
         elif kind == 'gather_slice':
             # tiled all_gather along ax, then one member's block sliced out
             if r == 0 or v.size * p > MAX_BLOCK:
@@ -1696,6 +1754,30 @@ class CtlGen(Gen):
             ps = [an(), 'axis=%d' % (ax - r if neg else ax), 'tiled=%s' % tiled]
             rng.shuffle(ps)
             w = coll('all_gather', ', '.join(ps), s, dt, shape, v.vma | S, c_gather(ax, tiled))
+        elif kind == 'pscatter_local':
+            # pscatter keeps this device's chunk, a local slice (legal under
+            # any predicate); its sum is added to v
+            opts = [(True, k) for k in range(r) if shape[k] % p == 0] + [(False, k) for k in range(r) if shape[k] == p]
+            if not opts:
+                return None
+            tiled, ax = rng.choice(opts)
+            c = shape[ax] // p if tiled else 1
+            sshape = shape[:ax] + ((c,) if tiled else ()) + shape[ax + 1:]
+            ax_ = tuple(axes)
+
+            def chunk(d, x, ax=ax, c=c, tiled=tiled, ax_=ax_):
+                me = mesh.member_index(d, ax_)
+                ch = np.take(x, range(me * c, (me + 1) * c), axis=ax)
+                return (ch if tiled else np.squeeze(ch, axis=ax),)
+            ps = [an(), 'axis=%d' % ax, 'tiled=%s' % tiled]
+            rng.shuffle(ps)
+            sc_ = self.emit(sc, 'pscatter', ', '.join(ps), [v], dt, sshape, v.vma | S, fn=chunk)
+            if sshape:
+                dims = tuple(range(len(sshape)))
+                sc_ = self.emit(sc, 'reduce_sum', 'axes=(%s)' % ''.join('%d, ' % (k - len(sshape) if neg else k)
+                                                                         for k in dims).rstrip(' '),
+                                [sc_], dt, (), sc_.vma, fn=local(np.sum, dt))
+            w = self.emit(sc, 'add', '', [v, sc_], dt, shape, v.vma | S, fn=local(np.add, dt))
         elif kind == 'a2a':
             opts = [(True, k) for k in range(r) if shape[k] % p == 0] + [(False, k) for k in range(r) if shape[k] == p]
             if not opts:
@@ -1788,51 +1870,125 @@ class CtlGen(Gen):
         widen = 'cond_widen' not in FEATURES or rng.random() < 0.5
         for fn, row in zip(fns, rows):
             fn.results = [self.widen(fn.scope, x, U[k]) if widen else x for k, x in enumerate(row)]
-        outs = [Var(self.fresh(), dt, shape, U[k] | idx.vma, all(row[k].exact for row in rows), self.ann(sc))
+        outs = [self.annotate(Var(self.fresh(), dt, shape, U[k] | idx.vma, all(row[k].exact for row in rows)),
+                              sc.form, sc.slack | idx.vma)
                 for k, (dt, shape) in enumerate(sigs)]
         self.place(sc, fns)
         self.add_stmt(sc, CondStmt(outs, idx, fns, ops))
         sc.vars += outs
         return outs[0]
 
-    def gen_fori(self, sc, v, budget, depth):
+    def extra_variance(self, sc, cs, budget):
+        """Some 'x' carries (cs: Carry) are to
+        vary more than their operand: the operand is widened before the
+        loop, or (loop_widen) the body's parameter is annotated with the
+        carry's type, from which the checker starts the carry.  Returns
+        the indices of the carries whose parameter must state their type."""
         rng = self.rng
-        lo = rng.choice([0, 0, 0, 1, -1, 2])
-        hi = lo + rng.choice([0, 1, 2, 2, 3, 3, -1])
-        reverse = rng.random() < 0.15
-        inits = [v]
+        seeded = set()
+        for n, c in enumerate(cs):
+            if c.role != 'x' or rng.random() >= 0.3:
+                continue
+            extra = sub_axes(rng, budget - c.op.vma, 0.4)
+            if not extra:
+                continue
+            if 'loop_widen' in FEATURES and rng.random() < 0.5:
+                seeded.add(n)
+                c.seed = extra
+            else:
+                c.op = self.widen(sc, c.op, c.op.vma | extra)
+        return seeded
+
+    @staticmethod
+    def loop_types(cs, pv_of, fixed_pv=frozenset()):
+        """The checker's fixed point for a loop's carries: each starts from
+        its operand's variance and its parameters' annotations (seed), and
+        each carry the body
+        does not pass through unchanged takes the predicate's (or the
+        bounds') variance pv, which pv_of computes from the carries' types.
+        Returns the carry types, pv, and the pv of each round (a collective
+        in a while's cond function is checked under each)."""
+        feat = 'passthrough_carry' in FEATURES
+        T0 = [c.op.vma | c.seed for c in cs]
+        own = [c.pt and feat for c in cs]
+        pv, seq = frozenset(fixed_pv), []
+        while True:
+            T = [t if keep else t | pv for t, keep in zip(T0, own)]
+            seq.append(pv)
+            grow = pv_of(T)
+            if grow <= pv:
+                return T, pv, seq
+            pv |= grow
+
+    def loop_body_result(self, fsc, p, t, depth, index=None):
+        """A loop body's new value for carry parameter p, of type t."""
+        rng = self.rng
+        x = p
+        if index is not None and p.dtype != 'bool' and index.vma <= t and rng.random() < 0.5:
+            ii = index
+            if p.dtype == 'f32':
+                ii = self.emit(fsc, 'convert_element_type', 'new_dtype=f32', [ii], 'f32', (), ii.vma,
+                               fn=local(lambda a: a, 'f32'))
+            prim = rng.choice(['add', 'sub', 'max'])
+            f = {'add': np.add, 'sub': np.subtract, 'max': np.maximum}[prim]
+            x = self.emit(fsc, prim, '', [x, ii], p.dtype, p.shape, p.vma | ii.vma, fn=local(f, p.dtype))
+        x = self.transform(fsc, x, t, depth)
+        # the checker widens a narrower result itself (loop_widen)
+        if 'loop_widen' in FEATURES and rng.random() < 0.5:
+            return x
+        return self.widen(fsc, x, t)
+
+    def seed_params(self, params, cs, seeded):
+        """Parameters of seeded carries state their carry's type exactly."""
+        for n in seeded:
+            params[n].ann, params[n].ann_vma = 'full', None
+            params[n].seeded = True
+
+    @staticmethod
+    def ann_seeds(params):
+        """The variance sets the checker reads from parameters' annotations."""
+        return [(p.vma if p.ann_vma is None else p.ann_vma) if p.ann == 'full' else frozenset() for p in params]
+
+    def gen_fori(self, sc, v, budget, depth):
+        """fori_loop over literal bounds, or (fori_value_bounds) bounds that
+        are values, invariant or varying by device."""
+        rng = self.rng
+        reverse = rng.random() < 0.15 and not (self.plant and 'uncalled_params' in WORKAROUNDS)
+        if 'fori_value_bounds' in FEATURES and rng.random() < 0.5:
+            bb = frozenset() if sc.ctrl and 'fori_bound_inactive' in WORKAROUNDS else budget
+            lo = self.small_int(sc, bb, -1, 2)
+            hi = self.small_int(sc, bb, -1, 4)
+        else:
+            lo = rng.choice([0, 0, 0, 1, -1, 2])
+            lo, hi = Lit(lo, 'i32'), Lit(lo + rng.choice([0, 1, 2, 2, 3, 3, -1]), 'i32')
+        bpv = lo.vma | hi.vma
+        cs = [Carry('x', v, rng.random() < 0.15)]
         for _ in range(rng.choice([0, 0, 1, 2])):
             u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
-            inits.append(u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])))
-        # a carry keeps one type: it may be widened before the loop, never by it
-        carries, types = [], []
-        for a in inits:
-            T = a.vma | (sub_axes(rng, budget - a.vma, 0.4) if rng.random() < 0.3 else frozenset())
-            carries.append(self.widen(sc, a, T))
-            types.append(T)
-        fn, fsc = self.new_fn(sc, [Lit(0, 'i32')] + carries, sc.ctrl, prefix='body')
+            cs.append(Carry('x', u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])),
+                            rng.random() < 0.15))
+        seeded = self.extra_variance(sc, cs, budget)
+        T, pv, _ = self.loop_types(cs, lambda T: frozenset(), bpv)
+        ctypes = [Var('', c.op.dtype, c.op.shape, t, c.op.exact) for c, t in zip(cs, T)]
+        fn, fsc = self.new_fn(sc, [Var('', 'i32', (), bpv)] + ctypes, sc.ctrl | bpv, prefix='body')
+        self.seed_params(fn.params[1:], cs, seeded)
+        for c, a in zip(cs, self.ann_seeds(fn.params[1:])):
+            c.seed = a
+        T2, _, _ = self.loop_types(cs, lambda T: frozenset(), bpv)
+        if T2 != T:
+            raise GenError('fori_loop carries: annotations moved the fixed point')
         i = fn.params[0]
         res = []
-        for p, T in zip(fn.params[1:], types):
+        for c, p, t in zip(cs, fn.params[1:], T):
             if p.dtype == 'f32':
                 p.exact = False
-            if rng.random() < 0.15:
-                res.append(p)
-                continue
-            x = p
-            if p.dtype != 'bool' and rng.random() < 0.5:
-                ii = i if p.dtype == 'i32' else self.emit(fsc, 'convert_element_type', 'new_dtype=f32', [i], 'f32',
-                                                          (), frozenset(), fn=local(lambda a: a, 'f32'))
-                prim = rng.choice(['add', 'sub', 'max'])
-                f = {'add': np.add, 'sub': np.subtract, 'max': np.maximum}[prim]
-                x = self.emit(fsc, prim, '', [x, ii], p.dtype, p.shape, p.vma, fn=local(f, p.dtype))
-            x = self.transform(fsc, x, T, depth)
-            res.append(self.widen(fsc, x, T))
+            res.append(p if c.pt else self.loop_body_result(fsc, p, t, depth, index=i))
         fn.results = res
-        outs = [Var(self.fresh(), c.dtype, c.shape, T, c.exact and x.exact and c.dtype != 'f32', self.ann(sc))
-                for c, x, T in zip(carries, res, types)]
+        outs = [self.annotate(Var(self.fresh(), c.op.dtype, c.op.shape, t,
+                                  c.op.exact and x.exact and c.op.dtype != 'f32'), sc.form, sc.slack | bpv)
+                for c, x, t in zip(cs, res, T)]
         self.place(sc, [fn])
-        self.add_stmt(sc, ForiStmt(outs, lo, hi, reverse, fn, carries))
+        self.add_stmt(sc, ForiStmt(outs, lo, hi, reverse, fn, [c.op for c in cs]))
         sc.vars += outs
         return outs[0]
 
@@ -1842,7 +1998,7 @@ class CtlGen(Gen):
         device through axis_index or data, so each device may loop its own
         number of times.  Other carries ride along."""
         rng = self.rng
-        feat4 = 'passthrough_carry' in FEATURES
+        mesh = self.mesh
         fv = 'fori_values' in FEATURES and rng.random() < 0.3
         k0 = self.small_int(sc, budget, -1, 2)
         B = self.small_int(sc, budget, -1, 4)
@@ -1857,27 +2013,25 @@ class CtlGen(Gen):
                 f = {'ne': np.not_equal, 'lt': np.less, 'ge': np.greater_equal}[prim]
                 flag = self.emit(sc, prim, '', [x, Lit(rng.randint(0, 1), 'i32')], 'bool', (), x.vma,
                                  fn=local(f, 'bool'))
-        # the carries: [role, operand, passed through unchanged]
-        cs = [['k', k0, False]]
+        cs = [Carry('k', k0, False)]
         if fv:
-            cs.append(['hi', B, True])
+            cs.append(Carry('hi', B, True))
         if pred == 'go':
             go0 = self.emit(sc, 'lt', '', [k0, B], 'bool', (), k0.vma | B.vma, fn=local(np.less, 'bool'))
-            cs.append(['go', go0, False])
+            cs.append(Carry('go', go0, False))
         vpos = len(cs)
-        cs.append(['x', v, rng.random() < 0.15])
+        cs.append(Carry('x', v, rng.random() < 0.15))
         for _ in range(rng.choice([0, 0, 1, 2])):
             u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
-            cs.append(['x', u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])), rng.random() < 0.2])
+            cs.append(Carry('x', u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])),
+                            rng.random() < 0.2))
         order = list(range(len(cs)))
         if not fv:
             rng.shuffle(order)
         cs = [cs[k] for k in order]
         vpos = order.index(vpos)
-        role = {c[0]: n for n, c in enumerate(cs) if c[0] != 'x'}
-        for c in cs:
-            if c[0] == 'x' and rng.random() < 0.3:
-                c[1] = self.widen(sc, c[1], c[1].vma | sub_axes(rng, budget - c[1].vma, 0.4))
+        role = {c.role: n for n, c in enumerate(cs) if c.role != 'x'}
+        seeded = self.extra_variance(sc, cs, budget)
         # where the cond function finds B (and the flag)
         if fv:
             bmode = 'carry'
@@ -1886,43 +2040,47 @@ class CtlGen(Gen):
         else:
             bmode = rng.choice(['closure', 'closure', 'const'])
         fmode = 'const' if flag is not None and not flag.is_lit and rng.random() < 0.4 else 'closure'
+        if self.plant and 'uncalled_params' in WORKAROUNDS:
+            bmode = 'lit' if bmode == 'const' and B.is_lit else 'closure' if bmode == 'const' else bmode
+            fmode = 'closure'
 
-        # the checker's fixed point: every carry (but, with passthrough_carry,
-        # one passed through unchanged) is lifted by the predicate's variance pv
         def pred_vma(T):
             if pred == 'go':
                 return T[role['go']]
             s = T[role['k']] | (T[role['hi']] if fv else B.vma)
             return s | (flag.vma if flag is not None else frozenset())
-        def fixed_point():
-            T0 = [c[1].vma for c in cs]
-            own = [c[2] and feat4 for c in cs]
-            pv, seq = frozenset(), []
-            while True:
-                T = [t if keep else t | pv for t, keep in zip(T0, own)]
-                seq.append(pv)
-                np_ = pred_vma(T)
-                if np_ <= pv:
-                    return T0, T, pv, seq
-                pv |= np_
-        T0, T, pv, seq = fixed_point()
-        if 'lifted_carry' in WORKAROUNDS:
-            for c, t in zip(cs, T):
-                c[1] = self.widen(sc, c[1], t)
-            T0, T, pv, seq = fixed_point()
+        T, pv, _ = self.loop_types(cs, pred_vma)
         ctrl = sc.ctrl | pv
-        ctypes = [Var('', c[1].dtype, c[1].shape, t, c[1].exact) for c, t in zip(cs, T)]
+        ctypes = [Var('', c.op.dtype, c.op.shape, t, c.op.exact) for c, t in zip(cs, T)]
 
-        # the cond function
+        # the functions' parameters; their annotations seed the fixed point
         cconsts = []
         if bmode == 'const':
             cconsts.append(B)
         if fmode == 'const':
             cconsts.append(flag)
-        lifted = any(t != t0 for t, t0 in zip(T, T0))
-        cfn, csc = self.new_fn(sc, cconsts + ctypes, ctrl, prefix='cnd',
-                               full_ok=not (lifted and 'cond_fn_annotations' in WORKAROUNDS))
+        rounds = 'cond_fn_rounds' in WORKAROUNDS
+        cfn, csc = self.new_fn(sc, cconsts + ctypes, ctrl, prefix='cnd', slack=sc.slack if rounds else None)
+        csc.full_binders = not rounds
+        bconsts = []
+        if pred == 'go' and not B.is_lit and rng.random() < 0.5 and not (
+                self.plant and 'uncalled_params' in WORKAROUNDS):
+            bconsts.append(B)
+        if rng.random() < 0.2 and not (self.plant and 'uncalled_params' in WORKAROUNDS):
+            u = self.pick(sc, lambda u: u.vma <= budget, recent=0.3)
+            if u is not None and u is not B:
+                bconsts.append(u)
+        bfn, bsc = self.new_fn(sc, bconsts + ctypes, ctrl, prefix='body')
         cps = cfn.params[len(cconsts):]
+        bps = bfn.params[len(bconsts):]
+        self.seed_params(bps, cs, seeded)
+        for c, a, b in zip(cs, self.ann_seeds(cps), self.ann_seeds(bps)):
+            c.seed = a | b
+        T2, pv2, seq = self.loop_types(cs, pred_vma)
+        if (T2, pv2) != (T, pv):
+            raise GenError('while carries: annotations moved the fixed point')
+
+        # the cond function
         kp = cps[role['k']]
         bref = {'lit': B, 'closure': B, 'const': cfn.params[0],
                 'carry': cps[role['hi']] if fv else None}[bmode]
@@ -1930,13 +2088,13 @@ class CtlGen(Gen):
             # a collective in the predicate's function: checked under the
             # variance the fixed point has reached at each round
             a = rng.choice(sorted(sc.ctrl | pv))
-            axes = [a] + [b for b in range(len(self.mesh.sizes)) if b != a and rng.random() < 0.3]
+            axes = [a] + [b for b in range(len(mesh.sizes)) if b != a and rng.random() < 0.3]
             rng.shuffle(axes)
             S = frozenset(axes)
             at = next(sc.ctrl | q for q in seq if S & (sc.ctrl | q))
             prim = rng.choice(['psum', 'pmax', 'pmin'])
             w = self.emit(csc, prim, self.axes_param(axes), [kp], 'i32', (), kp.vma - S,
-                          coll=c_reduce(prim, 'i32', self.mesh.group_size(axes)), coll_axes=axes, prefix='bad')
+                          coll=c_reduce(prim, 'i32', mesh.group_size(axes)), coll_axes=axes, prefix='bad')
             self.bad = (w.name, prim, S, S & at)
         if pred in ('lt', 'and_flag'):
             p = self.emit(csc, 'lt', '', [kp, bref], 'bool', (), kp.vma | bref.vma, fn=local(np.less, 'bool'))
@@ -1957,41 +2115,22 @@ class CtlGen(Gen):
             raise GenError('predicate varies over %s, the fixed point says %s' % (sorted(p.vma), sorted(pv)))
 
         # the body function
-        bconsts = []
-        if pred == 'go' and not B.is_lit and rng.random() < 0.5:
-            bconsts.append(B)
-        if rng.random() < 0.2:
-            u = self.pick(sc, lambda u: u.vma <= budget, recent=0.3)
-            if u is not None and u is not B:
-                bconsts.append(u)
-        bfn, bsc = self.new_fn(sc, bconsts + ctypes, ctrl, prefix='body')
-        bps = bfn.params[len(bconsts):]
         res = []
         k2 = None
-        for n, (c, p, t) in enumerate(zip(cs, bps, T)):
+        for c, p, t in zip(cs, bps, T):
             if p.dtype == 'f32':
                 p.exact = False
-            if c[0] == 'k':
+            if c.role == 'k':
                 step = Lit(rng.choice([1, 1, 1, 2]), 'i32', rng.random() < 0.3)
                 args = [p, step] if rng.random() < 0.7 else [step, p]
                 k2 = self.emit(bsc, 'add', '', args, 'i32', (), p.vma, fn=local(np.add, 'i32'))
                 res.append(k2)
-            elif c[0] == 'hi' or (c[0] == 'x' and c[2]):
+            elif c.role == 'hi' or (c.role == 'x' and c.pt):
                 res.append(p)
-            elif c[0] == 'go':
+            elif c.role == 'go':
                 res.append(None)       # after k2
             else:
-                x = p
-                if fv and p.dtype != 'bool' and rng.random() < 0.4:
-                    ii = bps[role['k']]
-                    if p.dtype == 'f32':
-                        ii = self.emit(bsc, 'convert_element_type', 'new_dtype=f32', [ii], 'f32', (), ii.vma,
-                                       fn=local(lambda a: a, 'f32'))
-                    if ii.vma <= t:
-                        x = self.emit(bsc, 'add', '', [x, ii], p.dtype, p.shape, p.vma | ii.vma,
-                                      fn=local(np.add, p.dtype))
-                x = self.transform(bsc, x, t, depth)
-                res.append(self.widen(bsc, x, t))
+                res.append(self.loop_body_result(bsc, p, t, depth, index=bps[role['k']] if fv else None))
         if pred == 'go':
             n = role['go']
             bb = B if B.is_lit or B not in bconsts else bfn.params[bconsts.index(B)]
@@ -1999,12 +2138,14 @@ class CtlGen(Gen):
             res[n] = self.widen(bsc, go2, T[n])
         bfn.results = res
         for x, t in zip(res, T):
-            if x.vma != t:
+            if not x.vma <= t:
                 raise GenError('a while body returns %s for a carry of %s' % (sorted(x.vma), sorted(t)))
-        outs = [Var(self.fresh(), c[1].dtype, c[1].shape, t, c[1].exact and x.exact and c[1].dtype != 'f32',
-                    self.ann(sc)) for c, x, t in zip(cs, res, T)]
+        outs = [self.annotate(Var(self.fresh(), c.op.dtype, c.op.shape, t,
+                                  c.op.exact and x.exact and c.op.dtype != 'f32'), sc.form, sc.slack | pv)
+                for c, x, t in zip(cs, res, T)]
         self.place(sc, [cfn, bfn])
-        self.add_stmt(sc, WhileStmt(outs, cfn, bfn, cconsts, bconsts, [c[1] for c in cs], rng.random() < 0.4))
+        self.add_stmt(sc, WhileStmt(outs, cfn, bfn, cconsts, bconsts, [c.op for c in cs],
+                                    rng.random() < 0.4 and not (self.plant and 'uncalled_params' in WORKAROUNDS)))
         sc.vars += outs
         return outs[vpos]
 
@@ -2064,7 +2205,7 @@ def stmt_atoms(st):
     if st.kind == 'while':
         return st.cconsts + st.bconsts + st.carries
     if st.kind == 'fori':
-        return st.carries
+        return [st.lo, st.hi] + st.carries
     return []
 
 
@@ -2116,9 +2257,9 @@ def reductions(st):
                 body = st.bfn if st.kind == 'while' else st.fn
                 body.results = body.results[:n] + body.results[n + 1:]
             out.append(drop)
-    if st.kind == 'fori' and st.hi - st.lo > 1:
+    if st.kind == 'fori' and st.lo.is_lit and st.hi.is_lit and st.hi.value - st.lo.value > 1:
         def fewer(st=st):
-            st.hi -= 1
+            st.hi = Lit(st.hi.value - 1, 'i32')
         out.append(fewer)
     if st.kind == 'cond':
         if len(st.fns) > 1:
@@ -2471,6 +2612,10 @@ def main():
         print(t, end='')
         for p in probs:
             print('  >> ' + p.replace('\n', '\n     '))
+    if a.keep:
+        for n, (t, probs, _) in enumerate(failures):
+            with open(os.path.join(tmpdir, 'fail%d.shm' % n), 'w') as f:
+                f.write(t + ''.join('# >> ' + p.replace('\n', '\n# ') + '\n' for p in probs))
     reduced = 0
     for t, probs, g in failures:
         if reduced >= a.reduce:
