@@ -111,7 +111,7 @@ def read_prims():
             'tag': a[0], 'name': a[1], 'alias': None if a[2] == 'NULL' else a[2],
             'nin_min': int(a[3]), 'nin_max': int(a[4]), 'nout': int(a[5]),
             'params': a[6].split('|')[0].split(),   # synonyms after '|' are documented in the meaning
-            'synonyms': a[6].split('|')[1].split() if '|' in a[6] else [], 'vrule': a[8], 'transpose': a[10] != 'NULL',
+            'synonyms': a[6].split('|')[1].split() if '|' in a[6] else [], 'vrule': a[8], 'transpose': a[11] != 'NULL',
         })
     return prims
 

@@ -183,31 +183,89 @@ bool arr_identical(const Array *a, const Array *b) {
   return memcmp(a->data, b->data, arr_nbytes(a)) == 0;
 }
 
-/* Copy a box between two row-major arrays: `n` elements of the last
-   dimension at a time, walking the outer dimensions with a counter. */
-void arr_copy_box(void *dstv, const int64_t *dshape, const int64_t *dstart,
-                  const void *srcv, const int64_t *sshape, const int64_t *sstart,
-                  const int64_t *box, int rank, size_t es) {
+/* Copies one element of es bytes (constant sizes become plain moves). */
+static inline void copy_elem(char *d, const char *s, size_t es) {
+  switch (es) {
+  case 1: *d = *s; break;
+  case 4: memcpy(d, s, 4); break;
+  case 8: memcpy(d, s, 8); break;
+  default: memcpy(d, s, es); break;
+  }
+}
+
+/* Copies the elements of a box of the given shape from src to dst.  dstr
+   and sstr are each layout's strides in bytes (0 repeats an element, a
+   negative stride runs backwards); rows that are contiguous on both sides
+   move with one memcpy. */
+void arr_copy_strided(void *dstv, const int64_t *dstr, const void *srcv, const int64_t *sstr,
+                      int rank, const int64_t *shape, size_t es) {
   char *dst = dstv;
   const char *src = srcv;
-  if (rank == 0) { memcpy(dst, src, es); return; }
-  for (int d = 0; d < rank; d++) if (box[d] == 0) return;
-  int64_t dstr[SHM_MAXRANK], sstr[SHM_MAXRANK], idx[SHM_MAXRANK];
-  arr_strides(rank, dshape, dstr);
-  arr_strides(rank, sshape, sstr);
-  for (int d = 0; d < rank; d++) idx[d] = 0;
-  size_t row = (size_t)box[rank - 1] * es;
+  int64_t idx[SHM_MAXRANK] = {0}, doff = 0, soff = 0;
+  for (int d = 0; d < rank; d++)
+    if (shape[d] <= 0) return;
+  if (rank == 0) {
+    copy_elem(dst, src, es);
+    return;
+  }
+  int last = rank - 1;
+  int64_t len = shape[last], ds = dstr[last], ss = sstr[last];
+  bool run = ds == (int64_t)es && ss == (int64_t)es;
   for (;;) {
-    int64_t doff = 0, soff = 0;
-    for (int d = 0; d < rank; d++) {
-      doff += (dstart[d] + idx[d]) * dstr[d];
-      soff += (sstart[d] + idx[d]) * sstr[d];
+    if (run) memcpy(dst + doff, src + soff, (size_t)len * es);
+    else
+      for (int64_t k = 0; k < len; k++) copy_elem(dst + doff + k * ds, src + soff + k * ss, es);
+    int d;
+    for (d = last - 1; d >= 0; d--) {
+      doff += dstr[d];
+      soff += sstr[d];
+      if (++idx[d] < shape[d]) break;
+      doff -= dstr[d] * shape[d];
+      soff -= sstr[d] * shape[d];
+      idx[d] = 0;
     }
-    memcpy(dst + (size_t)doff * es, src + (size_t)soff * es, row);
-    int d = rank - 2;
-    while (d >= 0 && ++idx[d] == box[d]) idx[d--] = 0;
     if (d < 0) return;
   }
+}
+
+/* Row-major strides of a shape, in bytes for elements of es bytes. */
+void arr_byte_strides(int rank, const int64_t *shape, size_t es, int64_t *st) {
+  int64_t s = (int64_t)es;
+  for (int d = rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= shape[d];
+  }
+}
+
+/* A copy of a with its dimensions permuted: result dim k is a's dim
+   perm[k].  The identity permutation returns a new reference to a. */
+Array *arr_permuted(Array *a, const int *perm) {
+  bool id = true;
+  int64_t shape[SHM_MAXRANK], ist[SHM_MAXRANK], sst[SHM_MAXRANK], dst[SHM_MAXRANK];
+  size_t es = dtype_sizes[a->dt];
+  for (int k = 0; k < a->rank; k++) id &= perm[k] == k;
+  if (id) return arr_ref(a);
+  arr_byte_strides(a->rank, a->shape, es, ist);
+  for (int k = 0; k < a->rank; k++) {
+    shape[k] = a->shape[perm[k]];
+    sst[k] = ist[perm[k]];
+  }
+  Array *r = arr_new((DType)a->dt, a->rank, shape);
+  arr_byte_strides(r->rank, r->shape, es, dst);
+  arr_copy_strided(r->data, dst, a->data, sst, r->rank, r->shape, es);
+  return r;
+}
+
+void arr_copy_box(void *dst, const int64_t *dshape, const int64_t *dstart, const void *src, const int64_t *sshape,
+                  const int64_t *sstart, const int64_t *box, int rank, size_t es) {
+  int64_t dstr[SHM_MAXRANK], sstr[SHM_MAXRANK], doff = 0, soff = 0;
+  arr_byte_strides(rank, dshape, es, dstr);
+  arr_byte_strides(rank, sshape, es, sstr);
+  for (int d = 0; d < rank; d++) {
+    doff += dstart[d] * dstr[d];
+    soff += sstart[d] * sstr[d];
+  }
+  arr_copy_strided((char *)dst + doff, dstr, (const char *)src + soff, sstr, rank, box, es);
 }
 
 Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape) {

@@ -80,6 +80,18 @@ int64_t shape_size(int rank, const int64_t *shape);
 void arr_copy_box(void *dst, const int64_t *dshape, const int64_t *dstart,
                   const void *src, const int64_t *sshape, const int64_t *sstart,
                   const int64_t *box, int rank, size_t elem_size);
+/* The copy engine: copy the elements of a box of the given shape from src
+   to dst.  dstr and sstr are each layout's strides in bytes (0 repeats an
+   element, a negative stride runs backwards); rows contiguous on both
+   sides move with one memcpy.  Every shape and indexing kernel is one or
+   two calls of it. */
+void arr_copy_strided(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr, int rank,
+                      const int64_t *shape, size_t es);
+/* Row-major strides of a shape, in bytes for elements of es bytes. */
+void arr_byte_strides(int rank, const int64_t *shape, size_t es, int64_t *st);
+/* A copy of a with its dimensions permuted: result dim k is a's dim
+   perm[k].  The identity permutation returns a new reference to a. */
+Array *arr_permuted(Array *a, const int *perm);
 /* A copy of the box of `a` starting at `start` with the given shape. */
 Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape);
 /* Copy all of `src` into `dst` (same dtype and rank) at offset `start`.

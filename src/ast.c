@@ -119,13 +119,16 @@ AstLit *ast_lit(Parser *P, Tok t, LitKind k, AstType *type) {
   return l;
 }
 
-AstArg *ast_arg_name(Parser *P, Tok t) {
+/* An argument that is a token's text: a name or a string. */
+static AstArg *arg_text(Parser *P, ArgKind k, Tok t) {
   AstArg *a = NEW(P, AstArg);
-  a->k = ARG_NAME;
+  a->k = k;
   a->sp = t.sp;
   a->name = t.text;
   return a;
 }
+
+AstArg *ast_arg_name(Parser *P, Tok t) { return arg_text(P, ARG_NAME, t); }
 
 AstArg *ast_arg_lit(Parser *P, AstLit *l) {
   AstArg *a = NEW(P, AstArg);
@@ -135,13 +138,7 @@ AstArg *ast_arg_lit(Parser *P, AstLit *l) {
   return a;
 }
 
-AstArg *ast_arg_str(Parser *P, Tok t) {
-  AstArg *a = NEW(P, AstArg);
-  a->k = ARG_STR;
-  a->sp = t.sp;
-  a->name = t.text;
-  return a;
-}
+AstArg *ast_arg_str(Parser *P, Tok t) { return arg_text(P, ARG_STR, t); }
 
 AstALit *ast_alit_leaf(Parser *P, AstLit *l) {
   AstALit *a = NEW(P, AstALit);

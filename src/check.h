@@ -77,42 +77,4 @@ int check_list_names(Checker *C, CheckName *out, int max);
 /* `show NAME` into out; false when NAME is no function checked yet. */
 bool check_show_func(Checker *C, Str name, Buf *out);
 
-/* ---- building functions (for transformations) ------------------------------
-** A Builder makes a new checked function equation by equation.  Each
-** primitive equation goes through the same shape and variance rules as
-** written code (so pbroadcasts are inserted where variance differs);
-** higher-order equations are given their checked functions directly.
-** Errors are diagnostics at `where`.
-*/
-typedef struct Builder Builder;
-
-Builder *bld_new(Checker *C, const char *name, IrFunc *parent, Mesh *mesh, Span where);
-IrVar *bld_param(Builder *B, Str name, Type t);
-/* Emit prim[params] in...; result atoms in out[] (prim_table nout of them). */
-bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out);
-/* Emit a call, a cond, a fori_loop or a shard_map with given functions;
-   out types are the callee's results (cond: the branches', widened by the
-   index's variance; shard_map: `outt`). */
-bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out);
-bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int nparams, IrAtom *in, int nin,
-                const Type *outt, int nout, IrAtom *out);
-/* Lift an atom to a larger variance set (a pbroadcast equation). */
-IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma);
-/* Zeros of a type (invariant; lifted when t has variance). */
-IrAtom bld_zeros(Builder *B, const Type *t);
-/* A literal array an emitted equation uses: the checked program keeps it
-   and releases it with itself.  Returns a. */
-Array *bld_keep(Array *a);
-IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts);
-IrFunc *bld_func(Builder *B);
-/* Arena-allocated parameter values, for building IrParam lists. */
-PVal *bld_pv_int(Builder *B, int64_t v);
-PVal *bld_pv_bool(Builder *B, bool v);
-PVal *bld_pv_name(Builder *B, const char *s);
-PVal *bld_pv_tuple(Builder *B, PVal **items, int n);
-PVal *bld_pv_ints(Builder *B, const int64_t *v, int n);
-void *bld_alloc(Builder *B, size_t n);
-
-void bld_const(Builder *B, Array *value, IrAtom *out);
-
 #endif

@@ -1,68 +1,13 @@
 /*
 ** common.h — what every module of shmapi includes.
 **
-** Private to the interpreter.  It holds the few things every subsystem
-** needs: the allocator (mem.c, the one function all memory comes from),
-** source spans (byte ranges into a loaded file, turned into line and column
-** only when a diagnostic is printed), and the small string slice `Str`
-** that the front end passes around instead of copying text.
+** Private to the interpreter: the definitions of defs.h, and the allocator
+** (mem.h: mem.c is the one place all memory comes from).
 */
 #ifndef SHM_COMMON_H
 #define SHM_COMMON_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-#define SHM_VERSION "0.1.0"
-
-/* Largest rank an array may have.  Ranks above this get a diagnostic. */
-#define SHM_MAXRANK 16
-/* Largest number of axes a mesh may have (variance sets are bitmasks). */
-#define SHM_MAXAXES 16
-/* Largest number of devices (instances) in a mesh. */
-#define SHM_MAX_INSTANCES (1 << 22)
-
-#if defined(__GNUC__)
-#define SHM_NORETURN __attribute__((noreturn))
-#define SHM_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define SHM_NORETURN
-#define SHM_PRINTF(a, b)
-#endif
-
-/* A slice of source text (or of any stable buffer).  Not NUL-terminated. */
-typedef struct Str {
-  const char *p;
-  int n;
-} Str;
-
-static inline Str str_c(const char *s) { Str r = {s, (int)strlen(s)}; return r; }
-static inline bool str_eq(Str a, Str b) {
-  return a.n == b.n && memcmp(a.p, b.p, (size_t)a.n) == 0;
-}
-static inline bool str_eqc(Str a, const char *c) {
-  return (int)strlen(c) == a.n && memcmp(a.p, c, (size_t)a.n) == 0;
-}
-
-/* A byte range of a loaded source file (diag.c owns the files). */
-typedef struct Span {
-  int file;      /* index into the diag file table; -1 when synthetic */
-  uint32_t off;  /* byte offset of the first character */
-  uint32_t len;  /* length in bytes (at least 1 when printed) */
-} Span;
-
-static inline Span span_none(void) { Span s = {-1, 0, 0}; return s; }
-static inline Span span_join(Span a, Span b) {
-  if (a.file < 0) return b;
-  if (b.file < 0 || b.file != a.file) return a;
-  uint32_t lo = a.off < b.off ? a.off : b.off;
-  uint32_t ha = a.off + a.len, hb = b.off + b.len;
-  Span s = {a.file, lo, (ha > hb ? ha : hb) - lo};
-  return s;
-}
-
+#include "defs.h"
 #include "mem.h"
 
 #endif

@@ -113,17 +113,28 @@ static char *vformat(const char *fmt, va_list ap) {
   return s;
 }
 
-void diag_error(Span sp, const char *fmt, ...) {
+void diag_verror(Span sp, const char *fmt, va_list ap) {
   VEC_GROW(diags, capdiags, ndiags + 1);
-  va_list ap;
-  va_start(ap, fmt);
   Diag *d = &diags[ndiags];
   d->sp = sp;
   d->msg = vformat(fmt, ap);
   d->note = NULL;
   d->seq = ndiags;
   ndiags++;
+}
+
+void diag_error(Span sp, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(sp, fmt, ap);
   va_end(ap);
+}
+
+bool diag_error_once(bool *reported, Span sp, const char *fmt, va_list ap) {
+  if (*reported) return false;
+  *reported = true;
+  diag_verror(sp, fmt, ap);
+  return false;
 }
 
 void diag_note(Span sp, const char *fmt, ...) {

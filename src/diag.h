@@ -15,6 +15,7 @@
 #ifndef SHM_DIAG_H
 #define SHM_DIAG_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include "common.h"
 
@@ -34,6 +35,10 @@ Str diag_line_text(int file, int line);
 
 /* Record a static error (collected until diag_flush). */
 void diag_error(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
+void diag_verror(Span sp, const char *fmt, va_list ap);
+/* The first error of a statement only: records it unless *reported is
+   set, and sets it.  Returns false (for `return rule_error(...)`). */
+bool diag_error_once(bool *reported, Span sp, const char *fmt, va_list ap);
 /* Attach a note to the last recorded error. */
 void diag_note(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
 int diag_count(void);               /* errors recorded since the last flush */

@@ -13,7 +13,7 @@
 #define SHM_ERR_H
 
 #include <setjmp.h>
-#include "common.h"
+#include "defs.h"
 
 typedef struct ErrJmp {
   jmp_buf jb;

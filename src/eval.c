@@ -126,12 +126,11 @@ static Array *atom_block(Frame *F, const IrAtom *a, uint32_t R, int64_t b) {
   return v->blk[val_project(F->space.mesh, R, b, v->mask)];
 }
 
-/* Which blocks of mask R some running instance needs; NULL: all of them. */
+/* Which blocks of mask R some running instance needs; NULL: all of them.
+   Scratch memory (released by scratch_free or a runtime error). */
 static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
-  if (!sp->active) return NULL;
-  uint8_t *need = scratch((size_t)nb);
-  for (int64_t i = 0; i < sp->ninst; i++)
-    if (sp->active[i]) need[val_block_of(sp->mesh, R, i)] = 1;
+  uint8_t *need = fab_needed(sp, R, nb);
+  if (need) err_defer(mem_free, need);
   return need;
 }
 

@@ -1,209 +1,13 @@
 /*
-** fabric.c — collectives: their shape rules, their execution over the
-** blocks of all instances, and the accounting of what they would cost.
+** fabric.c — collectives: their execution over the blocks of all
+** instances, and the accounting of what they would cost.  (Their shape
+** rules are in coll.c.)
 */
 #include <math.h>
 #include <stdio.h>
 #include "err.h"
 #include "fabric.h"
 #include "par.h"
-
-/* ---- shape rules ------------------------------------------------------------------ */
-
-/* axis_index_groups is accepted only as None (JAX prints it). */
-static bool no_groups(RuleCtx *cx) {
-  if (!rule_has(cx, "axis_index_groups")) return true;
-  IntList l;
-  if (!rule_ints(cx, "axis_index_groups", false, &l)) return false;
-  if (l.n) return rule_param_error(cx, "axis_index_groups", "axis_index_groups is not supported: use a mesh axis");
-  return true;
-}
-
-/* The axis-name parameter: `axes` for reductions, `axis_name` otherwise;
-   either spelling is accepted. */
-static bool read_axes(RuleCtx *cx, const char *key, Attrs *at) {
-  const char *other = !strcmp(key, "axes") ? "axis_name" : "axes";
-  if (!rule_has(cx, key) && rule_has(cx, other)) return rule_axes(cx, other, true, at);
-  return rule_axes(cx, key, true, at);
-}
-
-/* psum, pmax, pmin, pmean: result has the operand's shape.  Attrs: axes. */
-bool fab_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
-  if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
-  if (in[0].dt == DT_BOOL && strcmp(rule_prim_name(cx), "pmax") && strcmp(rule_prim_name(cx), "pmin"))
-    return rule_error(cx, "%s does not accept bool operands", rule_prim_name(cx));
-  out[0] = in[0];
-  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !in[0].weak) out[0].dt = DT_F32;
-  return true;
-}
-
-/* pbroadcast: the operand's shape.  Attrs: axes. */
-bool fab_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
-  if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
-  out[0] = in[0];
-  return true;
-}
-
-/* all_gather, all_gather_invariant.  Attrs: axes; i[0] axis; b[0] tiled. */
-bool fab_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
-  int64_t axis;
-  bool tiled;
-  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
-  const char *akey = rule_has(cx, "all_gather_dimension") && !rule_has(cx, "axis") ? "all_gather_dimension" : "axis";
-  if (!rule_int(cx, akey, false, 0, &axis) || !rule_bool(cx, "tiled", false, &tiled)) return false;
-  if (rule_has(cx, "axis_size")) {
-    int64_t s;
-    if (!rule_int(cx, "axis_size", false, 0, &s)) return false;
-  }
-  /* negative: counted from the end of the result (untiled: one rank more) */
-  rule_axis_index(cx, akey, &axis, in[0].rank + !tiled);
-  int64_t p = rule_group_size(cx, at);
-  out[0] = in[0];
-  if (tiled) {
-    if (axis < 0 || axis >= in[0].rank)
-      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (tiled: %d..%d)", rule_prim_name(cx),
-                        (long long)axis, in[0].rank, -in[0].rank, in[0].rank - 1);
-    out[0].shape[axis] *= p;
-  } else {
-    if (axis < 0 || axis > in[0].rank)
-      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (untiled: %d..%d)", rule_prim_name(cx),
-                        (long long)axis, in[0].rank, -in[0].rank - 1, in[0].rank);
-    if (in[0].rank == SHM_MAXRANK) return rule_error(cx, "result rank above %d", SHM_MAXRANK);
-    for (int d = in[0].rank; d > axis; d--) out[0].shape[d] = in[0].shape[d - 1];
-    out[0].shape[axis] = p;
-    out[0].rank++;
-  }
-  at->i[0] = axis;
-  at->b[0] = tiled;
-  return true;
-}
-
-/* psum_scatter (scatter_dimension) and pscatter (axis).  Attrs: axes;
-   i[0] the dimension; b[0] tiled. */
-bool fab_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
-  bool ps = !strcmp(rule_prim_name(cx), "pscatter");
-  const char *key = ps ? "axis" : "scatter_dimension";
-  int64_t dim;
-  bool tiled;
-  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
-  if (!rule_int(cx, key, false, 0, &dim) || !rule_bool(cx, "tiled", false, &tiled)) return false;
-  rule_axis_index(cx, key, &dim, in[0].rank);
-  int64_t p = rule_group_size(cx, at);
-  if (dim < 0 || dim >= in[0].rank)
-    return rule_error(cx, "%s %s %lld is out of range for a rank-%d operand (%d..%d)", rule_prim_name(cx), key,
-                      (long long)dim, in[0].rank, -in[0].rank, in[0].rank - 1);
-  out[0] = in[0];
-  if (tiled) {
-    if (in[0].shape[dim] % p)
-      return rule_error(cx, "%s (tiled) splits dimension %lld of size %lld into %lld chunks: not divisible",
-                        rule_prim_name(cx), (long long)dim, (long long)in[0].shape[dim], (long long)p);
-    out[0].shape[dim] /= p;
-  } else {
-    if (in[0].shape[dim] != p)
-      return rule_error(cx, "%s (untiled) needs dimension %lld to equal the group size %lld, but it is %lld",
-                        rule_prim_name(cx), (long long)dim, (long long)p, (long long)in[0].shape[dim]);
-    for (int d = (int)dim; d < in[0].rank - 1; d++) out[0].shape[d] = in[0].shape[d + 1];
-    out[0].rank--;
-  }
-  at->i[0] = dim;
-  at->b[0] = tiled;
-  return true;
-}
-
-/* ppermute.  Attrs: axes; l[0] the (src, dst) pairs, flattened.  Instead
-   of perm, shift=k (an extension) sends member j to member (j + k) mod the
-   group size, whatever that size is: a ring written once for every mesh;
-   it is recorded as the perm it stands for. */
-bool fab_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
-  if (!read_axes(cx, "axis_name", at)) return false;
-  int64_t p = rule_group_size(cx, at);
-  if (rule_has(cx, "shift")) {
-    int64_t k;
-    if (rule_has(cx, "perm")) return rule_param_error(cx, "shift", "ppermute takes perm or shift, not both");
-    if (!rule_int(cx, "shift", true, 0, &k)) return false;
-    at->l[0].n = (int)(2 * p);
-    at->l[0].v = rule_alloc_ints(cx, at->l[0].n);
-    for (int64_t j = 0; j < p; j++) {
-      at->l[0].v[2 * j] = j;
-      at->l[0].v[2 * j + 1] = ((j + k) % p + p) % p;
-    }
-    rule_respell_int_tuples(cx, "shift", "perm", 2, &at->l[0]);
-  } else if (!rule_int_tuples(cx, "perm", true, 2, &at->l[0])) {
-    return false;
-  }
-  int np = at->l[0].n / 2;
-  for (int i = 0; i < np; i++) {
-    int64_t s = at->l[0].v[2 * i], d = at->l[0].v[2 * i + 1];
-    if (s < 0 || s >= p || d < 0 || d >= p)
-      return rule_param_error(cx, "perm", "ppermute pair (%lld, %lld) is out of range for a group of %lld",
-                              (long long)s, (long long)d, (long long)p);
-    for (int j = 0; j < i; j++) {
-      if (at->l[0].v[2 * j] == s)
-        return rule_param_error(cx, "perm", "ppermute source %lld appears twice in perm", (long long)s);
-      if (at->l[0].v[2 * j + 1] == d)
-        return rule_param_error(cx, "perm", "ppermute destination %lld appears twice in perm", (long long)d);
-    }
-  }
-  out[0] = in[0];
-  return true;
-}
-
-/* all_to_all.  Attrs: axes; i[0] split_axis; i[1] concat_axis; b[0] tiled. */
-bool fab_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
-  int64_t sa, ca;
-  bool tiled;
-  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
-  if (!rule_int(cx, "split_axis", true, 0, &sa) || !rule_int(cx, "concat_axis", true, 0, &ca) ||
-      !rule_bool(cx, "tiled", false, &tiled))
-    return false;
-  int r = in[0].rank;
-  /* negative: counted from the end (the result has the operand's rank) */
-  rule_axis_index(cx, "split_axis", &sa, r);
-  rule_axis_index(cx, "concat_axis", &ca, r);
-  int64_t p = rule_group_size(cx, at);
-  if (sa < 0 || sa >= r)
-    return rule_error(cx, "all_to_all split_axis %lld is out of range for rank %d (%d..%d)", (long long)sa, r, -r, r - 1);
-  if (ca < 0 || ca >= r)
-    return rule_error(cx, "all_to_all concat_axis %lld is out of range for rank %d (%d..%d)", (long long)ca, r, -r, r - 1);
-  out[0] = in[0];
-  if (tiled) {
-    if (in[0].shape[sa] % p)
-      return rule_error(cx, "all_to_all (tiled) splits dimension %lld of size %lld into %lld chunks: not divisible",
-                        (long long)sa, (long long)in[0].shape[sa], (long long)p);
-    out[0].shape[sa] /= p;
-    out[0].shape[ca] *= p;
-  } else {
-    if (in[0].shape[sa] != p)
-      return rule_error(cx, "all_to_all (untiled) needs split_axis %lld to equal the group size %lld, but it is %lld",
-                        (long long)sa, (long long)p, (long long)in[0].shape[sa]);
-    int64_t tmp[SHM_MAXRANK];
-    int n = 0;
-    for (int d = 0; d < r; d++) if (d != sa) tmp[n++] = in[0].shape[d];
-    for (int d = n; d > ca; d--) tmp[d] = tmp[d - 1];
-    tmp[ca] = p;
-    for (int d = 0; d < r; d++) out[0].shape[d] = tmp[d];
-  }
-  at->i[0] = sa;
-  at->i[1] = ca;
-  at->b[0] = tiled;
-  return true;
-}
-
-/* axis_index: i32[].  Attrs: axes. */
-bool fab_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)in;
-  (void)nin;
-  if (!read_axes(cx, "axis_name", at)) return false;
-  memset(&out[0], 0, sizeof(Type));
-  out[0].dt = DT_I32;
-  return true;
-}
 
 /* ---- statistics ---------------------------------------------------------------------- */
 
@@ -298,12 +102,11 @@ static int64_t group_size(const Mesh *m, const Attrs *at) {
   return p;
 }
 
-/* Which outer blocks (groups) have running instances; NULL: all. */
-static uint8_t *groups_needed(const Space *sp, uint32_t outer, int64_t nouter) {
+uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
   if (!sp->active) return NULL;
-  uint8_t *need = mem_calloc((size_t)nouter);
+  uint8_t *need = mem_calloc((size_t)nb);
   for (int64_t i = 0; i < sp->ninst; i++)
-    if (sp->active[i]) need[val_block_of(sp->mesh, outer, i)] = 1;
+    if (sp->active[i]) need[val_block_of(sp->mesh, mask, i)] = 1;
   return need;
 }
 
@@ -438,17 +241,6 @@ static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, ui
 }
 
 /* ---- execution -------------------------------------------------------------------------- */
-
-bool fab_is_collective(int prim) {
-  switch (prim) {
-  case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: case P_PBROADCAST:
-  case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: case P_PSUM_SCATTER: case P_PSCATTER:
-  case P_PPERMUTE: case P_ALL_TO_ALL: case P_AXIS_INDEX:
-    return true;
-  default:
-    return false;
-  }
-}
 
 /* Chunk k of `a` along dimension d (chunks of size c), as a new array. */
 static Array *chunk(const Array *a, int d, int64_t k, int64_t c) {
@@ -594,213 +386,234 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
   }
 }
 
+/* ---- one function per collective (the exec column of prims.def) -------------------- */
+
+/* What a collective sees: the operand and result, the groups, and the
+   scratch of the call.  `outer` is the operand's mask without the named
+   axes: one group per block of it; `need` says which groups some running
+   instance is in (NULL: all). */
+typedef struct Coll {
+  const Space *sp;
+  const Mesh *m;
+  int prim;
+  const Attrs *at;
+  Val *in, *out;
+  const Type *outt;
+  int64_t p;                 /* group size */
+  uint32_t outer;
+  int64_t nouter;
+  uint8_t *need;
+  bool donate;
+  double n_in, n_out;        /* bytes of one block of the operand, of the result */
+  long devices;              /* instances taking part */
+  int64_t coords[SHM_MAXAXES];
+} Coll;
+
+static bool skip_group(const Coll *c, int64_t o) { return c->need && !c->need[o]; }
+
+/* Result block of group o's member k (k along the named axes). */
+static Array **member_slot(Coll *c, int64_t o, int64_t k) {
+  decode(c->m, c->outer, o, c->coords);
+  member_coords(c->m, c->at, k, c->coords);
+  return &c->out->blk[encode(c->m, c->out->mask, c->coords)];
+}
+
+static void exec_axis_index(Coll *c) {
+  for (int64_t b = 0; b < c->out->nblk; b++) {
+    decode(c->m, c->out->mask, b, c->coords);
+    int64_t idx = 0;
+    for (int k = 0; k < c->at->naxes; k++) idx = idx * c->m->size[c->at->axes[k]] + c->coords[c->at->axes[k]];
+    c->out->blk[b] = arr_scalar_i(DT_I32, idx);
+  }
+  account(c->prim, c->devices, 0, 0);
+}
+
+/* pbroadcast moves nothing: the result shares the operand's blocks. */
+static void exec_pbroadcast(Coll *c) {
+  for (int64_t b = 0; b < c->out->nblk; b++)
+    c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
+  account(c->prim, c->devices, 0, 0);
+}
+
+/* psum, pmax, pmin, pmean: an all-reduce per group. */
+static void exec_reduce(Coll *c) {
+  for (int64_t o = 0; o < c->nouter; o++)
+    if (!skip_group(c, o)) c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
+  double each = 2.0 * (double)(c->p - 1) / (double)c->p * c->n_in;
+  account(c->prim, c->devices, each, each);
+}
+
+static void exec_all_gather(Coll *c) {
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    Array *g = gather_group(c->m, c->at, c->in, c->outer, o, c->p, c->outt);
+    if (c->prim == P_ALL_GATHER_INVARIANT) {
+      c->out->blk[o] = g;
+    } else {      /* every member holds the same gathered array */
+      for (int64_t k = 0; k < c->p; k++) *member_slot(c, o, k) = arr_ref(g);
+      arr_unref(g);
+    }
+  }
+  double each = (double)(c->p - 1) / (double)c->p * c->n_out;
+  account(c->prim, c->devices, each, each);
+}
+
+static void exec_psum_scatter(Coll *c) {
+  int d = (int)c->at->i[0];
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    Array *first = c->in->blk[0];
+    for (int64_t b = 0; !first && b < c->in->nblk; b++) first = c->in->blk[b];
+    int64_t before = 1;
+    for (int i = 0; i < d; i++) before *= first->shape[i];
+    if (before == 1) {
+      /* each member's chunk is contiguous: sum just that range, straight
+         into the member's result */
+      Array **blk = mem_calloc(sizeof(Array *) * (size_t)(2 * c->p));
+      err_defer(mem_free, blk);
+      group_blocks(c->m, c->at, c->in, c->outer, o, c->p, blk);
+      ScatterJob sj = {blk, blk + c->p, c->p, first->size / c->p};
+      for (int64_t k = 0; k < c->p; k++) {
+        sj.rs[k] = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+        *member_slot(c, o, k) = sj.rs[k];
+      }
+      par_for(c->p, scatter_one, &sj, (double)arr_nbytes(first) * (double)c->p);
+      err_undefer(blk);
+      mem_free(blk);
+      continue;
+    }
+    Array *sum = reduce_group(P_PSUM, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
+    int64_t n = c->at->b[0] ? sum->shape[d] / c->p : 1;
+    for (int64_t k = 0; k < c->p; k++) {
+      Array *ch = chunk(sum, d, k, n);
+      if (!c->at->b[0]) squeeze_dim(ch, d);
+      *member_slot(c, o, k) = ch;
+    }
+    arr_unref(sum);
+  }
+  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  account(c->prim, c->devices, each, each);
+}
+
+/* pscatter: the operand is invariant along the axes; each member keeps
+   its chunk (a local slice, nothing moves). */
+static void exec_pscatter(Coll *c) {
+  const Space *sp = c->sp;
+  uint32_t R = c->out->mask;
+  for (int64_t b = 0; b < c->out->nblk; b++) {
+    decode(c->m, R, b, c->coords);
+    if (sp->active && !sp->active[val_first_inst(c->m, R, b)]) {
+      bool any = false;
+      for (int64_t i = 0; i < sp->ninst && !any; i++) any = sp->active[i] && val_block_of(c->m, R, i) == b;
+      if (!any) continue;
+    }
+    int64_t k = 0;
+    for (int j = 0; j < c->at->naxes; j++) k = k * c->m->size[c->at->axes[j]] + c->coords[c->at->axes[j]];
+    Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
+    int d = (int)c->at->i[0];
+    Array *ch = chunk(x, d, k, c->at->b[0] ? x->shape[d] / c->p : 1);
+    if (!c->at->b[0]) squeeze_dim(ch, d);
+    c->out->blk[b] = ch;
+  }
+  account(c->prim, c->devices, 0, 0);
+}
+
+static void exec_ppermute(Coll *c) {
+  const IntList *perm = &c->at->l[0];
+  int np = perm->n / 2;
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    bool *got = mem_calloc((size_t)c->p);
+    for (int i = 0; i < np; i++) {
+      decode(c->m, c->outer, o, c->coords);
+      member_coords(c->m, c->at, perm->v[2 * i], c->coords);
+      Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
+      *member_slot(c, o, perm->v[2 * i + 1]) = arr_ref(x);
+      got[perm->v[2 * i + 1]] = true;
+    }
+    for (int64_t k = 0; k < c->p; k++)
+      if (!got[k]) *member_slot(c, o, k) = arr_zeros((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+    mem_free(got);
+  }
+  /* every pair moves one block; devices that send nothing send 0 */
+  double each = c->devices ? c->n_in * (double)np * (double)c->nouter / (double)c->devices : 0;
+  account(c->prim, c->devices, each, each);
+}
+
+static void exec_all_to_all(Coll *c) {
+  int sa = (int)c->at->i[0], ca = (int)c->at->i[1];
+  for (int64_t o = 0; o < c->nouter; o++) {
+    if (skip_group(c, o)) continue;
+    if (c->at->b[0]) {       /* tiled: receivers built on two cores, straight from the senders */
+      Array **rs = mem_calloc(sizeof(Array *) * (size_t)c->p);
+      err_defer(mem_free, rs);
+      for (int64_t k = 0; k < c->p; k++) {
+        rs[k] = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+        *member_slot(c, o, k) = rs[k];
+      }
+      decode(c->m, c->outer, o, c->coords);
+      A2AJob aj = {c->m, c->at, c->in, c->coords, rs, c->p, sa, ca};
+      par_for(c->p, a2a_receiver, &aj, (double)arr_nbytes(rs[0]) * (double)c->p);
+      err_undefer(rs);
+      mem_free(rs);
+      continue;
+    }
+    for (int64_t k = 0; k < c->p; k++) {          /* receiver */
+      Array *r = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
+      for (int64_t j = 0; j < c->p; j++) {        /* sender */
+        decode(c->m, c->outer, o, c->coords);
+        member_coords(c->m, c->at, j, c->coords);
+        Array *ch = chunk(c->in->blk[encode(c->m, c->in->mask, c->coords)], sa, k, 1);
+        int64_t start[SHM_MAXRANK] = {0};
+        squeeze_dim(ch, sa);
+        expand_dim(ch, ca);
+        start[ca] = j;
+        arr_put_block(r, start, ch);
+        arr_unref(ch);
+      }
+      *member_slot(c, o, k) = r;
+    }
+  }
+  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  account(c->prim, c->devices, each, each);
+}
+
+typedef void (*CollFn)(Coll *c);
+static const CollFn coll_exec[P_COUNT] = {
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) [P_##tag] = exec,
+#include "prims.def"
+#undef PRIM
+};
+
+bool fab_is_collective(int prim) { return prim >= 0 && prim < P_COUNT && coll_exec[prim]; }
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
-  const Mesh *m = sp->mesh;
+  Coll c;
+  memset(&c, 0, sizeof c);
+  c.sp = sp;
+  c.m = sp->mesh;
+  c.prim = prim;
+  c.at = at;
+  c.in = in;
+  c.outt = outt;
+  c.donate = donate;
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
-  int64_t p = group_size(m, at);
-  uint32_t A = at->axmask;
-  uint32_t R = outt->vma;
-  int64_t nres = val_nblk(m, R);
-  Val *out = val_new(R, nres);
+  c.p = group_size(c.m, at);
+  c.out = val_new(outt->vma, val_nblk(c.m, outt->vma));
   /* on a runtime error, drop the references `out` took; the caller's
      memory scope (mem.h) frees the rest */
-  err_defer(release_val, out);
-  long devices = 0;
-  for (int64_t i = 0; i < sp->ninst; i++) devices += !sp->active || sp->active[i];
-  int64_t coords[SHM_MAXAXES] = {0};
-
-  if (prim == P_AXIS_INDEX) {
-    for (int64_t b = 0; b < nres; b++) {
-      decode(m, R, b, coords);
-      int64_t idx = 0;
-      for (int k = 0; k < at->naxes; k++) idx = idx * m->size[at->axes[k]] + coords[at->axes[k]];
-      out->blk[b] = arr_scalar_i(DT_I32, idx);
-    }
-    account(prim, devices, 0, 0);
-    err_undefer(out);
-    return out;
+  err_defer(release_val, c.out);
+  for (int64_t i = 0; i < sp->ninst; i++) c.devices += !sp->active || sp->active[i];
+  if (in) {
+    for (int64_t b = 0; b < in->nblk && c.n_in == 0; b++)
+      if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);
+    c.outer = in->mask & ~at->axmask;
+    c.nouter = val_nblk(c.m, c.outer);
+    c.need = fab_needed(sp, c.outer, c.nouter);
   }
-
-  uint32_t S = in->mask;
-  if (prim == P_PBROADCAST) {     /* moves nothing: the result shares the operand's blocks */
-    for (int64_t b = 0; b < nres; b++) out->blk[b] = arr_ref(in->blk[val_project(m, R, b, S)]);
-    account(prim, devices, 0, 0);
-    err_undefer(out);
-    return out;
-  }
-  double n_in = in->nblk && in->blk[0] ? (double)arr_nbytes(in->blk[0]) : 0;
-  for (int64_t b = 0; b < in->nblk && n_in == 0; b++)
-    if (in->blk[b]) n_in = (double)arr_nbytes(in->blk[b]);
-  double n_out = nbytes_of(outt);
-  uint32_t outer = S & ~A;
-  int64_t nouter = val_nblk(m, outer);
-  uint8_t *need = groups_needed(sp, outer, nouter);
-
-  switch (prim) {
-  case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN:
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      out->blk[o] = reduce_group(prim, m, at, in, outer, o, p, donate);
-    }
-    account(prim, devices, 2.0 * (double)(p - 1) / (double)p * n_in, 2.0 * (double)(p - 1) / (double)p * n_in);
-    break;
-
-  case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT:
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      Array *g = gather_group(m, at, in, outer, o, p, outt);
-      if (prim == P_ALL_GATHER_INVARIANT) {
-        out->blk[o] = g;
-      } else {      /* every member holds the same gathered array */
-        decode(m, outer, o, coords);
-        for (int64_t k = 0; k < p; k++) {
-          member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = arr_ref(g);
-        }
-        arr_unref(g);
-      }
-    }
-    account(prim, devices, (double)(p - 1) / (double)p * n_out, (double)(p - 1) / (double)p * n_out);
-    break;
-
-  case P_PSUM_SCATTER:
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      int d = (int)at->i[0];
-      Array *first = in->blk[0];
-      for (int64_t b = 0; !first && b < in->nblk; b++) first = in->blk[b];
-      int64_t before = 1;
-      for (int i = 0; i < d; i++) before *= first->shape[i];
-      if (before == 1) {
-        /* each member's chunk is contiguous: sum just that range, straight
-           into the member's result */
-        Array **blk = mem_calloc(sizeof(Array *) * (size_t)(2 * p));
-        err_defer(mem_free, blk);
-        group_blocks(m, at, in, outer, o, p, blk);
-        ScatterJob sj = {blk, blk + p, p, first->size / p};
-        decode(m, outer, o, coords);
-        for (int64_t k = 0; k < p; k++) {
-          sj.rs[k] = arr_new((DType)outt->dt, outt->rank, outt->shape);
-          member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = sj.rs[k];
-        }
-        par_for(p, scatter_one, &sj, (double)arr_nbytes(first) * (double)p);
-        err_undefer(blk);
-        mem_free(blk);
-        continue;
-      }
-      Array *sum = reduce_group(P_PSUM, m, at, in, outer, o, p, donate);
-      int64_t c = at->b[0] ? sum->shape[d] / p : 1;
-      decode(m, outer, o, coords);
-      for (int64_t k = 0; k < p; k++) {
-        Array *ch = chunk(sum, d, k, c);
-        if (!at->b[0]) squeeze_dim(ch, d);
-        member_coords(m, at, k, coords);
-        out->blk[encode(m, R, coords)] = ch;
-      }
-      arr_unref(sum);
-    }
-    account(prim, devices, (double)(p - 1) / (double)p * n_in, (double)(p - 1) / (double)p * n_in);
-    break;
-
-  case P_PSCATTER:
-    /* the operand is invariant along the axes: each member keeps its chunk */
-    for (int64_t b = 0; b < nres; b++) {
-      decode(m, R, b, coords);
-      if (sp->active && !sp->active[val_first_inst(m, R, b)]) {
-        bool any = false;
-        for (int64_t i = 0; i < sp->ninst && !any; i++)
-          any = sp->active[i] && val_block_of(m, R, i) == b;
-        if (!any) continue;
-      }
-      int64_t k = 0;
-      for (int j = 0; j < at->naxes; j++) k = k * m->size[at->axes[j]] + coords[at->axes[j]];
-      Array *x = in->blk[encode(m, S, coords)];
-      int d = (int)at->i[0];
-      Array *ch = chunk(x, d, k, at->b[0] ? x->shape[d] / p : 1);
-      if (!at->b[0]) squeeze_dim(ch, d);
-      out->blk[b] = ch;
-    }
-    account(prim, devices, 0, 0);
-    break;
-
-  case P_PPERMUTE: {
-    int np = at->l[0].n / 2;
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      decode(m, outer, o, coords);
-      bool *got = mem_calloc((size_t)p);
-      for (int i = 0; i < np; i++) {
-        member_coords(m, at, at->l[0].v[2 * i], coords);
-        Array *x = in->blk[encode(m, S, coords)];
-        member_coords(m, at, at->l[0].v[2 * i + 1], coords);
-        out->blk[encode(m, R, coords)] = arr_ref(x);
-        got[at->l[0].v[2 * i + 1]] = true;
-      }
-      for (int64_t k = 0; k < p; k++) {
-        if (got[k]) continue;
-        member_coords(m, at, k, coords);
-        out->blk[encode(m, R, coords)] = arr_zeros((DType)outt->dt, outt->rank, outt->shape);
-      }
-      mem_free(got);
-    }
-    /* every pair moves one block; devices that send nothing send 0 */
-    account(prim, devices, devices ? n_in * (double)np * (double)nouter / (double)devices : 0,
-            devices ? n_in * (double)np * (double)nouter / (double)devices : 0);
-    break;
-  }
-
-  case P_ALL_TO_ALL: {
-    int sa = (int)at->i[0], ca = (int)at->i[1];
-    bool tiled = at->b[0];
-    for (int64_t o = 0; o < nouter; o++) {
-      if (need && !need[o]) continue;
-      decode(m, outer, o, coords);
-      if (tiled) {       /* receivers built on two cores, straight from the senders */
-        Array **rs = mem_calloc(sizeof(Array *) * (size_t)p);
-        err_defer(mem_free, rs);
-        A2AJob aj = {m, at, in, coords, rs, p, sa, ca};
-        for (int64_t k = 0; k < p; k++) {
-          rs[k] = arr_new((DType)outt->dt, outt->rank, outt->shape);
-          member_coords(m, at, k, coords);
-          out->blk[encode(m, R, coords)] = rs[k];
-        }
-        decode(m, outer, o, coords);
-        par_for(p, a2a_receiver, &aj, (double)arr_nbytes(rs[0]) * (double)p);
-        err_undefer(rs);
-        mem_free(rs);
-        continue;
-      }
-      for (int64_t k = 0; k < p; k++) {          /* receiver */
-        Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
-        for (int64_t j = 0; j < p; j++) {        /* sender */
-          member_coords(m, at, j, coords);
-          Array *x = in->blk[encode(m, S, coords)];
-          Array *ch = chunk(x, sa, k, 1);
-          int64_t start[SHM_MAXRANK] = {0};
-          {
-            squeeze_dim(ch, sa);
-            expand_dim(ch, ca);
-            start[ca] = j;
-          }
-          arr_put_block(r, start, ch);
-          arr_unref(ch);
-        }
-        member_coords(m, at, k, coords);
-        out->blk[encode(m, R, coords)] = r;
-      }
-    }
-    account(prim, devices, (double)(p - 1) / (double)p * n_in, (double)(p - 1) / (double)p * n_in);
-    break;
-  }
-
-  default:
-    mem_free(need);
-    err_undefer(out);
-    val_unref(out);
-    err_throw("internal error: %s is not a collective", prim_table[prim].name);
-  }
-  mem_free(need);
-  err_undefer(out);
-  return out;
+  c.n_out = nbytes_of(outt);
+  coll_exec[prim](&c);
+  mem_free(c.need);
+  err_undefer(c.out);
+  return c.out;
 }

@@ -21,7 +21,7 @@
 #define SHM_FABRIC_H
 
 #include <stdio.h>
-#include "prim.h"
+#include "prims.h"
 #include "value.h"
 
 /* Where an equation runs: the mesh of the enclosing shard_map (NULL at top
@@ -32,15 +32,9 @@ typedef struct Space {
   const uint8_t *active;
 } Space;
 
-/* Shape rules of the collectives (rows of prims.def). */
-bool fab_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-bool fab_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
-
+/* Which blocks of a value of mask `mask` (nb of them) some running
+   instance holds: a new array of flags (mem_free it), NULL when all run. */
+uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb);
 /* Is `prim` one of the collectives the fabric runs? */
 bool fab_is_collective(int prim);
 /* Run a collective.  `in` is the operand (NULL for axis_index); `outt` the

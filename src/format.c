@@ -172,52 +172,41 @@ static int top_bit(uint64_t v) {
   return n;
 }
 
-/* Take a binary64 value apart. */
-static Decomp decomp_f64(double x) {
-  uint64_t bits;
-  memcpy(&bits, &x, sizeof bits);
+/* Take an IEEE binary value apart from its bits: `mbits` bits of
+   fraction, `ebits` of exponent, then the sign (binary64: 52, 11;
+   binary32: 23, 8). */
+static Decomp decomp_bits(uint64_t bits, int mbits, int ebits) {
   Decomp r;
-  uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
-  unsigned ex = (unsigned)(bits >> 52) & 0x7ff;
-  r.neg = (bits >> 63) != 0;
-  r.finite = ex != 0x7ff;
+  uint64_t frac = bits & ((UINT64_C(1) << mbits) - 1);
+  unsigned emax = (1u << ebits) - 1, ex = (unsigned)(bits >> mbits) & emax;
+  int bias = (int)(emax >> 1) + mbits;
+  r.neg = (bits >> (mbits + ebits)) & 1;
+  r.finite = ex != emax;
   r.isinf = !r.finite && frac == 0;
   if (ex != 0) {
-    r.mant = frac | (UINT64_C(1) << 52);
-    r.e2 = (int)ex - 1075;
-    r.mbit = 52;
+    r.mant = frac | (UINT64_C(1) << mbits);
+    r.e2 = (int)ex - bias;
+    r.mbit = mbits;
     r.unequal = ex != 1 && frac == 0;
   } else {
     r.mant = frac;
-    r.e2 = -1074;
+    r.e2 = 1 - bias;
     r.mbit = frac ? top_bit(frac) : 0;
     r.unequal = false;
   }
   return r;
 }
 
-/* Take a binary32 value apart. */
+static Decomp decomp_f64(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  return decomp_bits(bits, 52, 11);
+}
+
 static Decomp decomp_f32(float x) {
   uint32_t bits;
   memcpy(&bits, &x, sizeof bits);
-  Decomp r;
-  uint32_t frac = bits & ((UINT32_C(1) << 23) - 1);
-  unsigned ex = (bits >> 23) & 0xff;
-  r.neg = (bits >> 31) != 0;
-  r.finite = ex != 0xff;
-  r.isinf = !r.finite && frac == 0;
-  if (ex != 0) {
-    r.mant = frac | (UINT32_C(1) << 23);
-    r.e2 = (int)ex - 150;
-    r.mbit = 23;
-    r.unequal = ex != 1 && frac == 0;
-  } else {
-    r.mant = frac;
-    r.e2 = -149;
-    r.mbit = frac ? top_bit(frac) : 0;
-    r.unequal = false;
-  }
-  return r;
+  return decomp_bits(bits, 23, 8);
 }
 
 /*
@@ -385,6 +374,41 @@ static void ns_pad_front(NumStr *o, int count) {
   o->s[o->n] = 0;
 }
 
+/* The digits after the point, once the significant ones are written (frac
+   of them): the point itself unless trimmed away, then padding with zeros
+   to min_digits (TRIM_NONE), or trailing zeros trimmed (TRIM_ONE_ZERO
+   keeps one; TRIM_POINT drops a bare point too when `point_may_go`). */
+static void finish_fraction(NumStr *o, Trim trim, int min_digits, int *frac, bool point_may_go) {
+  if (trim != TRIM_POINT && *frac == 0) ns_put(o, '.');
+  int want = min_digits < 0 ? 0 : min_digits;
+  if (trim == TRIM_ONE_ZERO) {
+    if (*frac == 0) {
+      ns_put(o, '0');
+      (*frac)++;
+    }
+  } else if (trim == TRIM_NONE) {
+    while (*frac < want) {
+      ns_put(o, '0');
+      (*frac)++;
+    }
+  }
+  if (trim != TRIM_NONE && *frac > 0) {
+    while (o->s[o->n - 1] == '0') {
+      o->n--;
+      (*frac)--;
+    }
+    if (o->s[o->n - 1] == '.') {
+      if (trim == TRIM_ONE_ZERO) {
+        o->s[o->n++] = '0';
+        (*frac)++;
+      } else if (trim == TRIM_POINT && point_may_go) {
+        o->n--;
+      }
+    }
+    o->s[o->n] = 0;
+  }
+}
+
 /*
 ** Positional notation ("123.45").  precision and min_digits count digits
 ** past the point (negative: none); pad_left / pad_right pad with spaces to
@@ -420,35 +444,7 @@ static void fmt_positional(const Decomp *v, int precision, int min_digits,
     for (int i = 0; i < dg.n; i++) ns_put(o, dg.d[i]);
     frac = zeros + dg.n;
   }
-  if (trim != TRIM_POINT && frac == 0) ns_put(o, '.');
-
-  int want = min_digits < 0 ? 0 : min_digits;
-  if (trim == TRIM_ONE_ZERO) {
-    if (frac == 0) {
-      ns_put(o, '0');
-      frac++;
-    }
-  } else if (trim == TRIM_NONE) {
-    while (frac < want) {
-      ns_put(o, '0');
-      frac++;
-    }
-  }
-  if (trim != TRIM_NONE && frac > 0) {
-    while (o->s[o->n - 1] == '0') {
-      o->n--;
-      frac--;
-    }
-    if (o->s[o->n - 1] == '.') {
-      if (trim == TRIM_ONE_ZERO) {
-        o->s[o->n++] = '0';
-        frac++;
-      } else if (trim == TRIM_POINT) {
-        o->n--;
-      }
-    }
-    o->s[o->n] = 0;
-  }
+  finish_fraction(o, trim, min_digits, &frac, true);
 
   if (pad_right >= frac) {
     if (trim == TRIM_POINT && frac == 0) ns_put(o, ' ');
@@ -480,31 +476,7 @@ static void fmt_scientific(const Decomp *v, int precision, int min_digits,
     ns_put(o, '.');
     for (int i = 1; i < dg.n; i++) ns_put(o, dg.d[i]);
   }
-  if (trim != TRIM_POINT && frac == 0) ns_put(o, '.');
-
-  int want = min_digits < 0 ? 0 : min_digits;
-  if (trim == TRIM_ONE_ZERO) {
-    if (frac == 0) {
-      ns_put(o, '0');
-      frac++;
-    }
-  } else if (trim == TRIM_NONE) {
-    while (frac < want) {
-      ns_put(o, '0');
-      frac++;
-    }
-  }
-  if (trim != TRIM_NONE && frac > 0) {
-    while (o->s[o->n - 1] == '0') {
-      o->n--;
-      frac--;
-    }
-    if (trim == TRIM_ONE_ZERO && o->s[o->n - 1] == '.') {
-      o->s[o->n++] = '0';
-      frac++;
-    }
-    o->s[o->n] = 0;
-  }
+  finish_fraction(o, trim, min_digits, &frac, false);
 
   int e = dg.exp10;
   ns_put(o, 'e');

@@ -17,8 +17,66 @@
 
 #include "array.h"
 #include "ast.h"
-#include "prim.h"
 #include "types.h"
+
+/* ---- primitives: their ids and decoded parameters ---------------------------
+** The rows of prims.def name the primitives; prims.h has the table of
+** their rules, kernels and names.
+*/
+typedef enum PrimId {
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) P_##tag,
+#include "prims.def"
+#undef PRIM
+  P_COUNT
+} PrimId;
+
+/* How the variance set of the result follows from the operands'.
+   "lift" means the checker inserts pbroadcast equations. */
+typedef enum VarRule {
+  VR_ELEM,        /* operands lifted to the union of their sets; result: the union */
+  VR_NULLARY,     /* made from nothing: result invariant ({}) */
+  VR_REDUCE,      /* psum/pmax/pmin/pmean: operand lifted to include axes; result S - axes */
+  VR_PBCAST,      /* pbroadcast: operand invariant along axes; result S + axes */
+  VR_VARY,        /* all_gather, psum_scatter, ppermute, all_to_all: lift; result S + axes */
+  VR_GATHER_INV,  /* all_gather_invariant: lift; result S - axes */
+  VR_PSCATTER,    /* pscatter: operand invariant along axes; result S + axes */
+  VR_AXIS_INDEX,  /* result: exactly the named axes */
+  VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
+} VarRule;
+
+/* Does a primitive with this rule move data between instances, so that
+   every member of a group must reach it?  pbroadcast, pscatter and
+   axis_index name axes but move nothing: they may run where only some
+   instances do (under a predicate that varies along their axes). */
+static inline bool vrule_communicates(VarRule r) {
+  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV;
+}
+
+typedef struct IntList {
+  int n;
+  int64_t *v;
+} IntList;
+
+struct IrFunc;
+
+/* Decoded parameters of one equation.  Which field holds which parameter
+   is each primitive's business (documented beside its rule in prims.c);
+   kernels read the fields their rule filled. */
+typedef struct Attrs {
+  int dtype;             /* a dtype parameter, or -1 */
+  int64_t i[4];          /* integer parameters */
+  double f[3];           /* float parameters */
+  bool b[2];             /* boolean parameters */
+  IntList l[6];          /* integer-list parameters */
+  /* collectives: the named mesh axes, in the order written */
+  int naxes;
+  uint8_t axes[SHM_MAXAXES];
+  uint32_t axmask;
+  /* higher-order primitives: branches, loop bodies, shard_map body */
+  struct IrFunc **fns;
+  int nfns;
+  void *ext;             /* primitive-specific data (shard_map specs) */
+} Attrs;
 
 /* A mesh: named axes with sizes; devices numbered row-major. */
 typedef struct Mesh {

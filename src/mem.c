@@ -28,7 +28,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "common.h"
+#include "defs.h"
+#include "mem.h"
 #include "err.h"
 
 #if defined(__SANITIZE_ADDRESS__)

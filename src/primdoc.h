@@ -6,7 +6,7 @@
 #ifndef SHM_PRIMDOC_H
 #define SHM_PRIMDOC_H
 
-#include "prim.h"
+#include "prims.h"
 
 typedef struct PrimParamDoc {
   int prim;                /* the PrimId it belongs to */

@@ -11,18 +11,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "err.h"
+#include "prims.h"
 #include "show.h"
 
-void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) {
+/* `{i,j}`, the axes of vma separated by sep. */
+static void vma_list(Buf *b, uint32_t vma, const Mesh *mesh, const char *sep) {
   buf_putc(b, '{');
   bool first = true;
   for (int k = 0; mesh && k < mesh->naxes; k++)
     if (vma & (1u << k)) {
-      buf_printf(b, "%s%.*s", first ? "" : ",", mesh->axis[k].n, mesh->axis[k].p);
+      buf_printf(b, "%s%.*s", first ? "" : sep, mesh->axis[k].n, mesh->axis[k].p);
       first = false;
     }
   buf_putc(b, '}');
 }
+
+void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) { vma_list(b, vma, mesh, ","); }
+void show_vma_message(Buf *b, uint32_t vma, const Mesh *mesh) { vma_list(b, vma, mesh, ", "); }
 
 void show_type(Buf *b, const Type *t, const Mesh *mesh) {
   buf_printf(b, "%s[", dtype_names[t->dt]);

@@ -4,10 +4,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "diag.h"
+#include "prims.h"
 #include "transpose.h"
 
 typedef struct Tr {
-  Checker *C;
+  IrProg *P;
   Builder *B;
   IrFunc *f;
   Span where;
@@ -26,6 +27,26 @@ struct TrCtx {
   bool *lin_in;       /* per operand */
   IrAtom *cts;        /* per result */
   bool *has_ct;
+};
+
+/* ---- the rules: the transpose column of prims.def ---------------------------- */
+#define TR_RULES(X) \
+  X(add) X(sub) X(neg) X(mul) X(div) X(dot_general) X(reshape) X(transpose) \
+  X(broadcast_in_dim) X(reduce_sum) X(squeeze) X(expand_dims) X(slice) X(pad) \
+  X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
+  X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
+  X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(all_to_all) \
+  X(cond) X(fori_loop) X(shard_map)
+
+#define X(n) bool tr_##n(TrCtx *cx);
+TR_RULES(X)
+#undef X
+
+typedef bool (*TransFn)(TrCtx *cx);
+static const TransFn tr_rules[P_COUNT] = {
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) [P_##tag] = tr,
+#include "prims.def"
+#undef PRIM
 };
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -78,7 +99,7 @@ static IrAtom sum_over(Tr *T, IrAtom ct, uint32_t mask) {
     }
   IrParam ps[1] = {{"axes", bld_pv_tuple(T->B, names, n)}};
   IrAtom out;
-  if (!bld_prim(T->B, prim_lookup(str_c("psum")), ps, 1, &ct, 1, &out)) { T->failed = true; return ct; }
+  if (!bld_prim(T->B, P_PSUM, ps, 1, &ct, 1, &out)) { T->failed = true; return ct; }
   return out;
 }
 
@@ -102,13 +123,13 @@ static const IrStmt *def_of(Tr *T, const IrAtom *a) {
    its operand has a's type. */
 static const IrStmt *neg_of(Tr *T, const IrAtom *a) {
   const IrStmt *st = def_of(T, a);
-  return st && st->prim == prim_lookup(str_c("neg")) && st->in[0].var && st->in[0].t.vma == a->t.vma ? st : NULL;
+  return st && st->prim == P_NEG && st->in[0].var && st->in[0].t.vma == a->t.vma ? st : NULL;
 }
 
 /* A pad with a zero padding value that pads one dimension only, without
    interior padding: *d, *lo, *hi describe it. */
 static bool simple_pad(const IrStmt *st, int *d, int64_t *lo, int64_t *hi) {
-  if (!st || st->prim != prim_lookup(str_c("pad")) || !st->in[1].lit || arr_getf(st->in[1].lit, 0) != 0) return false;
+  if (!st || st->prim != P_PAD || !st->in[1].lit || arr_getf(st->in[1].lit, 0) != 0) return false;
   const PVal *pc = NULL;
   for (int i = 0; i < st->nparams; i++)
     if (!strcmp(st->params[i].key, "padding_config")) pc = st->params[i].v;
@@ -148,7 +169,7 @@ static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
   const IrStmt *ends[2] = {a, b};
   for (int e = 0; e < 2; e++) {
     const IrStmt *c = def_of(T, &ends[e]->in[0]);
-    if (c && c->prim == prim_lookup(str_c("concatenate")) && pv_int(param(c, "dimension"), -1) == d0 && n + c->nin < 64)
+    if (c && c->prim == P_CONCATENATE && pv_int(param(c, "dimension"), -1) == d0 && n + c->nin < 64)
       for (int k = 0; k < c->nin; k++) parts[n++] = c->in[k];
     else if (n < 64)
       parts[n++] = ends[e]->in[0];
@@ -156,7 +177,7 @@ static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
   Builder *B = T->B;
   IrParam cp[1] = {{"dimension", bld_pv_int(B, d0)}};
   IrAtom cat;
-  if (!bld_prim(B, prim_lookup(str_c("concatenate")), cp, 1, parts, n, &cat)) { T->failed = true; return true; }
+  if (!bld_prim(B, P_CONCATENATE, cp, 1, parts, n, &cat)) { T->failed = true; return true; }
   IrAtom out = cat;
   if (loa || hib) {
     int r = cat.t.rank;
@@ -167,7 +188,7 @@ static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
     }
     IrParam pp[1] = {{"padding_config", bld_pv_tuple(B, cfg, r)}};
     IrAtom in[2] = {cat, p0->in[1]};
-    if (!bld_prim(B, prim_lookup(str_c("pad")), pp, 1, in, 2, &out)) { T->failed = true; return true; }
+    if (!bld_prim(B, P_PAD, pp, 1, in, 2, &out)) { T->failed = true; return true; }
   }
   name_after(T, &out, v->name);
   T->ct[s] = out;
@@ -183,7 +204,7 @@ static bool same_atom(const IrAtom *a, const IrAtom *b) {
 static bool is_zeros(Tr *T, const IrAtom *a) {
   if (a->lit) return arr_getf(a->lit, 0) == 0;
   const IrStmt *b = def_of(T, a);
-  return b && b->prim == prim_lookup(str_c("broadcast_in_dim")) && b->in[0].lit && arr_getf(b->in[0].lit, 0) == 0;
+  return b && b->prim == P_BROADCAST_IN_DIM && b->in[0].lit && arr_getf(b->in[0].lit, 0) == 0;
 }
 
 /* Sums of two pieces that are zero where the other is not, as the
@@ -196,7 +217,7 @@ static bool merge_disjoint(Tr *T, int s, IrAtom ct, IrVar *v) {
   if (!p || !q || p->prim != q->prim || p->nin != q->nin) return false;
   int n = p->nin;
   IrAtom *in = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(n + 1));
-  if (p->prim == prim_lookup(str_c("select_n"))) {
+  if (p->prim == P_SELECT_N) {
     if (!same_atom(&p->in[0], &q->in[0])) return false;
     in[0] = p->in[0];
     for (int k = 1; k < n; k++) {
@@ -204,7 +225,7 @@ static bool merge_disjoint(Tr *T, int s, IrAtom ct, IrVar *v) {
       if (!zp && !zq) return false;
       in[k] = zp ? q->in[k] : p->in[k];
     }
-  } else if (p->prim == prim_lookup(str_c("dynamic_update_slice"))) {
+  } else if (p->prim == P_DYNAMIC_UPDATE_SLICE) {
     for (int k = 2; k < n; k++)
       if (!same_atom(&p->in[k], &q->in[k])) return false;
     const IrStmt *a = p, *b = q;             /* a: zeros operand, b: zeros update */
@@ -237,10 +258,10 @@ static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
   /* a + neg(b) is written sub a b, so that transposing a sub twice gives
      the sub back (the neg left unused is dropped with the dead equations) */
   IrAtom in[2] = {T->ct[s], ct}, out;
-  int prim = prim_lookup(str_c("add"));
+  int prim = P_ADD;
   const IrStmt *n1 = neg_of(T, &in[1]), *n0 = n1 ? NULL : neg_of(T, &in[0]);
   if (n1 || n0) {
-    prim = prim_lookup(str_c("sub"));
+    prim = P_SUB;
     if (n1) in[1] = n1->in[0];
     else { in[0] = in[1]; in[1] = n0->in[0]; }
   }
@@ -303,23 +324,19 @@ bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in
 }
 
 bool tr_error(TrCtx *cx, const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_verror(cx->st->sp, fmt, ap);
   va_end(ap);
-  diag_error(cx->st->sp, "%s", msg);
   cx->T->failed = true;
   return false;
 }
 
-#define P(name) prim_lookup(str_c(name))
-
 /* Emit prim with one parameter list, one result. */
-static IrAtom emit1(TrCtx *cx, const char *prim, const IrParam *ps, int np, IrAtom *in, int nin) {
+static IrAtom emit1(TrCtx *cx, int prim, const IrParam *ps, int np, IrAtom *in, int nin) {
   IrAtom out;
   memset(&out, 0, sizeof out);
-  if (!tr_emit(cx, P(prim), ps, np, in, nin, &out)) return in[0];
+  if (!tr_emit(cx, prim, ps, np, in, nin, &out)) return in[0];
   return out;
 }
 
@@ -331,7 +348,7 @@ static IrParam kv(const char *k, PVal *v) {
 static IrAtom lit_of(TrCtx *cx, const Type *t, double v) {
   IrAtom a;
   memset(&a, 0, sizeof a);
-  a.lit = bld_keep(dtype_is_float((DType)t->dt) ? arr_scalar_f((DType)t->dt, v) : arr_scalar_i((DType)t->dt, (int64_t)v));
+  a.lit = bld_keep(tr_builder(cx), dtype_is_float((DType)t->dt) ? arr_scalar_f((DType)t->dt, v) : arr_scalar_i((DType)t->dt, (int64_t)v));
   a.t.dt = t->dt;
   a.sp = cx->st->sp;
   return a;
@@ -344,7 +361,7 @@ static IrAtom unbroadcast(TrCtx *cx, IrAtom ct, int k) {
   int64_t ax[SHM_MAXRANK];
   for (int i = 0; i < ct.t.rank; i++) ax[i] = i;
   IrParam ps[1] = {kv("axes", bld_pv_ints(tr_builder(cx), ax, ct.t.rank))};
-  return emit1(cx, "reduce_sum", ps, 1, &ct, 1);
+  return emit1(cx, P_REDUCE_SUM, ps, 1, &ct, 1);
 }
 
 /* Every operand must be linear (sums of linear values and constants are
@@ -371,7 +388,7 @@ bool tr_sub(TrCtx *cx) {
   IrAtom ct = tr_ct(cx, 0);
   if (cx->lin_in[0]) tr_give(cx, 0, unbroadcast(cx, ct, 0));
   if (!cx->lin_in[1]) return true;
-  IrAtom n = emit1(cx, "neg", NULL, 0, &ct, 1);
+  IrAtom n = emit1(cx, P_NEG, NULL, 0, &ct, 1);
   tr_give(cx, 1, unbroadcast(cx, n, 1));
   return true;
 }
@@ -379,16 +396,22 @@ bool tr_sub(TrCtx *cx) {
 bool tr_neg(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  tr_give(cx, 0, emit1(cx, "neg", NULL, 0, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_NEG, NULL, 0, &ct, 1));
   return true;
 }
 
-bool tr_copy(TrCtx *cx) {
+/* The transpose of a unary linear primitive is another primitive (or the
+   same) with the same parameter `key` (none when NULL): squeeze and
+   expand_dims, rev, copy, psum to pbroadcast. */
+static bool as_other(TrCtx *cx, int to, const char *key) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  tr_give(cx, 0, emit1(cx, "copy", NULL, 0, &ct, 1));
+  IrParam ps[1] = {kv(key ? key : "", key ? param(cx->st, key) : NULL)};
+  tr_give(cx, 0, emit1(cx, to, ps, key ? 1 : 0, &ct, 1));
   return true;
 }
+
+bool tr_copy(TrCtx *cx) { return as_other(cx, P_COPY, NULL); }
 
 /* A cotangent made by broadcasting a scalar, where the other operand k
    (constant) already has the result's shape: the scalar itself, since
@@ -396,7 +419,7 @@ bool tr_copy(TrCtx *cx) {
    with a scalar x twice gives `mul x y` back). */
 static IrAtom scalar_source(TrCtx *cx, IrAtom ct, int k) {
   const IrStmt *b = def_of(cx->T, &ct);
-  if (!b || b->prim != prim_lookup(str_c("broadcast_in_dim")) || b->in[0].t.rank != 0) return ct;
+  if (!b || b->prim != P_BROADCAST_IN_DIM || b->in[0].t.rank != 0) return ct;
   if (!type_same_shape(tr_in_type(cx, k), &ct.t) || b->in[0].t.vma != ct.t.vma) return ct;
   return b->in[0];
 }
@@ -408,7 +431,7 @@ bool tr_mul(TrCtx *cx) {
   }
   int k = cx->lin_in[0] ? 0 : 1;
   IrAtom in[2] = {scalar_source(cx, tr_ct(cx, 0), 1 - k), tr_in(cx, 1 - k)};
-  tr_give(cx, k, unbroadcast(cx, emit1(cx, "mul", NULL, 0, in, 2), k));
+  tr_give(cx, k, unbroadcast(cx, emit1(cx, P_MUL, NULL, 0, in, 2), k));
   return true;
 }
 
@@ -418,7 +441,7 @@ bool tr_div(TrCtx *cx) {
     return true;
   }
   IrAtom in[2] = {scalar_source(cx, tr_ct(cx, 0), 1), tr_in(cx, 1)};
-  tr_give(cx, 0, unbroadcast(cx, emit1(cx, "div", NULL, 0, in, 2), 0));
+  tr_give(cx, 0, unbroadcast(cx, emit1(cx, P_DIV, NULL, 0, in, 2), 0));
   return true;
 }
 
@@ -426,7 +449,7 @@ bool tr_convert_element_type(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("new_dtype", bld_pv_name(tr_builder(cx), dtype_names[tr_in_type(cx, 0)->dt]))};
-  tr_give(cx, 0, emit1(cx, "convert_element_type", ps, 1, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_CONVERT_ELEMENT_TYPE, ps, 1, &ct, 1));
   return true;
 }
 
@@ -446,7 +469,7 @@ bool tr_select_n(TrCtx *cx) {
   for (int k = 1; k < n; k++) {
     if (!cx->lin_in[k]) continue;
     for (int j = 1; j < n; j++) in[j] = j == k ? ct : z;
-    tr_give(cx, k, emit1(cx, "select_n", NULL, 0, in, n));
+    tr_give(cx, k, emit1(cx, P_SELECT_N, NULL, 0, in, n));
   }
   return true;
 }
@@ -457,17 +480,11 @@ bool tr_cumsum(TrCtx *cx) {
   Builder *B = tr_builder(cx);
   IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(param(cx->st, "axis"), 0))),
                    kv("reverse", bld_pv_bool(B, !pv_int(param(cx->st, "reverse"), 0)))};
-  tr_give(cx, 0, emit1(cx, "cumsum", ps, 2, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_CUMSUM, ps, 2, &ct, 1));
   return true;
 }
 
-bool tr_rev(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
-  tr_give(cx, 0, emit1(cx, "rev", ps, 1, &ct, 1));
-  return true;
-}
+bool tr_rev(TrCtx *cx) { return as_other(cx, P_REV, "dimensions"); }
 
 /* ---- dot_general ------------------------------------------------------------------ */
 
@@ -517,7 +534,7 @@ static IrAtom dot_transpose_lhs(TrCtx *cx, IrAtom g, IrAtom y, int xrank, int yr
                    kv("preferred_element_type", bld_pv_name(B, dtype_names[g.t.dt]))};
   ps[1].v->k = PV_NONE;
   IrAtom in[2] = {g, y};
-  IrAtom r = emit1(cx, "dot_general", ps, 2, in, 2);
+  IrAtom r = emit1(cx, P_DOT_GENERAL, ps, 2, in, 2);
   /* out_axes = argsort(xb + xk + xc sorted by yc) */
   int64_t order[SHM_MAXRANK], perm[SHM_MAXRANK];
   int n = 0;
@@ -536,7 +553,7 @@ static IrAtom dot_transpose_lhs(TrCtx *cx, IrAtom g, IrAtom y, int xrank, int yr
   }
   if (ident) return r;
   IrParam tp[1] = {kv("permutation", bld_pv_ints(B, perm, n))};
-  return emit1(cx, "transpose", tp, 1, &r, 1);
+  return emit1(cx, P_TRANSPOSE, tp, 1, &r, 1);
 }
 
 bool tr_dot_general(TrCtx *cx) {
@@ -562,7 +579,7 @@ bool tr_reshape(TrCtx *cx) {
   const Type *t = tr_in_type(cx, 0);
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("new_sizes", bld_pv_ints(tr_builder(cx), t->shape, t->rank))};
-  tr_give(cx, 0, emit1(cx, "reshape", ps, 1, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_RESHAPE, ps, 1, &ct, 1));
   return true;
 }
 
@@ -573,7 +590,7 @@ bool tr_transpose(TrCtx *cx) {
   for (int i = 0; i < n; i++) inv[p[i]] = i;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("permutation", bld_pv_ints(tr_builder(cx), inv, n))};
-  tr_give(cx, 0, emit1(cx, "transpose", ps, 1, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_TRANSPOSE, ps, 1, &ct, 1));
   return true;
 }
 
@@ -593,11 +610,11 @@ bool tr_broadcast_in_dim(TrCtx *cx) {
   IrAtom r = tr_ct(cx, 0);
   if (na) {
     IrParam ps[1] = {kv("axes", bld_pv_ints(tr_builder(cx), ax, na))};
-    r = emit1(cx, "reduce_sum", ps, 1, &r, 1);
+    r = emit1(cx, P_REDUCE_SUM, ps, 1, &r, 1);
   }
   if (unit) {
     IrParam ps[1] = {kv("new_sizes", bld_pv_ints(tr_builder(cx), t->shape, t->rank))};
-    r = emit1(cx, "reshape", ps, 1, &r, 1);
+    r = emit1(cx, P_RESHAPE, ps, 1, &r, 1);
   }
   tr_give(cx, 0, r);
   return true;
@@ -612,25 +629,13 @@ bool tr_reduce_sum(TrCtx *cx) {
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
   IrParam ps[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, keep, nk))};
-  tr_give(cx, 0, emit1(cx, "broadcast_in_dim", ps, 2, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_BROADCAST_IN_DIM, ps, 2, &ct, 1));
   return true;
 }
 
-bool tr_squeeze(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
-  tr_give(cx, 0, emit1(cx, "expand_dims", ps, 1, &ct, 1));
-  return true;
-}
+bool tr_squeeze(TrCtx *cx) { return as_other(cx, P_EXPAND_DIMS, "dimensions"); }
 
-bool tr_expand_dims(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("dimensions", param(cx->st, "dimensions"))};
-  tr_give(cx, 0, emit1(cx, "squeeze", ps, 1, &ct, 1));
-  return true;
-}
+bool tr_expand_dims(TrCtx *cx) { return as_other(cx, P_SQUEEZE, "dimensions"); }
 
 static bool is_zero_lit(const IrAtom *a) { return a->lit && arr_getf(a->lit, 0) == 0; }
 
@@ -652,7 +657,7 @@ bool tr_slice(TrCtx *cx) {
   }
   IrParam ps[1] = {kv("padding_config", bld_pv_tuple(B, cfg, t->rank))};
   IrAtom in[2] = {tr_ct(cx, 0), lit_of(cx, t, 0)};
-  tr_give(cx, 0, emit1(cx, "pad", ps, 1, in, 2));
+  tr_give(cx, 0, emit1(cx, P_PAD, ps, 1, in, 2));
   return true;
 }
 
@@ -682,7 +687,7 @@ bool tr_pad(TrCtx *cx) {
     }
     IrParam ps[1] = {kv("padding_config", bld_pv_tuple(B, c, t->rank))};
     IrAtom in[2] = {ct, lit_of(cx, t, 0)};
-    ct = emit1(cx, "pad", ps, 1, in, 2);
+    ct = emit1(cx, P_PAD, ps, 1, in, 2);
   }
   int64_t st[SHM_MAXRANK], lim[SHM_MAXRANK], str[SHM_MAXRANK];
   bool unit = true;
@@ -694,16 +699,16 @@ bool tr_pad(TrCtx *cx) {
   }
   IrParam ps[3] = {kv("start_indices", bld_pv_ints(B, st, t->rank)), kv("limit_indices", bld_pv_ints(B, lim, t->rank)),
                    kv("strides", unit ? NULL : bld_pv_ints(B, str, t->rank))};
-  IrAtom x = emit1(cx, "slice", ps, unit ? 2 : 3, &ct, 1);
+  IrAtom x = emit1(cx, P_SLICE, ps, unit ? 2 : 3, &ct, 1);
   tr_give(cx, 0, x);
   if (cx->lin_in[1]) {
     int64_t ax[SHM_MAXRANK];
     for (int i = 0; i < t->rank; i++) ax[i] = i;
     IrParam rs[1] = {kv("axes", bld_pv_ints(B, ax, t->rank))};
-    IrAtom all = emit1(cx, "reduce_sum", rs, 1, &ct, 1);
-    IrAtom part = emit1(cx, "reduce_sum", rs, 1, &x, 1);
+    IrAtom all = emit1(cx, P_REDUCE_SUM, rs, 1, &ct, 1);
+    IrAtom part = emit1(cx, P_REDUCE_SUM, rs, 1, &x, 1);
     IrAtom in[2] = {all, part};
-    tr_give(cx, 1, emit1(cx, "sub", NULL, 0, in, 2));
+    tr_give(cx, 1, emit1(cx, P_SUB, NULL, 0, in, 2));
   }
   return true;
 }
@@ -724,7 +729,7 @@ bool tr_concatenate(TrCtx *cx) {
     off += t->shape[dim];
     if (!cx->lin_in[k]) continue;
     IrParam ps[2] = {kv("start_indices", bld_pv_ints(B, st, o->rank)), kv("limit_indices", bld_pv_ints(B, lim, o->rank))};
-    tr_give(cx, k, emit1(cx, "slice", ps, 2, &ct, 1));
+    tr_give(cx, k, emit1(cx, P_SLICE, ps, 2, &ct, 1));
   }
   return true;
 }
@@ -740,7 +745,7 @@ bool tr_dynamic_slice(TrCtx *cx) {
   in[0] = bld_zeros(tr_builder(cx), tr_in_type(cx, 0));
   in[1] = tr_ct(cx, 0);
   for (int k = 1; k < n; k++) in[k + 1] = tr_in(cx, k);
-  tr_give(cx, 0, emit1(cx, "dynamic_update_slice", NULL, 0, in, n + 1));
+  tr_give(cx, 0, emit1(cx, P_DYNAMIC_UPDATE_SLICE, NULL, 0, in, n + 1));
   return true;
 }
 
@@ -758,19 +763,19 @@ bool tr_dynamic_update_slice(TrCtx *cx) {
   in[0] = ct;
   in[1] = bld_zeros(B, u);
   for (int k = 2; k < n; k++) in[k] = tr_in(cx, k);
-  if (cx->lin_in[0]) tr_give(cx, 0, emit1(cx, "dynamic_update_slice", NULL, 0, in, n));
+  if (cx->lin_in[0]) tr_give(cx, 0, emit1(cx, P_DYNAMIC_UPDATE_SLICE, NULL, 0, in, n));
   if (!cx->lin_in[1]) return true;
   IrAtom *sin = bld_alloc(B, sizeof(IrAtom) * (size_t)n);
   sin[0] = ct;
   for (int k = 2; k < n; k++) sin[k - 1] = tr_in(cx, k);
   IrParam ps[1] = {kv("slice_sizes", bld_pv_ints(B, u->shape, u->rank))};
-  tr_give(cx, 1, emit1(cx, "dynamic_slice", ps, 1, sin, n - 1));
+  tr_give(cx, 1, emit1(cx, P_DYNAMIC_SLICE, ps, 1, sin, n - 1));
   return true;
 }
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
-static bool swap_collective(TrCtx *cx, const char *to, const char *dim_from, const char *dim_to) {
+static bool swap_collective(TrCtx *cx, int to, const char *dim_from, const char *dim_to) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
@@ -783,13 +788,7 @@ static bool swap_collective(TrCtx *cx, const char *to, const char *dim_from, con
   return true;
 }
 
-bool tr_psum(TrCtx *cx) {
-  if (cx->checking) return true;
-  IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
-  tr_give(cx, 0, emit1(cx, "pbroadcast", ps, 1, &ct, 1));
-  return true;
-}
+bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
 
 bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;
@@ -799,16 +798,16 @@ bool tr_pbroadcast(TrCtx *cx) {
      transpose of pmean) */
   const IrStmt *d = def_of(cx->T, &ct);
   const Mesh *m = bld_func(tr_builder(cx))->mesh;
-  if (d && d->prim == prim_lookup(str_c("div")) && d->in[1].lit && d->in[0].var && m && dtype_is_float((DType)ct.t.dt)) {
+  if (d && d->prim == P_DIV && d->in[1].lit && d->in[0].var && m && dtype_is_float((DType)ct.t.dt)) {
     int64_t p = 1;
     for (int k = 0; k < cx->st->at->naxes; k++) p *= m->size[cx->st->at->axes[k]];
     if (arr_getf(d->in[1].lit, 0) == (double)p) {
       IrAtom x = d->in[0];
-      tr_give(cx, 0, emit1(cx, "pmean", ps, 1, &x, 1));
+      tr_give(cx, 0, emit1(cx, P_PMEAN, ps, 1, &x, 1));
       return true;
     }
   }
-  tr_give(cx, 0, emit1(cx, "psum", ps, 1, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_PSUM, ps, 1, &ct, 1));
   return true;
 }
 
@@ -816,19 +815,19 @@ bool tr_pmean(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
-  IrAtom b = emit1(cx, "pbroadcast", ps, 1, &ct, 1);
+  IrAtom b = emit1(cx, P_PBROADCAST, ps, 1, &ct, 1);
   int64_t p = 1;
   const Mesh *m = bld_func(tr_builder(cx))->mesh;
   for (int k = 0; m && k < cx->st->at->naxes; k++) p *= m->size[cx->st->at->axes[k]];
   IrAtom in[2] = {b, lit_of(cx, &b.t, (double)p)};
-  tr_give(cx, 0, emit1(cx, "div", NULL, 0, in, 2));
+  tr_give(cx, 0, emit1(cx, P_DIV, NULL, 0, in, 2));
   return true;
 }
 
-bool tr_all_gather(TrCtx *cx) { return swap_collective(cx, "psum_scatter", "axis", "scatter_dimension"); }
-bool tr_psum_scatter(TrCtx *cx) { return swap_collective(cx, "all_gather", "scatter_dimension", "axis"); }
-bool tr_all_gather_invariant(TrCtx *cx) { return swap_collective(cx, "pscatter", "axis", "axis"); }
-bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, "all_gather_invariant", "axis", "axis"); }
+bool tr_all_gather(TrCtx *cx) { return swap_collective(cx, P_PSUM_SCATTER, "axis", "scatter_dimension"); }
+bool tr_psum_scatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER, "scatter_dimension", "axis"); }
+bool tr_all_gather_invariant(TrCtx *cx) { return swap_collective(cx, P_PSCATTER, "axis", "axis"); }
+bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER_INVARIANT, "axis", "axis"); }
 
 bool tr_ppermute(TrCtx *cx) {
   if (cx->checking) return true;
@@ -843,7 +842,7 @@ bool tr_ppermute(TrCtx *cx) {
   }
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
-  tr_give(cx, 0, emit1(cx, "ppermute", ps, 2, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_PPERMUTE, ps, 2, &ct, 1));
   return true;
 }
 
@@ -855,17 +854,17 @@ bool tr_all_to_all(TrCtx *cx) {
                    kv("split_axis", bld_pv_int(B, pv_int(param(cx->st, "concat_axis"), 0))),
                    kv("concat_axis", bld_pv_int(B, pv_int(param(cx->st, "split_axis"), 0))),
                    kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)))};
-  tr_give(cx, 0, emit1(cx, "all_to_all", ps, 4, &ct, 1));
+  tr_give(cx, 0, emit1(cx, P_ALL_TO_ALL, ps, 4, &ct, 1));
   return true;
 }
 
 /* ---- calls and higher-order primitives ------------------------------------------------ */
 
-static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where,
+static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
                             const uint32_t *ct_vma);
 
 static IrFunc *transpose_fn(Tr *T, IrFunc *f, const bool *lin) {
-  return tr_linear_transpose(T->C, f, lin, f->name, T->where);
+  return tr_linear_transpose(T->P, f, lin, f->name, T->where);
 }
 
 /* Operands of a transposed call: the non-linear operands, then one
@@ -907,7 +906,7 @@ static bool tr_call(TrCtx *cx) {
   memcpy(tname, g->name, gl + 1);
   if (gl > 2 && !strcmp(g->name + gl - 2, "_t")) tname[gl - 2] = 0;
   else memcpy(tname + gl, "_t", 3);
-  IrFunc *tg = tr_linear_transpose(cx->T->C, g, cx->lin_in, tname, cx->T->where);
+  IrFunc *tg = tr_linear_transpose(cx->T->P, g, cx->lin_in, tname, cx->T->where);
   if (!tg) { cx->T->failed = true; return false; }
   int n;
   IrAtom *in = t_operands(cx, 0, &n);
@@ -1011,7 +1010,7 @@ bool tr_shard_map(TrCtx *cx) {
      the spec mentions, even where the body's result is invariant */
   uint32_t *ct_vma = bld_alloc(B, sizeof(uint32_t) * (size_t)(st->nout + 1));
   for (int j = 0; j < st->nout; j++) ct_vma[j] = sm->out[j].mask;
-  IrFunc *tb = transpose_ex(cx->T->C, body, cx->lin_in, body->name, cx->T->where, ct_vma);
+  IrFunc *tb = transpose_ex(cx->T->P, body, cx->lin_in, body->name, cx->T->where, ct_vma);
   if (!tb) { cx->T->failed = true; return false; }
   ShardMap *ts = bld_alloc(B, sizeof(ShardMap));
   ts->mesh = sm->mesh;
@@ -1064,7 +1063,7 @@ static bool run_rule(Tr *T, IrStmt *st, bool checking, IrAtom *cts, bool *has) {
   cx.cts = cts;
   cx.has_ct = has;
   if (st->prim < 0) return tr_call(&cx);
-  TransFn fn = prim_table[st->prim].transpose;
+  TransFn fn = tr_rules[st->prim];
   if (!fn) {
     diag_error(st->sp, "%s is not linear: it cannot be transposed", prim_table[st->prim].name);
     T->failed = true;
@@ -1100,14 +1099,14 @@ static void copy_forward(Tr *T, IrStmt *st) {
     T->prim[st->out[j]->slot] = out[j];
   }
   /* zeros stay zeros through these */
-  static const char *keep_zero[] = {"broadcast_in_dim", "pbroadcast", "reshape", "convert_element_type", "copy",
-                                    "squeeze", "expand_dims", "transpose"};
+  static const int keep_zero[] = {P_BROADCAST_IN_DIM, P_PBROADCAST, P_RESHAPE, P_CONVERT_ELEMENT_TYPE, P_COPY,
+                                  P_SQUEEZE, P_EXPAND_DIMS, P_TRANSPOSE};
   for (size_t k = 0; st->prim >= 0 && st->nin == 1 && k < sizeof keep_zero / sizeof *keep_zero; k++)
-    if (st->prim == P(keep_zero[k]) && atom_zero(T, &st->in[0])) T->zero[st->out[0]->slot] = true;
+    if (st->prim == keep_zero[k] && atom_zero(T, &st->in[0])) T->zero[st->out[0]->slot] = true;
 }
 
-IrFunc *tr_linear_transpose(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where) {
-  return transpose_ex(C, f, linear, name, where, NULL);
+IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where) {
+  return transpose_ex(P, f, linear, name, where, NULL);
 }
 
 /* Drop primitive equations and literals whose results nothing reads: the
@@ -1150,14 +1149,14 @@ static void drop_dead(Tr *T, IrFunc *g) {
 }
 
 /* ct_vma (for a shard_map body): the variance of each result's cotangent. */
-static IrFunc *transpose_ex(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where,
+static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
                             const uint32_t *ct_vma) {
   Tr T;
   memset(&T, 0, sizeof T);
-  T.C = C;
+  T.P = P;
   T.f = f;
   T.where = where;
-  T.B = bld_new(C, name, f->parent, f->mesh, where);
+  T.B = bld_new(P, name, f->parent, f->mesh, where);
   IrFunc *g = bld_func(T.B);
   g->scope_as = f->scope_as ? f->scope_as : f;
   int ns = f->nslots + 1;

@@ -18,12 +18,12 @@
 #ifndef SHM_TRANSPOSE_H
 #define SHM_TRANSPOSE_H
 
-#include "check.h"
-#include "prim.h"
+#include "build.h"
 
-IrFunc *tr_linear_transpose(Checker *C, IrFunc *f, const bool *linear, const char *name, Span where);
+IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where);
 
 /* ---- what a transpose rule sees ------------------------------------------- */
+typedef struct TrCtx TrCtx;
 
 bool tr_checking(TrCtx *cx);
 const IrStmt *tr_stmt(TrCtx *cx);
@@ -37,18 +37,5 @@ bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in
 bool tr_error(TrCtx *cx, const char *fmt, ...) SHM_PRINTF(2, 3);
 /* Builder access for rules that build more (zeros, parameter values). */
 Builder *tr_builder(TrCtx *cx);
-
-/* ---- the rules (referenced from prims.def) ---------------------------------- */
-#define TR_RULES(X) \
-  X(add) X(sub) X(neg) X(mul) X(div) X(dot_general) X(reshape) X(transpose) \
-  X(broadcast_in_dim) X(reduce_sum) X(squeeze) X(expand_dims) X(slice) X(pad) \
-  X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
-  X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
-  X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(all_to_all) \
-  X(cond) X(fori_loop) X(shard_map)
-
-#define X(n) bool tr_##n(TrCtx *cx);
-TR_RULES(X)
-#undef X
 
 #endif

@@ -48,17 +48,8 @@ void val_coords(const Mesh *m, int64_t inst, int64_t *coords) {
 }
 
 int64_t val_block_of(const Mesh *m, uint32_t mask, int64_t inst) {
-  if (!mask) return 0;
-  int64_t b = 0, stride = 1;
-  for (int k = m->naxes - 1; k >= 0; k--) {
-    int64_t c = inst % m->size[k];
-    inst /= m->size[k];
-    if (mask & (1u << k)) {
-      b += c * stride;
-      stride *= m->size[k];
-    }
-  }
-  return b;
+  /* an instance is the block of the mask of every axis */
+  return mask ? val_project(m, m->naxes >= 32 ? ~0u : (1u << m->naxes) - 1, inst, mask) : 0;
 }
 
 int64_t val_project(const Mesh *m, uint32_t from, int64_t b, uint32_t to) {

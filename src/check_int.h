@@ -1,0 +1,179 @@
+/*
+** check_int.h — the checker's internals, shared by its files.
+**
+** The checker is one subsystem in five files: check.c (scopes, statements,
+** equations, functions and their instances, the public entry points),
+** check_flow.c (cond, while, fori_loop), check_smap.c (shard_map, its
+** specs and @shard_map defs), check_resolve.c (functions no call reached)
+** and check_query.c (what the REPL and the debugger ask).  Not for use
+** outside them: check.h is the checker's interface.
+*/
+#ifndef SHM_CHECK_INT_H
+#define SHM_CHECK_INT_H
+
+#include "check.h"
+#include "emit.h"
+#include "prims.h"
+#include "rule.h"
+
+typedef enum { B_VAR, B_FUNC, B_MESH } BindKind;
+
+struct FuncDef;
+
+typedef struct Binding {
+  BindKind k;
+  Str name;
+  IrVar *var;
+  struct FuncDef *fn;
+  Mesh *mesh;
+  struct Binding *next;
+} Binding;
+
+typedef struct Instance {
+  Type *args;
+  int nargs;
+  Mesh *mesh;
+  uint32_t ctrl;
+  uint32_t *outvma;        /* results widened to these variance sets, or NULL */
+  int noutvma;
+  IrFunc *ir;              /* NULL when the instance failed to check */
+  struct Instance *next;
+} Instance;
+
+typedef struct FuncDef {
+  AstFunc *ast;
+  Str name;
+  Binding *scope;          /* the scope the def saw (closure) */
+  IrFunc *parent;          /* the IR function the def stands in */
+  Instance *inst;
+  bool checking;           /* recursion guard */
+  IrFunc *latest;          /* most recent successful instance, for show */
+  struct FuncDef *target;  /* linear_transpose: the function transposed */
+  IntList lin;             /* linear_transpose: linear=(...) */
+  bool lin_given;
+  bool resolved;           /* resolved without types (never checked) */
+} FuncDef;
+
+typedef struct ImportedFile {
+  char *path;
+  struct ImportedFile *next;
+} ImportedFile;
+
+struct Checker {
+  IrProg prog;             /* syntax trees and the checked program */
+  IrFunc *main;
+  Binding *top;            /* top-level scope */
+  ImportedFile *imports;
+  int depth;               /* instantiation depth */
+  struct FuncDef **defs;   /* every def checked, for resolve_unchecked */
+  const Mesh **def_mesh;   /* the mesh each stood under, if known */
+  int ndefs, capdefs;
+  bool whole_program;      /* check_set_whole_program */
+  int main_file;           /* the file whole_program names (not its imports) */
+};
+
+/* The function being checked. */
+typedef struct Ctx {
+  Checker *C;
+  IrFunc *fn;
+  Binding *scope;
+  Mesh *mesh;              /* axes in scope, or NULL */
+  uint32_t ctrl;           /* variance of enclosing predicates */
+  uint32_t stmt_pv;        /* variance of the predicate of the statement being bound */
+  bool returned;
+  AstStmt *ret;            /* readable form: the return statement */
+  int file;
+} Ctx;
+
+#define NEW(C, T) ((T *)arena_alloc(&(C)->prog.arena, sizeof(T)))
+#define NEWN(C, T, n) ((T *)arena_alloc(&(C)->prog.arena, sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))
+/* The emitter writing cx's function (emit.h). */
+#define EM(cx) (&(Emitter){&(cx)->C->prog, (cx)->fn, (cx)->mesh})
+
+/* The deepest nesting of function instantiations accepted. */
+#define MAX_DEPTH 200
+
+
+/* ---- check.c --------------------------------------------------------------- */
+/* A new equation for the statement s (its places and line). */
+IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s);
+/* "in this call of F with (types)": the note after an error in F's body. */
+void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh);
+/* The message (a format taking the name as %.*s) for a name used as a
+   value (want B_VAR) or shown as a function (B_FUNC) but not bound so. */
+const char *check_unbound(Binding *scope, BindKind want, Str name);
+/* A context checking fn (NULL: none) in a scope, under a mesh and the
+   variance of enclosing predicates. */
+void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file);
+/* An instance record for argument types, under cx's mesh and ctrl. */
+Instance *check_new_instance(Ctx *cx, const Type *args, int nargs);
+/* A new function for a def (its name, place, parent), under a mesh. */
+IrFunc *check_new_func(Checker *C, const FuncDef *fd, Mesh *mesh);
+/* A new binding of `name` in front of scope `next`. */
+Binding *check_bind(Checker *C, Binding *next, BindKind k, Str name);
+/* The innermost binding of `name` of kind k, or NULL. */
+Binding *check_lookup(Binding *s, BindKind k, Str name);
+/* A type as messages print it (one of four rotating buffers). */
+char *check_type_text(Ctx *cx, const Type *t);
+/* The type of a binder whose statement failed: accepted silently after. */
+Type check_bad_type(void);
+/* Resolve a written type; false after an error. */
+bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma);
+/* Resolve an argument to an atom (literals stay weak unless typed). */
+bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out);
+/* Give weak literal atoms their final dtype and value. */
+bool check_finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int n);
+/* Bind a failed statement's results with the bad type. */
+void check_bind_bad(Ctx *cx, AstStmt *s);
+/* Resolve all operands of an equation. */
+bool check_resolve_args(Ctx *cx, AstStmt *s, IrAtom *in, bool *silent);
+/* A `mesh` statement: bound in cx->scope. */
+void check_mesh(Ctx *cx, AstStmt *s);
+/* Are all of a function's parameters annotated? */
+bool check_all_annotated(const AstFunc *f);
+/* Check a function for argument types (cached per types). */
+IrFunc *check_instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
+/* The same, its results widened to `outvma` (cond branches, loop bodies). */
+IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                            int noutvma, Span call);
+/* Check one statement. */
+void check_stmt(Ctx *cx, AstStmt *s);
+/* `(f32[2], i32[]{i})` for a list of atoms. */
+void check_describe_types(Ctx *cx, Buf *b, const IrAtom *a, int n);
+/* Emit a higher-order equation; `pv`: its predicate's variance. */
+void check_emit_special(Ctx *cx, AstStmt *s, int prim, Attrs *at, RuleCtx *r, IrAtom *in, int nin, Type *out,
+                        int nout, uint32_t pv);
+/* A cond index: a scalar integer or bool. */
+bool check_index_operand(Ctx *cx, IrAtom *a, const AstArg *arg, const char *what);
+/* A function parameter: a defined name or an inline lambda. */
+FuncDef *check_func_param(Ctx *cx, RuleCtx *r, const char *key, PVal *v);
+/* The canonical parameter value standing for at->fns[k]. */
+PVal *check_fn_ref(Ctx *cx, int k);
+/* Append a checked function to an equation's at->fns. */
+void check_add_fn(Ctx *cx, Attrs *at, IrFunc *f);
+
+/* ---- check_flow.c: control flow -------------------------------------------- */
+/* cond[branches=...] index args... */
+void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* fori_loop[lower, upper, body, reverse] carry... */
+void flow_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* while[cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts] consts... carry... */
+void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+
+/* ---- check_smap.c: shard_map and its specs --------------------------------- */
+/* One partition spec against a mesh; errors at the spec. */
+bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
+/* shard_map[f, mesh, in_specs, out_specs, check_vma] args... */
+void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* A @shard_map def called with global argument types. */
+IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
+/* A @shard_map def whose parameters are all annotated: checked where defined. */
+void smap_define(Ctx *cx, FuncDef *fd);
+
+/* ---- check_resolve.c: functions never checked ------------------------------ */
+/* Record a def, for resolve_unchecked. */
+void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh);
+/* Resolve the defs recorded since `from` that no check reached. */
+void resolve_unchecked(Checker *C, int from);
+
+#endif

@@ -1,0 +1,360 @@
+/*
+** check_resolve.c — resolving functions no call reached.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "check_int.h"
+#include "diag.h"
+#include "err.h"
+#include "show.h"
+
+/* ---- functions never checked: resolving their names --------------------------------
+** A function whose parameters are not all annotated is checked at each
+** call, with the argument types; one that is never called would never be
+** looked at, and its mistakes would wait for the first call.  After a file
+** is checked, each such function (and each def nested in it, and each def
+** nested in a checked function but never called) is resolved without
+** types: every name it reads must be bound where it reads it, every callee
+** must be a function or a primitive, with the right number of operands and
+** known parameter names; a function parameter of control flow must name a
+** function; a shard_map's mesh and specs must be right; and the axis names
+** of collectives must be axes of the enclosing shard_map's mesh, or, for a
+** function whose mesh is not known, of some mesh of the program (checked
+** only for a whole program, not the REPL, where a mesh may come later).
+** These are the errors any call would report, with the same messages.
+*/
+
+typedef struct Res {
+  Checker *C;
+  Binding *scope;
+  const Mesh *mesh;        /* the enclosing shard_map's mesh, if known */
+  const AstFunc *self;     /* the function resolved (it does not see itself) */
+  bool failed;             /* this statement already has its error */
+  bool axes_known;         /* meshes are all known: check free axis names */
+} Res;
+
+static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh);
+
+static void res_error(Res *R, Span sp, const char *fmt, ...) SHM_PRINTF(3, 4);
+static void res_error(Res *R, Span sp, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_error_once(&R->failed, sp, fmt, ap);
+  va_end(ap);
+}
+
+static void res_bind_var(Res *R, Str name, Span sp) {
+  if (!name.n || str_eqc(name, "_")) return;
+  IrVar *v = NEW(R->C, IrVar);
+  v->name = name;
+  v->t = check_bad_type();
+  v->sp = sp;
+  R->scope = check_bind(R->C, R->scope, B_VAR, name);
+  R->scope->var = v;
+}
+
+static void res_name(Res *R, Str name, Span sp) {
+  if (!check_lookup(R->scope, B_VAR, name)) res_error(R, sp, check_unbound(R->scope, B_VAR, name), name.n, name.p);
+}
+
+static void res_arg(Res *R, const AstArg *a) {
+  if (a->k == ARG_NAME) res_name(R, a->name, a->sp);
+}
+
+/* Is `name` an axis of some mesh the program has? */
+static bool res_axis_known(Res *R, Str name) {
+  for (Binding *b = R->C->top; b; b = b->next)
+    if (b->k == B_MESH)
+      for (int k = 0; k < b->mesh->naxes; k++)
+        if (str_eq(b->mesh->axis[k], name)) return true;
+  return false;
+}
+
+static void res_axes(Res *R, const PVal *v, Span sp) {
+  v = pv_unparen((PVal *)v);
+  if (!v) return;
+  const PVal *const *items = (const PVal *const *)&v;
+  int n = 1;
+  if (v->k == PV_TUPLE || v->k == PV_LIST) { items = (const PVal *const *)v->items; n = v->n; }
+  for (int i = 0; i < n; i++) {
+    const PVal *e = pv_unparen((PVal *)items[i]);
+    if (e->k != PV_NAME && e->k != PV_STR) continue;     /* the rule's own error, at the call */
+    Span at = e->sp.file >= 0 ? e->sp : sp;
+    if (R->mesh) {
+      bool found = false;
+      for (int k = 0; k < R->mesh->naxes; k++) found |= str_eq(R->mesh->axis[k], e->s);
+      if (!found) res_error(R, at, "unbound axis name '%.*s'", e->s.n, e->s.p);
+    } else if (R->axes_known && !res_axis_known(R, e->s)) {
+      res_error(R, at, "axis name '%.*s' is not an axis of any mesh of the program", e->s.n, e->s.p);
+    }
+  }
+}
+
+/* The axes of each spec in a shard_map's in_specs/out_specs. */
+static void res_specs(Res *R, const Mesh *m, const PVal *v) {
+  v = pv_unparen((PVal *)v);
+  if (!v) return;
+  if (v->k == PV_TUPLE || v->k == PV_LIST) {
+    for (int i = 0; i < v->n; i++) res_specs(R, m, v->items[i]);
+    return;
+  }
+  Spec sp;
+  int errs = diag_count();
+  if (!R->failed && !smap_parse_spec(NULL, m, (PVal *)v, &sp) && diag_count() > errs) R->failed = true;
+}
+
+/* A function-valued parameter: a defined name or an inline lambda. */
+static void res_fn_param(Res *R, const PVal *v, const Mesh *mesh) {
+  v = pv_unparen((PVal *)v);
+  if (!v) return;
+  if (v->k == PV_TUPLE || v->k == PV_LIST) {
+    for (int i = 0; i < v->n; i++) res_fn_param(R, v->items[i], mesh);
+    return;
+  }
+  if (v->k == PV_NAME) {
+    if (!check_lookup(R->scope, B_FUNC, v->s)) res_error(R, v->sp, "unknown function '%.*s'", v->s.n, v->s.p);
+  } else if (v->k == PV_FUNC && v->fn) {
+    res_func(R, v->fn, R->scope, mesh);
+  }
+}
+
+static const Mesh *res_mesh(Res *R, const PVal *v) {
+  v = pv_unparen((PVal *)v);
+  if (!v || v->k != PV_NAME) return NULL;
+  Binding *b = check_lookup(R->scope, B_MESH, v->s);
+  if (!b) res_error(R, v->sp, "unknown mesh '%.*s'", v->s.n, v->s.p);
+  return b ? b->mesh : NULL;
+}
+
+static const PVal *res_param(const AstStmt *s, const char *key) {
+  for (int i = 0; i < s->nparams; i++)
+    if (str_eqc(s->params[i]->key, key)) return s->params[i]->v;
+  return NULL;
+}
+
+static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
+  const PrimInfo *pi = &prim_table[prim];
+  if (s->nargs < pi->nin_min || (pi->nin_max >= 0 && s->nargs > pi->nin_max)) {
+    if (pi->nin_min == pi->nin_max)
+      res_error(R, s->callee_sp, "%s takes %d operand%s, but %d %s given", pi->name, pi->nin_min,
+                pi->nin_min == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
+    else
+      res_error(R, s->callee_sp, "%s takes at least %d operand%s, but %d %s given", pi->name, pi->nin_min,
+                pi->nin_min == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
+    return;
+  }
+  for (int i = 0; i < s->nparams; i++) {
+    const AstParam *p = s->params[i];
+    for (int j = 0; j < i; j++)
+      if (str_eq(s->params[j]->key, p->key)) res_error(R, p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
+    if (!prim_accepts(prim, p->key)) {
+      size_t n = prim_params_len(pi->params);
+      if (n)
+        res_error(R, p->sp, "%s has no parameter '%.*s' (its parameters: %.*s)", pi->name, p->key.n, p->key.p,
+                  (int)n, pi->params);
+      else
+        res_error(R, p->sp, "%s takes no parameters, but '%.*s' was given", pi->name, p->key.n, p->key.p);
+    }
+  }
+  const Mesh *body_mesh = R->mesh;
+  switch (prim) {
+  case P_COND: res_fn_param(R, res_param(s, "branches"), R->mesh); break;
+  case P_WHILE:
+    res_fn_param(R, res_param(s, "cond_jaxpr"), R->mesh);
+    res_fn_param(R, res_param(s, "body_jaxpr"), R->mesh);
+    break;
+  case P_FORI_LOOP:
+    for (int k = 0; k < 2; k++) {
+      const PVal *b = pv_unparen((PVal *)res_param(s, k ? "upper" : "lower"));
+      if (b && b->k == PV_NAME) res_name(R, b->s, b->sp);
+    }
+    res_fn_param(R, res_param(s, "body"), R->mesh);
+    break;
+  case P_SHARD_MAP:
+    body_mesh = res_mesh(R, res_param(s, "mesh"));
+    if (body_mesh) {
+      res_specs(R, body_mesh, res_param(s, "in_specs"));
+      res_specs(R, body_mesh, res_param(s, "out_specs"));
+    }
+    res_fn_param(R, res_param(s, "f"), body_mesh);
+    break;
+  default:
+    if (pi->vrule != VR_ELEM && pi->vrule != VR_NULLARY && pi->vrule != VR_SPECIAL) {
+      res_axes(R, res_param(s, "axes"), s->callee_sp);
+      res_axes(R, res_param(s, "axis_name"), s->callee_sp);
+    }
+  }
+}
+
+static void res_eqn(Res *R, const AstStmt *s) {
+  for (int k = 0; k < s->nargs; k++) {
+    if (s->args[k]->k == ARG_STR) res_error(R, s->args[k]->sp, "a string is not an array operand");
+    else res_arg(R, s->args[k]);
+  }
+  Binding *b = check_lookup(R->scope, B_FUNC, s->callee);
+  int prim;
+  if (b) {
+    const AstFunc *af = b->fn->ast;
+    if (s->nparams)
+      res_error(R, s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", s->callee.n, s->callee.p);
+    else if (af->form != FN_TRANSPOSE && af->nparams != s->nargs)
+      res_error(R, s->callee_sp, "%.*s takes %d argument%s, but %d %s given", s->callee.n, s->callee.p, af->nparams,
+                af->nparams == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
+  } else if ((prim = prim_lookup(s->callee)) >= 0) {
+    res_prim_eqn(R, s, prim);
+  } else if (check_lookup(R->scope, B_VAR, s->callee)) {
+    if (s->has_params || s->nargs)
+      res_error(R, s->callee_sp, "'%.*s' is a value, not a function or primitive", s->callee.n, s->callee.p);
+  } else if (R->self && R->self->name.n && str_eq(s->callee, R->self->name)) {
+    res_error(R, s->callee_sp, "%.*s calls itself: recursion is not supported (use while or fori_loop)",
+              s->callee.n, s->callee.p);
+  } else {
+    res_error(R, s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
+  }
+  for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+}
+
+/* A nested def: bound, and resolved itself (the caller never checks it). */
+static void res_def(Res *R, const AstStmt *s) {
+  const AstFunc *af = s->fn;
+  FuncDef *fd = NEW(R->C, FuncDef);
+  fd->ast = (AstFunc *)af;
+  fd->name = af->name;
+  fd->scope = R->scope;
+  R->scope = check_bind(R->C, R->scope, B_FUNC, af->name);
+  R->scope->fn = fd;
+  if (af->form == FN_TRANSPOSE) {
+    if (!check_lookup(fd->scope, B_FUNC, af->target))
+      res_error(R, af->target_sp, "unknown function '%.*s'", af->target.n, af->target.p);
+    return;
+  }
+  res_func(R, af, fd->scope, R->mesh);
+}
+
+static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned) {
+  R->failed = false;
+  if (*returned && s->k != ST_ERROR) {
+    res_error(R, s->sp, "statement after return");
+    return;
+  }
+  switch (s->k) {
+  case ST_EQN: res_eqn(R, s); break;
+  case ST_LIT:
+    for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+    break;
+  case ST_PRINT:
+    for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
+    break;
+  case ST_SHOW:
+    if (!check_lookup(R->scope, B_FUNC, s->name))
+      res_error(R, s->name_sp, check_unbound(R->scope, B_FUNC, s->name), s->name.n, s->name.p);
+    break;
+  case ST_MESH: {
+    /* checked as it would be at a call; bound for what follows */
+    Ctx cx;
+    check_ctx_init(&cx, R->C, NULL, R->scope, NULL, 0, s->sp.file);
+    check_mesh(&cx, (AstStmt *)s);
+    R->scope = cx.scope;
+    break;
+  }
+  case ST_IMPORT: res_error(R, s->sp, "import stands only at top level"); break;
+  case ST_DEF: res_def(R, s); break;
+  case ST_RETURN:
+    if (af->form == FN_LAMBDA) res_error(R, s->sp, "a lambda returns with `in (...)`, not return");
+    for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
+    *returned = true;
+    break;
+  case ST_ERROR: break;
+  }
+}
+
+static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh) {
+  Res sub = *R;
+  sub.scope = scope;
+  sub.mesh = mesh;
+  sub.self = af;
+  sub.failed = false;
+  if (af->has_deco) {
+    if (!str_eqc(af->deco, "shard_map")) {
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+      return;
+    }
+    const PVal *mv = NULL, *iv = NULL, *ov = NULL;
+    for (int i = 0; i < af->ndeco_params; i++) {
+      const AstParam *p = af->deco_params[i];
+      if (str_eqc(p->key, "mesh")) mv = p->v;
+      else if (str_eqc(p->key, "in_specs")) iv = p->v;
+      else if (str_eqc(p->key, "out_specs")) ov = p->v;
+      else if (!prim_accepts(P_SHARD_MAP, p->key))
+        res_error(&sub, p->sp, "shard_map has no parameter '%.*s' (its parameters: %.*s)", p->key.n, p->key.p,
+                  (int)prim_params_len(prim_table[P_SHARD_MAP].params), prim_table[P_SHARD_MAP].params);
+    }
+    sub.failed = false;
+    sub.mesh = mv ? res_mesh(&sub, mv) : NULL;
+    if (!mv) diag_error(af->deco_sp, "shard_map requires the parameter 'mesh'");
+    if (sub.mesh) {
+      res_specs(&sub, sub.mesh, iv);
+      res_specs(&sub, sub.mesh, ov);
+    }
+  }
+  /* parameters (and the lambda's constants, which name outer variables) */
+  for (int i = 0; i < af->nconsts; i++) {
+    sub.failed = false;
+    if (!check_lookup(sub.scope, B_VAR, af->consts[i]->name))
+      res_error(&sub, af->consts[i]->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)",
+                af->consts[i]->name.n, af->consts[i]->name.p);
+  }
+  for (int i = 0; i < af->nparams; i++) res_bind_var(&sub, af->params[i]->name, af->params[i]->sp);
+  bool returned = false;
+  int errs = diag_count();
+  for (int i = 0; i < af->nbody; i++) res_stmt(&sub, af->body[i], af, &returned);
+  sub.failed = false;
+  if (af->form == FN_LAMBDA)
+    for (int k = 0; k < af->nouts; k++) res_arg(&sub, af->outs[k]);
+  else if (af->form == FN_READABLE && !returned && diag_count() == errs)
+    diag_error(af->sp, "%.*s has no return statement", af->name.n, af->name.p);
+}
+
+/* Record a def the checker saw, so that check_resolve_unchecked can find
+   the ones never checked. */
+void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh) {
+  if (C->ndefs == C->capdefs) {
+    int nc = C->capdefs ? C->capdefs * 2 : 32;
+    FuncDef **n = NEWN(C, FuncDef *, nc);
+    const Mesh **m = NEWN(C, const Mesh *, nc);
+    if (C->ndefs) {
+      memcpy(n, C->defs, sizeof(FuncDef *) * (size_t)C->ndefs);
+      memcpy(m, C->def_mesh, sizeof(const Mesh *) * (size_t)C->ndefs);
+    }
+    C->defs = n;
+    C->def_mesh = m;
+    C->capdefs = nc;
+  }
+  C->def_mesh[C->ndefs] = mesh;
+  C->defs[C->ndefs++] = fd;
+}
+
+/* Resolve each function recorded since `from` that no check has reached
+   (no instance of any def of its syntax), once per syntax. */
+void resolve_unchecked(Checker *C, int from) {
+  for (int i = from; i < C->ndefs; i++) {
+    FuncDef *fd = C->defs[i];
+    const AstFunc *af = fd->ast;
+    if (af->form == FN_TRANSPOSE) continue;
+    bool seen = false;
+    for (int j = 0; j < C->ndefs && !seen; j++)
+      seen = C->defs[j]->ast == af && (C->defs[j]->inst || C->defs[j]->resolved || j < i);
+    if (seen) continue;
+    fd->resolved = true;
+    Res R;
+    memset(&R, 0, sizeof R);
+    R.C = C;
+    /* a library imported into the program may name axes of meshes it
+       leaves to its callers: only the program's own file is held to its
+       meshes */
+    R.axes_known = C->whole_program && af->sp.file == C->main_file;
+    res_func(&R, af, fd->scope, C->def_mesh[i]);
+  }
+}
+

@@ -1,0 +1,391 @@
+/*
+** check_smap.c — checking shard_map: the equation, its specs, and
+** @shard_map defs.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "check_int.h"
+#include "diag.h"
+#include "err.h"
+#include "show.h"
+
+/* ---- shard_map ----------------------------------------------------------------------------- */
+
+static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
+  v = pv_unparen(v);
+  if (!v) { rule_missing(r, "mesh"); return NULL; }
+  if (v->k != PV_NAME) { rule_param_error(r, "mesh", "parameter 'mesh' must name a mesh"); return NULL; }
+  Binding *b = check_lookup(cx->scope, B_MESH, v->s);
+  if (!b) {
+    diag_error(v->sp, "unknown mesh '%.*s'", v->s.n, v->s.p);
+    r->failed = true;
+    return NULL;
+  }
+  return b->mesh;
+}
+
+/* The specs of a parameter: a tuple of P(...), or one P(...) standing for
+   all `want` of them (a pytree prefix, as in JAX: in_specs=P(i) splits
+   every argument the same way). */
+static bool spec_list(RuleCtx *r, const char *key, PVal *v, int want, PVal ***items, int *n) {
+  v = pv_unparen(v);
+  if (!v) return rule_missing(r, key);
+  if (v->k == PV_SPEC || v->k == PV_NONE) {
+    *n = want > 1 ? want : 1;
+    *items = arena_alloc(r->arena, sizeof(PVal *) * (size_t)*n);
+    for (int i = 0; i < *n; i++) (*items)[i] = v;
+    return true;
+  }
+  if (v->k != PV_TUPLE && v->k != PV_LIST)
+    return rule_param_error(r, key, "%s must be a partition spec P(...) or a tuple of them", key);
+  *items = v->items;
+  *n = v->n;
+  return true;
+}
+
+static void spec_text(Buf *b, const Spec *sp, const Mesh *m) {
+  buf_puts(b, "P(");
+  for (int d = 0; d < sp->ndims; d++) {
+    if (d) buf_puts(b, ", ");
+    const SpecDim *sd = &sp->dim[d];
+    if (sd->naxes == 0) buf_puts(b, "None");
+    else if (sd->naxes == 1) buf_printf(b, "%.*s", m->axis[sd->axes[0]].n, m->axis[sd->axes[0]].p);
+    else {
+      buf_putc(b, '(');
+      for (int k = 0; k < sd->naxes; k++) {
+        if (k) buf_puts(b, ", ");
+        buf_printf(b, "%.*s", m->axis[sd->axes[k]].n, m->axis[sd->axes[k]].p);
+      }
+      buf_putc(b, ')');
+    }
+  }
+  buf_putc(b, ')');
+}
+
+/* Parse one spec; `rank` < 0 skips the rank check.  Errors at the spec. */
+bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
+  (void)cx;
+  memset(out, 0, sizeof *out);
+  out->src = v;
+  v = pv_unparen(v);
+  if (v->k == PV_NONE) return true;     /* None: replicated, like P() */
+  if (v->k != PV_SPEC) {
+    diag_error(v->sp, "expected a partition spec P(...)");
+    return false;
+  }
+  if (v->n > SHM_MAXRANK) {
+    diag_error(v->sp, "partition spec longer than the largest rank");
+    return false;
+  }
+  out->ndims = v->n;
+  for (int d = 0; d < v->n; d++) {
+    PVal *e = pv_unparen(v->items[d]);
+    PVal *one[1] = {e};
+    PVal **ax = one;
+    int na = 1;
+    if (e->k == PV_NONE) na = 0;
+    else if (e->k == PV_TUPLE || e->k == PV_LIST) { ax = e->items; na = e->n; }
+    for (int k = 0; k < na; k++) {
+      PVal *a = pv_unparen(ax[k]);
+      if (a->k != PV_NAME && a->k != PV_STR) {
+        diag_error(a->sp, "a partition spec entry is None, a mesh axis or a tuple of mesh axes");
+        return false;
+      }
+      int idx = -1;
+      for (int i = 0; i < m->naxes; i++)
+        if (str_eq(m->axis[i], a->s)) idx = i;
+      if (idx < 0) {
+        Buf ax = {0};     /* name the mesh's axes: "has axes i, j" */
+        err_defer(buf_release, &ax);
+        for (int i = 0; i < m->naxes; i++) buf_printf(&ax, "%s%.*s", i ? ", " : "axes ", m->axis[i].n, m->axis[i].p);
+        diag_error(a->sp, "unknown mesh axis '%.*s' in a partition spec (mesh %.*s has %s)", a->s.n, a->s.p,
+                   m->name.n, m->name.p, m->naxes ? buf_cstr(&ax) : "no axes");
+        err_undefer(&ax);
+        buf_free(&ax);
+        return false;
+      }
+      if (out->mask & (1u << idx)) {
+        diag_error(a->sp, "mesh axis '%.*s' appears twice in a partition spec", a->s.n, a->s.p);
+        return false;
+      }
+      out->mask |= 1u << idx;
+      out->dim[d].axes[out->dim[d].naxes++] = (uint8_t)idx;
+    }
+  }
+  return true;
+}
+
+static int64_t spec_dim_factor(const Spec *sp, const Mesh *m, int d) {
+  int64_t f = 1;
+  if (d < sp->ndims)
+    for (int k = 0; k < sp->dim[d].naxes; k++) f *= m->size[sp->dim[d].axes[k]];
+  return f;
+}
+
+/* Check the specs and operands of a shard_map and build its equation. */
+static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, const Type *args, int nargs,
+                               Attrs *at, Type **outp, int *noutp) {
+  if (cx->mesh) {
+    rule_error(r, "shard_map inside a shard_map body is not supported");
+    return NULL;
+  }
+  Mesh *m = mesh_param(cx, r, rule_get(r, "mesh"));
+  if (!m) return NULL;
+  PVal **ins, **outs;
+  int nin, nout;
+  PVal *outv = rule_get(r, "out_specs");
+  if (!spec_list(r, "in_specs", rule_get(r, "in_specs"), nargs, &ins, &nin)) return NULL;
+  if (!pv_unparen(outv)) return rule_missing(r, "out_specs"), NULL;
+  bool check_vma = true;
+  PVal *cr = pv_unparen(rule_get(r, "check_rep"));
+  if (cr && cr->k != PV_BOOL) return rule_param_error(r, "check_rep", "check_rep must be True or False"), NULL;
+  if (!rule_bool(r, "check_vma", cr ? cr->i != 0 : true, &check_vma)) return NULL;
+  rule_get(r, "auto");
+  if (!rule_unused(r, "f mesh in_specs out_specs check_vma")) return NULL;
+  if (nin != nargs) {
+    rule_param_error(r, "in_specs", "shard_map has %d in_specs for %d argument%s", nin, nargs, nargs == 1 ? "" : "s");
+    return NULL;
+  }
+  ShardMap *sm = NEW(cx->C, ShardMap);
+  sm->mesh = m;
+  sm->check_vma = check_vma;
+  sm->in = NEWN(cx->C, Spec, nin);
+  sm->nin = nin;
+  Type *block = NEWN(cx->C, Type, nargs);
+  for (int i = 0; i < nargs; i++) {
+    if (!smap_parse_spec(cx, m, ins[i], &sm->in[i])) { r->failed = true; return NULL; }
+    Spec *spc = &sm->in[i];
+    block[i] = args[i];
+    if (spc->ndims > args[i].rank) {
+      Buf b = {0};
+      err_defer(buf_release, &b);
+      spec_text(&b, spc, m);
+      diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp, "in_specs[%d] %s has %d entr%s, but argument %d is %s of rank %d",
+                 i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(cx, &args[i]), args[i].rank);
+      err_undefer(&b);
+      buf_free(&b);
+      r->failed = true;
+      return NULL;
+    }
+    for (int d = 0; d < spc->ndims; d++) {
+      int64_t f = spec_dim_factor(spc, m, d);
+      if (args[i].shape[d] % f) {
+        Buf b = {0};
+        err_defer(buf_release, &b);
+        spec_text(&b, spc, m);
+        diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp,
+                   "in_specs[%d] %s splits dimension %d of argument %d (%s) into %lld blocks, but %lld is not divisible by %lld",
+                   i, buf_cstr(&b), d, i + 1, check_type_text(cx, &args[i]), (long long)f, (long long)args[i].shape[d], (long long)f);
+        err_undefer(&b);
+        buf_free(&b);
+        r->failed = true;
+        return NULL;
+      }
+      block[i].shape[d] /= f;
+    }
+    block[i].vma = spc->mask;
+  }
+  Ctx sub = *cx;
+  sub.mesh = m;
+  sub.ctrl = 0;
+  IrFunc *f = check_instantiate(&sub, body, block, nargs, sp);
+  if (!f) { r->failed = true; return NULL; }
+  if (!spec_list(r, "out_specs", outv, f->nouts, &outs, &nout)) return NULL;
+  if (nout != f->nouts) {
+    rule_param_error(r, "out_specs", "shard_map has %d out_specs for %d result%s", nout, f->nouts, f->nouts == 1 ? "" : "s");
+    return NULL;
+  }
+  sm->out = NEWN(cx->C, Spec, nout);
+  sm->nout = nout;
+  Type *gout = NEWN(cx->C, Type, nout);
+  for (int i = 0; i < nout; i++) {
+    if (!smap_parse_spec(cx, m, outs[i], &sm->out[i])) { r->failed = true; return NULL; }
+    Spec *spc = &sm->out[i];
+    const IrAtom *o = &f->outs[i];
+    Buf b = {0};
+    err_defer(buf_release, &b);
+    spec_text(&b, spc, m);
+    if (spc->ndims > o->t.rank) {
+      diag_error(outs[i]->sp.file >= 0 ? outs[i]->sp : sp, "out_specs[%d] %s has %d entr%s, but result %d is %s of rank %d",
+                 i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(&sub, &o->t), o->t.rank);
+      err_undefer(&b);
+      buf_free(&b);
+      r->failed = true;
+      return NULL;
+    }
+    uint32_t extra = o->t.vma & ~spc->mask;
+    if (check_vma && extra) {
+      int k = 0;
+      while (!(extra & (1u << k))) k++;
+      Buf ax = {0};
+      err_defer(buf_release, &ax);
+      show_vma_message(&ax, o->t.vma, m);
+      const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
+      int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
+      diag_error(o->sp.file >= 0 ? o->sp : sp,
+                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
+                 buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
+      err_undefer(&ax);
+      buf_free(&ax);
+      err_undefer(&b);
+      buf_free(&b);
+      r->failed = true;
+      return NULL;
+    }
+    err_undefer(&b);
+    buf_free(&b);
+    gout[i] = o->t;
+    gout[i].vma = 0;
+    for (int d = 0; d < spc->ndims; d++) gout[i].shape[d] *= spec_dim_factor(spc, m, d);
+  }
+  at->ext = sm;
+  check_add_fn(cx, at, f);
+  /* canonical parameters */
+  rule_record(r, "f", check_fn_ref(cx, 0));
+  PVal *mv = NEW(cx->C, PVal);
+  mv->k = PV_NAME;
+  mv->s = m->name;
+  rule_record(r, "mesh", mv);
+  PVal *it = NEW(cx->C, PVal), *ot = NEW(cx->C, PVal);
+  it->k = ot->k = PV_TUPLE;
+  it->items = ins; it->n = nin;
+  ot->items = outs; ot->n = nout;
+  rule_record(r, "in_specs", it);
+  rule_record(r, "out_specs", ot);
+  *outp = gout;
+  *noutp = nout;
+  return f;
+}
+
+void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  FuncDef *fd = check_func_param(cx, r, "f", rule_get(r, "f"));
+  if (!fd) { check_bind_bad(cx, s); return; }
+  if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
+  Type *args = NEWN(cx->C, Type, s->nargs);
+  for (int i = 0; i < s->nargs; i++) { in[i].t.weak = false; args[i] = in[i].t; }
+  Type *out;
+  int nout;
+  if (!build_shard_map(cx, r, s->callee_sp, fd, args, s->nargs, at, &out, &nout)) { check_bind_bad(cx, s); return; }
+  check_emit_special(cx, s, P_SHARD_MAP, at, r, in, s->nargs, out, nout, 0);
+}
+
+/* A decorated def called with global argument types: a wrapper function
+   whose one equation is the shard_map of the body. */
+IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
+  Checker *C = cx->C;
+  AstFunc *af = fd->ast;
+  if (!str_eqc(af->deco, "shard_map")) {
+    diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+    return NULL;
+  }
+  if (cx->mesh) {      /* as for the equation form: no shard_map inside a body */
+    diag_error(call, "%.*s is a shard_map: it cannot be called inside a shard_map body (a body runs per device)",
+               fd->name.n, fd->name.p);
+    return NULL;
+  }
+  Instance *inst = check_new_instance(cx, args, nargs);
+  inst->next = fd->inst;
+  fd->inst = inst;
+  IrFunc *w = check_new_func(C, fd, NULL);
+  w->is_shard_map_wrapper = true;
+  Ctx sub;
+  check_ctx_init(&sub, C, w, fd->scope, NULL, 0, af->sp.file);
+  w->params = NEWN(C, IrVar *, nargs);
+  w->nparams = nargs;
+  IrAtom *in = NEWN(C, IrAtom, nargs);
+  for (int i = 0; i < nargs; i++) {
+    w->params[i] = emit_var(EM(&sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
+    in[i].var = w->params[i];
+    in[i].t = args[i];
+    in[i].sp = af->sp;
+  }
+  FuncDef *body = NEW(C, FuncDef);
+  *body = *fd;
+  body->inst = NULL;
+  body->latest = NULL;
+  body->parent = fd->parent;
+  AstFunc *plain = NEW(C, AstFunc);
+  *plain = *af;
+  plain->has_deco = false;
+  body->ast = plain;
+  RuleCtx r;
+  rule_init(&r, &sub.C->prog.arena, sub.mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
+  Attrs *at = NEW(C, Attrs);
+  at->dtype = -1;
+  Type *out;
+  int nout;
+  int errs = diag_count();
+  IrFunc *f = build_shard_map(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, at, &out, &nout);
+  if (!f) {
+    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off))
+      check_call_note(call, fd, args, nargs, NULL);
+    return NULL;
+  }
+  IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);
+  st->line = st->line;
+  st->prim = P_SHARD_MAP;
+  st->at = at;
+  st->params = r.canon;
+  st->nparams = r.ncanon;
+  st->in = in;
+  st->nin = nargs;
+  st->out = NEWN(C, IrVar *, nout);
+  st->nout = nout;
+  w->outs = NEWN(C, IrAtom, nout);
+  w->nouts = nout;
+  for (int i = 0; i < nout; i++) {
+    st->out[i] = emit_var(EM(&sub), f->outs[i].var ? f->outs[i].var->name : str_c("y"), out[i], af->sp);
+    w->outs[i].var = st->out[i];
+    w->outs[i].t = out[i];
+    w->outs[i].sp = af->sp;
+  }
+  emit_stmt(EM(&sub), st);
+  inst->ir = w;
+  fd->latest = w;
+  return w;
+}
+
+/* A decorated def whose parameters are all annotated (with block types)
+   is checked where it is defined: the global types follow from in_specs. */
+void smap_define(Ctx *cx, FuncDef *fd) {
+  AstFunc *af = fd->ast;
+  if (!check_all_annotated(af) || !str_eqc(af->deco, "shard_map")) {
+    if (!str_eqc(af->deco, "shard_map"))
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+    return;
+  }
+  RuleCtx r;
+  rule_init(&r, &cx->C->prog.arena, cx->mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
+  Mesh *m = mesh_param(cx, &r, rule_get(&r, "mesh"));
+  PVal **ins;
+  int nin;
+  if (!m || !spec_list(&r, "in_specs", rule_get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
+  if (nin != af->nparams) {
+    rule_param_error(&r, "in_specs", "shard_map has %d in_specs for %d parameter%s", nin, af->nparams,
+                     af->nparams == 1 ? "" : "s");
+    return;
+  }
+  Type *args = NEWN(cx->C, Type, af->nparams);
+  for (int i = 0; i < af->nparams; i++) {
+    bool has_vma;
+    Ctx sub = *cx;
+    sub.mesh = m;
+    if (!check_resolve_type(&sub, af->params[i]->type, &args[i], &has_vma)) return;
+    Spec spc;
+    if (!smap_parse_spec(cx, m, ins[i], &spc)) return;
+    if (spc.ndims > args[i].rank) {
+      Buf b = {0};
+      spec_text(&b, &spc, m);
+      diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : af->deco_sp,
+                 "in_specs[%d] %s has %d entr%s, but parameter %.*s is %s of rank %d", i, buf_cstr(&b), spc.ndims, spc.ndims == 1 ? "y" : "ies",
+                 af->params[i]->name.n, af->params[i]->name.p, check_type_text(&sub, &args[i]), args[i].rank);
+      buf_free(&b);
+      return;
+    }
+    for (int d = 0; d < spc.ndims; d++) args[i].shape[d] *= spec_dim_factor(&spc, m, d);
+    args[i].vma = 0;
+  }
+  check_instantiate(cx, fd, args, af->nparams, af->sp);
+}
+

@@ -1,0 +1,202 @@
+/*
+** coll.c — the shape rules of the collectives (rows of prims.def): which
+** parameters each takes and the type of its result.  The variance rules
+** are the table's vrule column; the fabric (fabric.c) runs them.
+*/
+#include "coll.h"
+
+/* axis_index_groups is accepted only as None (JAX prints it). */
+static bool no_groups(RuleCtx *cx) {
+  if (!rule_has(cx, "axis_index_groups")) return true;
+  IntList l;
+  if (!rule_ints(cx, "axis_index_groups", false, &l)) return false;
+  if (l.n) return rule_param_error(cx, "axis_index_groups", "axis_index_groups is not supported: use a mesh axis");
+  return true;
+}
+
+/* The axis-name parameter: `axes` for reductions, `axis_name` otherwise;
+   either spelling is accepted. */
+static bool read_axes(RuleCtx *cx, const char *key, Attrs *at) {
+  const char *other = !strcmp(key, "axes") ? "axis_name" : "axes";
+  if (!rule_has(cx, key) && rule_has(cx, other)) return rule_axes(cx, other, true, at);
+  return rule_axes(cx, key, true, at);
+}
+
+/* psum, pmax, pmin, pmean: result has the operand's shape.  Attrs: axes. */
+bool coll_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
+  if (in[0].dt == DT_BOOL && strcmp(rule_prim_name(cx), "pmax") && strcmp(rule_prim_name(cx), "pmin"))
+    return rule_error(cx, "%s does not accept bool operands", rule_prim_name(cx));
+  out[0] = in[0];
+  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !in[0].weak) out[0].dt = DT_F32;
+  return true;
+}
+
+/* pbroadcast: the operand's shape.  Attrs: axes. */
+bool coll_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
+  out[0] = in[0];
+  return true;
+}
+
+/* all_gather, all_gather_invariant.  Attrs: axes; i[0] axis; b[0] tiled. */
+bool coll_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  int64_t axis;
+  bool tiled;
+  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
+  const char *akey = rule_has(cx, "all_gather_dimension") && !rule_has(cx, "axis") ? "all_gather_dimension" : "axis";
+  if (!rule_int(cx, akey, false, 0, &axis) || !rule_bool(cx, "tiled", false, &tiled)) return false;
+  if (rule_has(cx, "axis_size")) {
+    int64_t s;
+    if (!rule_int(cx, "axis_size", false, 0, &s)) return false;
+  }
+  /* negative: counted from the end of the result (untiled: one rank more) */
+  rule_axis_index(cx, akey, &axis, in[0].rank + !tiled);
+  int64_t p = rule_group_size(cx, at);
+  out[0] = in[0];
+  if (tiled) {
+    if (axis < 0 || axis >= in[0].rank)
+      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (tiled: %d..%d)", rule_prim_name(cx),
+                        (long long)axis, in[0].rank, -in[0].rank, in[0].rank - 1);
+    out[0].shape[axis] *= p;
+  } else {
+    if (axis < 0 || axis > in[0].rank)
+      return rule_error(cx, "%s axis %lld is out of range for a rank-%d operand (untiled: %d..%d)", rule_prim_name(cx),
+                        (long long)axis, in[0].rank, -in[0].rank - 1, in[0].rank);
+    if (in[0].rank == SHM_MAXRANK) return rule_error(cx, "result rank above %d", SHM_MAXRANK);
+    for (int d = in[0].rank; d > axis; d--) out[0].shape[d] = in[0].shape[d - 1];
+    out[0].shape[axis] = p;
+    out[0].rank++;
+  }
+  at->i[0] = axis;
+  at->b[0] = tiled;
+  return true;
+}
+
+/* psum_scatter (scatter_dimension) and pscatter (axis).  Attrs: axes;
+   i[0] the dimension; b[0] tiled. */
+bool coll_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  bool ps = !strcmp(rule_prim_name(cx), "pscatter");
+  const char *key = ps ? "axis" : "scatter_dimension";
+  int64_t dim;
+  bool tiled;
+  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
+  if (!rule_int(cx, key, false, 0, &dim) || !rule_bool(cx, "tiled", false, &tiled)) return false;
+  rule_axis_index(cx, key, &dim, in[0].rank);
+  int64_t p = rule_group_size(cx, at);
+  if (dim < 0 || dim >= in[0].rank)
+    return rule_error(cx, "%s %s %lld is out of range for a rank-%d operand (%d..%d)", rule_prim_name(cx), key,
+                      (long long)dim, in[0].rank, -in[0].rank, in[0].rank - 1);
+  out[0] = in[0];
+  if (tiled) {
+    if (in[0].shape[dim] % p)
+      return rule_error(cx, "%s (tiled) splits dimension %lld of size %lld into %lld chunks: not divisible",
+                        rule_prim_name(cx), (long long)dim, (long long)in[0].shape[dim], (long long)p);
+    out[0].shape[dim] /= p;
+  } else {
+    if (in[0].shape[dim] != p)
+      return rule_error(cx, "%s (untiled) needs dimension %lld to equal the group size %lld, but it is %lld",
+                        rule_prim_name(cx), (long long)dim, (long long)p, (long long)in[0].shape[dim]);
+    for (int d = (int)dim; d < in[0].rank - 1; d++) out[0].shape[d] = in[0].shape[d + 1];
+    out[0].rank--;
+  }
+  at->i[0] = dim;
+  at->b[0] = tiled;
+  return true;
+}
+
+/* ppermute.  Attrs: axes; l[0] the (src, dst) pairs, flattened.  Instead
+   of perm, shift=k (an extension) sends member j to member (j + k) mod the
+   group size, whatever that size is: a ring written once for every mesh;
+   it is recorded as the perm it stands for. */
+bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  if (!read_axes(cx, "axis_name", at)) return false;
+  int64_t p = rule_group_size(cx, at);
+  if (rule_has(cx, "shift")) {
+    int64_t k;
+    if (rule_has(cx, "perm")) return rule_param_error(cx, "shift", "ppermute takes perm or shift, not both");
+    if (!rule_int(cx, "shift", true, 0, &k)) return false;
+    at->l[0].n = (int)(2 * p);
+    at->l[0].v = rule_alloc_ints(cx, at->l[0].n);
+    for (int64_t j = 0; j < p; j++) {
+      at->l[0].v[2 * j] = j;
+      at->l[0].v[2 * j + 1] = ((j + k) % p + p) % p;
+    }
+    rule_respell_int_tuples(cx, "shift", "perm", 2, &at->l[0]);
+  } else if (!rule_int_tuples(cx, "perm", true, 2, &at->l[0])) {
+    return false;
+  }
+  int np = at->l[0].n / 2;
+  for (int i = 0; i < np; i++) {
+    int64_t s = at->l[0].v[2 * i], d = at->l[0].v[2 * i + 1];
+    if (s < 0 || s >= p || d < 0 || d >= p)
+      return rule_param_error(cx, "perm", "ppermute pair (%lld, %lld) is out of range for a group of %lld",
+                              (long long)s, (long long)d, (long long)p);
+    for (int j = 0; j < i; j++) {
+      if (at->l[0].v[2 * j] == s)
+        return rule_param_error(cx, "perm", "ppermute source %lld appears twice in perm", (long long)s);
+      if (at->l[0].v[2 * j + 1] == d)
+        return rule_param_error(cx, "perm", "ppermute destination %lld appears twice in perm", (long long)d);
+    }
+  }
+  out[0] = in[0];
+  return true;
+}
+
+/* all_to_all.  Attrs: axes; i[0] split_axis; i[1] concat_axis; b[0] tiled. */
+bool coll_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  int64_t sa, ca;
+  bool tiled;
+  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
+  if (!rule_int(cx, "split_axis", true, 0, &sa) || !rule_int(cx, "concat_axis", true, 0, &ca) ||
+      !rule_bool(cx, "tiled", false, &tiled))
+    return false;
+  int r = in[0].rank;
+  /* negative: counted from the end (the result has the operand's rank) */
+  rule_axis_index(cx, "split_axis", &sa, r);
+  rule_axis_index(cx, "concat_axis", &ca, r);
+  int64_t p = rule_group_size(cx, at);
+  if (sa < 0 || sa >= r)
+    return rule_error(cx, "all_to_all split_axis %lld is out of range for rank %d (%d..%d)", (long long)sa, r, -r, r - 1);
+  if (ca < 0 || ca >= r)
+    return rule_error(cx, "all_to_all concat_axis %lld is out of range for rank %d (%d..%d)", (long long)ca, r, -r, r - 1);
+  out[0] = in[0];
+  if (tiled) {
+    if (in[0].shape[sa] % p)
+      return rule_error(cx, "all_to_all (tiled) splits dimension %lld of size %lld into %lld chunks: not divisible",
+                        (long long)sa, (long long)in[0].shape[sa], (long long)p);
+    out[0].shape[sa] /= p;
+    out[0].shape[ca] *= p;
+  } else {
+    if (in[0].shape[sa] != p)
+      return rule_error(cx, "all_to_all (untiled) needs split_axis %lld to equal the group size %lld, but it is %lld",
+                        (long long)sa, (long long)p, (long long)in[0].shape[sa]);
+    int64_t tmp[SHM_MAXRANK];
+    int n = 0;
+    for (int d = 0; d < r; d++) if (d != sa) tmp[n++] = in[0].shape[d];
+    for (int d = n; d > ca; d--) tmp[d] = tmp[d - 1];
+    tmp[ca] = p;
+    for (int d = 0; d < r; d++) out[0].shape[d] = tmp[d];
+  }
+  at->i[0] = sa;
+  at->i[1] = ca;
+  at->b[0] = tiled;
+  return true;
+}
+
+/* axis_index: i32[].  Attrs: axes. */
+bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)in;
+  (void)nin;
+  if (!read_axes(cx, "axis_name", at)) return false;
+  memset(&out[0], 0, sizeof(Type));
+  out[0].dt = DT_I32;
+  return true;
+}
+

@@ -1,0 +1,228 @@
+/*
+** dot.c — dot_general: its shape rule and its kernel.
+**
+** The operands are laid out as (batch, free, contract) blocks by a
+** permutation (arr_permuted, a copy only when needed), then multiplied with
+** OpenBLAS gemm per batch for floats (blas.c), exact loops otherwise.
+*/
+#include <limits.h>
+#include "blas.h"
+#include "dot.h"
+#include "err.h"
+
+/* Checks one operand's contracting and batch dimensions: in range and
+   distinct.  `side` is "lhs" or "rhs". */
+static bool check_dot_dims(RuleCtx *cx, const char *side, const Type *t, const IntList *c,
+                           const IntList *b) {
+  TyBuf tb;
+  LsBuf lb;
+  uint32_t seen = 0;
+  for (int w = 0; w < 2; w++) {
+    const IntList *l = w ? b : c;
+    for (int i = 0; i < l->n; i++) {
+      int64_t d = l->v[i];
+      if (d < 0 || d >= t->rank)
+        return rule_error(cx, "dot_general %s %s dimensions %s out of range for %s", side,
+                          w ? "batch" : "contracting", rule_ls(&lb, l), rule_ty(&tb, t));
+      if (seen & (1u << d))
+        return rule_error(cx, "dot_general %s dimension %lld of %s is named twice in the dimension numbers",
+                          side, (long long)d, rule_ty(&tb, t));
+      seen |= 1u << d;
+    }
+  }
+  return true;
+}
+
+/* dot_general[dimension_numbers=((lc, rc), (lb, rb)), precision=None,
+   preferred_element_type=None, out_sharding=None] lhs rhs: equal dtypes
+   (weak literals adopt); paired contracting and batch dimensions of equal
+   sizes.  The result's dimensions are the batch dimensions, then lhs's
+   free dimensions, then rhs's (in order); its dtype is
+   preferred_element_type when given (integer inputs may go to a wider
+   integer or to a float, floats to a float no narrower).
+   Fills l[0] = lhs contracting, l[1] = rhs contracting, l[2] = lhs batch,
+   l[3] = rhs batch, dtype = preferred_element_type (-1 for None). */
+bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  static const int idx[2] = {0, 1};
+  IntList dn[4];
+  int pt = -1, dt = 0;
+  TyBuf a, b;
+  LsBuf l1, l2;
+  memset(dn, 0, sizeof dn);
+  if (!rule_dimnums(cx, "dimension_numbers", dn)) return false;
+  (void)rule_has(cx, "precision");
+  if (!rule_dtype(cx, "preferred_element_type", false, -1, &pt)) return false;
+  (void)rule_has(cx, "out_sharding");
+  if (!rule_unify_dtypes(cx, in, idx, 2, &dt)) return false;
+  const Type *L = &in[0], *R = &in[1];
+  if (dn[0].n != dn[1].n)
+    return rule_error(cx, "dot_general needs as many lhs as rhs contracting dimensions, got %s and %s",
+                      rule_ls(&l1, &dn[0]), rule_ls(&l2, &dn[1]));
+  if (dn[2].n != dn[3].n)
+    return rule_error(cx, "dot_general needs as many lhs as rhs batch dimensions, got %s and %s",
+                      rule_ls(&l1, &dn[2]), rule_ls(&l2, &dn[3]));
+  if (!check_dot_dims(cx, "lhs", L, &dn[0], &dn[2])) return false;
+  if (!check_dot_dims(cx, "rhs", R, &dn[1], &dn[3])) return false;
+  for (int w = 0; w < 2; w++) {
+    const IntList *ll = &dn[w ? 2 : 0], *rl = &dn[w ? 3 : 1];
+    for (int i = 0; i < ll->n; i++)
+      if (L->shape[ll->v[i]] != R->shape[rl->v[i]])
+        return rule_error(cx, "dot_general %s dimensions have different sizes: %s and %s (%lld vs %lld)",
+                          w ? "batch" : "contracting", rule_ty(&a, L), rule_ty(&b, R),
+                          (long long)L->shape[ll->v[i]], (long long)R->shape[rl->v[i]]);
+  }
+  int rdt = dt;
+  if (pt >= 0) {
+    bool in_int = dtype_is_int((DType)dt), in_fl = dtype_is_float((DType)dt);
+    bool p_int = dtype_is_int((DType)pt), p_fl = dtype_is_float((DType)pt);
+    if ((in_int && !p_int && !p_fl) || (in_fl && !p_fl))
+      return rule_param_error(cx, "preferred_element_type",
+                              "dot_general preferred_element_type %s is incompatible with %s inputs "
+                              "(integers may go to integers or floats, floats to floats)",
+                              dtype_names[pt], dtype_names[dt]);
+    if (((in_int && p_int) || (in_fl && p_fl)) && dtype_sizes[pt] < dtype_sizes[dt])
+      return rule_param_error(cx, "preferred_element_type",
+                              "dot_general preferred_element_type %s must not be narrower than the input dtype %s",
+                              dtype_names[pt], dtype_names[dt]);
+    rdt = pt;
+  }
+  int rank = L->rank + R->rank - 2 * dn[0].n - dn[2].n;
+  if (!rule_check_rank(cx, rank)) return false;
+  int r = 0;
+  for (int i = 0; i < dn[2].n; i++) out->shape[r++] = L->shape[dn[2].v[i]];
+  for (int s = 0; s < 2; s++) {
+    const Type *t = s ? R : L;
+    const IntList *c = &dn[s], *bt = &dn[2 + s];
+    for (int d = 0; d < t->rank; d++) {
+      bool used = false;
+      for (int i = 0; i < c->n; i++) used |= c->v[i] == d;
+      for (int i = 0; i < bt->n; i++) used |= bt->v[i] == d;
+      if (!used) out->shape[r++] = t->shape[d];
+    }
+  }
+  out->rank = (uint8_t)r;
+  out->dt = (uint8_t)rdt;
+  for (int k = 0; k < 4; k++) at->l[k] = dn[k];
+  at->dtype = pt;
+  return true;
+}
+
+/* The free dimensions of a rank-`rank` operand (neither contracting nor
+   batch), ascending, into fr; returns how many. */
+static int free_dims(int rank, const IntList *c, const IntList *b, int *fr) {
+  int n = 0;
+  for (int d = 0; d < rank; d++) {
+    bool used = false;
+    for (int i = 0; i < c->n; i++) used |= c->v[i] == d;
+    for (int i = 0; i < b->n; i++) used |= b->v[i] == d;
+    if (!used) fr[n++] = d;
+  }
+  return n;
+}
+
+/* The permutation made of three runs of dimensions x, y, z, into p; true
+   if it is the identity. */
+static bool make_perm(int *p, const int *x, int nx, const int *y, int ny, const int *z, int nz) {
+  int k = 0;
+  bool id = true;
+  for (int i = 0; i < nx; i++) p[k++] = x[i];
+  for (int i = 0; i < ny; i++) p[k++] = y[i];
+  for (int i = 0; i < nz; i++) p[k++] = z[i];
+  for (int i = 0; i < k; i++) id &= p[i] == i;
+  return id;
+}
+
+/* An IntList of dimensions as ints; returns the count. */
+static int dims_of(const IntList *l, int *v) {
+  for (int i = 0; i < l->n; i++) v[i] = (int)l->v[i];
+  return l->n;
+}
+
+/* An operand laid out for gemm: if its dimensions are already in order
+   `p1` it is used as is, if in order `p2` as is but transposed, otherwise
+   it is permuted into order p1. */
+static Array *gemm_layout(Array *a, const int *p1, bool id1, bool id2, bool *trans) {
+  *trans = false;
+  if (id1) return arr_ref(a);
+  if (id2) {
+    *trans = true;
+    return arr_ref(a);
+  }
+  return arr_permuted(a, p1);
+}
+
+/* dot_general: both operands converted to the result dtype and laid out
+   as (batch, M, K) and (batch, K, N) blocks; then OpenBLAS sgemm/dgemm per
+   batch for floats, and exact 64-bit loops for integers (wrapping to the
+   dtype) and bools (or of ands). */
+void dot_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)nin;
+  const IntList *lc = &at->l[0], *rc = &at->l[1], *lb = &at->l[2], *rb = &at->l[3];
+  DType dt = (DType)outt[0].dt;
+  Array *A = in[0]->dt == dt ? arr_ref(in[0]) : arr_convert(in[0], dt);
+  Array *B = in[1]->dt == dt ? arr_ref(in[1]) : arr_convert(in[1], dt);
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  int lf[SHM_MAXRANK], rf[SHM_MAXRANK], p1[SHM_MAXRANK], p2[SHM_MAXRANK], q1[SHM_MAXRANK],
+      q2[SHM_MAXRANK];
+  int nlf = free_dims(A->rank, lc, lb, lf), nrf = free_dims(B->rank, rc, rb, rf);
+  int64_t nb = 1, M = 1, N = 1, K = 1;
+  for (int i = 0; i < lb->n; i++) nb *= A->shape[lb->v[i]];
+  for (int i = 0; i < nlf; i++) M *= A->shape[lf[i]];
+  for (int i = 0; i < nrf; i++) N *= B->shape[rf[i]];
+  for (int i = 0; i < lc->n; i++) K *= A->shape[lc->v[i]];
+  int vlc[SHM_MAXRANK], vrc[SHM_MAXRANK], vlb[SHM_MAXRANK], vrb[SHM_MAXRANK];
+  int nc = dims_of(lc, vlc), nbd = dims_of(lb, vlb);
+  dims_of(rc, vrc);
+  dims_of(rb, vrb);
+  bool pid1 = make_perm(p1, vlb, nbd, lf, nlf, vlc, nc);   /* (batch, M, K) */
+  bool pid2 = make_perm(p2, vlb, nbd, vlc, nc, lf, nlf);   /* (batch, K, M) */
+  bool qid1 = make_perm(q1, vrb, nbd, vrc, nc, rf, nrf);   /* (batch, K, N) */
+  bool qid2 = make_perm(q2, vrb, nbd, rf, nrf, vrc, nc);   /* (batch, N, K) */
+  if (r->size == 0 || K == 0) {
+    memset(r->data, 0, arr_nbytes(r));
+  } else if (dtype_is_float(dt)) {
+    bool ta, tb;
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
+      err_throw("dot_general: matrix dimensions too large for BLAS");
+    Array *Ap = gemm_layout(A, p1, pid1, pid2, &ta), *Bp = gemm_layout(B, q1, qid1, qid2, &tb);
+    enum CBLAS_TRANSPOSE ca = ta ? CblasTrans : CblasNoTrans, cb = tb ? CblasTrans : CblasNoTrans;
+    blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
+    blasint lda = ta ? m : k, ldb = tb ? k : n;
+    for (int64_t b = 0; b < nb; b++) {
+      if (dt == DT_F32)
+        blas_sgemm(CblasRowMajor, ca, cb, m, n, k, 1.0f, (const float *)Ap->data + b * M * K, lda,
+                    (const float *)Bp->data + b * K * N, ldb, 0.0f, (float *)r->data + b * M * N, n);
+      else
+        blas_dgemm(CblasRowMajor, ca, cb, m, n, k, 1.0, (const double *)Ap->data + b * M * K, lda,
+                    (const double *)Bp->data + b * K * N, ldb, 0.0, (double *)r->data + b * M * N, n);
+    }
+    arr_unref(Ap);
+    arr_unref(Bp);
+  } else {
+    Array *Ap = arr_permuted(A, p1), *Bp = arr_permuted(B, q1);
+    Array *Ai = arr_convert(Ap, DT_I64), *Bi = arr_convert(Bp, DT_I64);
+    const int64_t *x = Ai->data, *y = Bi->data;
+    uint64_t *acc = mem_alloc(sizeof(uint64_t) * (size_t)N);
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t i = 0; i < M; i++) {
+        memset(acc, 0, sizeof(uint64_t) * (size_t)N);
+        for (int64_t k = 0; k < K; k++) {
+          uint64_t u = (uint64_t)x[(b * M + i) * K + k];
+          const int64_t *row = y + (b * K + k) * N;
+          if (u)
+            for (int64_t j = 0; j < N; j++) acc[j] += u * (uint64_t)row[j];
+        }
+        for (int64_t j = 0; j < N; j++) arr_seti(r, (b * M + i) * N + j, (int64_t)acc[j]);
+      }
+    mem_free(acc);
+    arr_unref(Ai);
+    arr_unref(Bi);
+    arr_unref(Ap);
+    arr_unref(Bp);
+  }
+  arr_unref(A);
+  arr_unref(B);
+  out[0] = r;
+}
+

@@ -1,0 +1,93 @@
+/*
+** prims.h — the table of primitives (prims.c).
+**
+** Every primitive is one row of prims.def:
+**
+**   PRIM(tag, name, alias, nin_min, nin_max, nout, params,
+**        shape, vrule, kernel, exec, transpose)
+**
+**   name, alias  canonical name (what `show` prints) and a synonym or NULL
+**   nin_min/max  operand count (nin_max -1: any number)
+**   nout         result count (-1: decided by the rule, e.g. control flow)
+**   params       the parameter names, space-separated, in the order `show`
+**                prints them, for help and completion; after a `|`, the
+**                synonyms also accepted ("axes | axis_name"); a function
+**                that is never called is checked against all of them
+**   shape        the shape rule: checks operand types and parameters and
+**                computes the result types (NULL for rows the checker
+**                handles itself: control flow)
+**   vrule        the variance rule (VarRule below)
+**   kernel       computes one block of the result from one block of each
+**                operand (local primitives; NULL for collectives and
+**                control flow, which the fabric and the evaluator run)
+**   exec         a collective's execution over the blocks of all
+**                instances (fabric.c), or NULL
+**   transpose    the transpose rule of a linear primitive, or NULL
+**                (transpose.c)
+**
+** The same rows give the parser's name lookup (prim_lookup), the checker's
+** rules, the evaluator's dispatch and the REPL's help, so they cannot
+** drift apart.  Each module makes the columns it owns into a table of its
+** own from the same rows: prims.c the ones below (prim_table), fabric.c
+** exec, transpose.c transpose, so that no module names functions of a
+** module above it.
+*/
+#ifndef SHM_PRIMS_H
+#define SHM_PRIMS_H
+
+#include "ir.h"
+
+/* ---- shape rules ------------------------------------------------------------
+** A shape rule (rule.h describes its context and the parameter readers)
+** checks an equation's operand types and parameters, fills `at` and
+** writes the result types; the checker sets variance from the vrule.
+*/
+typedef struct RuleCtx RuleCtx;
+typedef bool (*ShapeFn)(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+
+/* ---- kernels ----------------------------------------------------------------
+** A kernel computes a local primitive on one block per operand and
+** allocates its results (arr_new with outt[k]'s dtype and shape).  The
+** operands were checked: shapes and dtypes are exactly what the rule
+** accepted (a scalar operand of an elementwise primitive broadcasts).
+*/
+typedef void (*KernFn)(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+
+/* The elementwise engine without a kernel around it, for running one
+   elementwise primitive over many blocks at once (eval.c): prim_ew_op
+   gives the operation of a primitive whose kernel applies one (the
+   elementwise binary, comparison and unary primitives), or -1;
+   prim_ew_apply(op, a, b, r) then computes into r exactly what the
+   kernel computes into its result, given operands of one dtype (b is
+   NULL for a unary op; a rank-0 operand broadcasts against r).  It reads
+   only dt, rank, size and data of its arrays, never fails and allocates
+   nothing. */
+int prim_ew_op(int prim);
+void prim_ew_apply(int op, const Array *a, const Array *b, Array *r);
+
+typedef struct PrimInfo {
+  const char *name;
+  const char *alias;
+  int nin_min, nin_max, nout;
+  const char *params;
+  ShapeFn shape;
+  VarRule vrule;
+  KernFn kernel;
+} PrimInfo;
+
+extern const PrimInfo prim_table[P_COUNT];
+
+/* The length of the canonical part of a params column (before " |"). */
+static inline size_t prim_params_len(const char *params) {
+  const char *bar = params ? strchr(params, '|') : NULL;
+  size_t n = bar ? (size_t)(bar - params) : params ? strlen(params) : 0;
+  while (n && params[n - 1] == ' ') n--;
+  return n;
+}
+/* Does the primitive accept a parameter named `key` (a synonym too)? */
+bool prim_accepts(int prim, Str key);
+
+/* Primitive by canonical name or alias; -1 if none. */
+int prim_lookup(Str name);
+
+#endif
