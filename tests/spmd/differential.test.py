@@ -2449,14 +2449,27 @@ def compare(expected, got_text):
     return None
 
 
-def run(shmapi, text, tmpdir, tag):
+def run(shmapi, text, tmpdir, tag, check=False):
+    """Run shmapi on text (written to a file named after tag; with check,
+    the file written last is checked with --check instead)."""
     path = os.path.join(tmpdir, 'diff_%s.shm' % tag)
-    with open(path, 'w') as f:
-        f.write(text)
+    if not check:
+        with open(path, 'w') as f:
+            f.write(text)
     env = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
-    p = subprocess.run([shmapi, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       stdin=subprocess.DEVNULL, env=env, timeout=240)
+    p = subprocess.run([shmapi] + (['--check'] if check else []) + [path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, timeout=240)
     return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def check_check(shmapi, tmpdir, tag, rc, err):
+    """--check on the file just run must find exactly the run's static
+    errors (none for a program that ran).  A list of problems."""
+    crc, cout, cerr = run(shmapi, None, tmpdir, tag, check=True)
+    if (crc, cout, cerr) != (rc, '', err):
+        return ['--check disagrees with the run: exit %d (run: %d), stdout %r, stderr:\n%s\nrun\'s stderr:\n%s'
+                % (crc, rc, cout[:200], cerr.strip()[:2000], err.strip()[:2000])]
+    return []
 
 
 def check_one(shmapi, text, expected, tmpdir, tag):
@@ -2464,6 +2477,9 @@ def check_one(shmapi, text, expected, tmpdir, tag):
     rc, out, err = run(shmapi, text, tmpdir, tag)
     if rc != 0:
         return ['exit status %d\n%s' % (rc, err.strip())]
+    probs = check_check(shmapi, tmpdir, tag, 0, '')
+    if probs:
+        return probs
     got = parse_output(out)
     probs = []
     for label, exp in expected:
@@ -2500,6 +2516,7 @@ def check_rejected(shmapi, batch, tmpdir, tag):
         text += t
         line0 += t.count('\n')
     rc, out, err = run(shmapi, text, tmpdir, tag)
+    checked = check_check(shmapi, tmpdir, tag, rc, err)
     errors = [l for l in err.split('\n') if ': error: ' in l]
     probs = []
     for (t, _, _), w in zip(batch, want):
@@ -2511,6 +2528,8 @@ def check_rejected(shmapi, batch, tmpdir, tag):
         probs.append((text, ['unexpected errors:\n' + '\n'.join(extra)]))
     if rc != 1 or out:
         probs.append((text, ['exit status %d (expected 1), stdout %r' % (rc, out[:200])]))
+    if checked and not probs:
+        probs.append((text, checked))
     return probs
 
 
@@ -2570,8 +2589,8 @@ def main():
     for b0 in range(0, len(programs), a.batch):
         batch = programs[b0:b0 + a.batch]
         text = ''.join(t for t, _, _ in batch)
-        rc, out, _ = run(shmapi, text, tmpdir, 'batch%d' % (b0 // a.batch))
-        if rc != 0:
+        rc, out, err = run(shmapi, text, tmpdir, 'batch%d' % (b0 // a.batch))
+        if rc != 0 or check_check(shmapi, tmpdir, 'batch%d' % (b0 // a.batch), 0, err):
             if a.verbose:
                 print('batch %d failed (exit %d); rerunning its programs one by one' % (b0 // a.batch, rc))
             for t, exp, g in batch:
