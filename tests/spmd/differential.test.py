@@ -2536,7 +2536,7 @@ def check_rejected(shmapi, batch, tmpdir, tag):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seed', type=int, default=20260)
-    ap.add_argument('--count', type=int, default=3000)
+    ap.add_argument('--count', type=int, default=5000)
     ap.add_argument('--rejects', type=int, help='programs that must be rejected (default: count / 10)')
     ap.add_argument('--batch', type=int, default=150)
     ap.add_argument('--features', help='comma-separated JAX-compatibility points to switch on instead of '
