@@ -1498,7 +1498,7 @@ class CtlGen(Gen):
         for _ in range(steps or rng.choice([1, 1, 2, 3])):
             r = rng.random()
             w = None
-            if self.plant and self.bad is None and sc.ctrl and r < 0.5:
+            if self.plant and self.bad is None and sc.ctrl and r < 0.3:
                 w = self.step_coll(sc, v, budget, bad=True)
             elif depth > 0 and r < 0.3:
                 w = self.construct(sc, v, budget, depth - 1)
