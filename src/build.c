@@ -25,7 +25,6 @@ Builder *bld_new(IrProg *P, const char *name, IrFunc *parent, Mesh *mesh, Span w
 }
 
 IrFunc *bld_func(Builder *B) { return B->e.fn; }
-IrProg *bld_prog(Builder *B) { return B->e.prog; }
 void *bld_alloc(Builder *B, size_t n) { return arena_alloc(&B->e.prog->arena, n); }
 
 IrVar *bld_param(Builder *B, Str name, Type t) {

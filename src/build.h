@@ -34,7 +34,6 @@ IrAtom bld_zeros(Builder *B, const Type *t);
 Array *bld_keep(Builder *B, Array *a);
 IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts);
 IrFunc *bld_func(Builder *B);
-IrProg *bld_prog(Builder *B);
 /* Arena-allocated parameter values, for building IrParam lists. */
 PVal *bld_pv_int(Builder *B, int64_t v);
 PVal *bld_pv_bool(Builder *B, bool v);

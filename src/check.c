@@ -847,6 +847,66 @@ static bool same_outvma(const Instance *i, const uint32_t *outvma, int n) {
   return i->noutvma == n && !memcmp(i->outvma, outvma, sizeof(uint32_t) * (size_t)n);
 }
 
+/* A function's parameters, bound in sub's scope to the argument types,
+   after the lambda's constants are checked against the variables they
+   name.  An annotation must match its argument's type (the variance set
+   left open when not written; one JAX prints under a varying predicate
+   is accepted and noted); the first mismatch is an error at the call
+   (*argerrs counts them).  False after an error. */
+static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int nargs, Span call, int *argerrs) {
+  Checker *C = sub->C;
+  AstFunc *af = fd->ast;
+  bool ok = true;
+  /* lambda constvars name variables of the enclosing scope */
+  for (int i = 0; i < af->nconsts; i++) {
+    AstBinder *b = af->consts[i];
+    Binding *v = check_lookup(sub->scope, B_VAR, b->name);
+    if (!v) {
+      diag_error(b->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)", b->name.n, b->name.p);
+      ok = false;
+      continue;
+    }
+    uint32_t nv;
+    bool narrow = false;
+    if (!check_annotation_jax(sub, b, &v->var->t, "the enclosing scope", &nv, &narrow)) ok = false;
+  }
+  f->params = NEWN(C, IrVar *, nargs);
+  f->nparams = nargs;
+  for (int i = 0; i < nargs; i++) {
+    AstBinder *b = af->params[i];
+    Type t = args[i];
+    uint32_t jax_vma = UINT32_MAX;
+    if (b->type) {
+      Type an;
+      bool has_vma;
+      if (!check_resolve_type(sub, b->type, &an, &has_vma)) { ok = false; t = check_bad_type(); }
+      else {
+        if (!has_vma) an.vma = t.vma;
+        bool narrow = !t.bad && vma_jax_narrower(sub, an.vma, t.vma);
+        if (narrow) {        /* JAX's annotation under a varying predicate: keep the sound type */
+          jax_vma = an.vma;
+          an.vma = t.vma;
+        }
+        if (!check_types_equal(&an, &t) && !t.bad) {
+          if (!(*argerrs)++)   /* the first mismatch only: one error per statement */
+            diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
+                       fd->name.n, fd->name.p, check_type_text(sub, &t), b->name.n, b->name.p, check_type_text(sub, &an));
+          ok = false;
+        }
+        if (t.bad) t = an;
+      }
+    }
+    f->params[i] = emit_var(EM(sub), b->name, t, b->sp);
+    f->params[i]->jax_narrow = jax_vma != UINT32_MAX;
+    f->params[i]->jax_vma = jax_vma;
+    if (!str_eqc(b->name, "_")) {
+      sub->scope = check_bind(C, sub->scope, B_VAR, b->name);
+      sub->scope->var = f->params[i];
+    }
+  }
+  return ok;
+}
+
 /* Check a function body for given argument types.  With `outvma`, its
    results are widened to those variance sets by pbroadcasts at its end
    (a cond branch or a loop body whose result varies over fewer axes than
@@ -890,54 +950,7 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
   Ctx sub;
   check_ctx_init(&sub, C, f, fd->scope, mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
-  bool ok = true;
-  /* lambda constvars name variables of the enclosing scope */
-  for (int i = 0; i < af->nconsts; i++) {
-    AstBinder *b = af->consts[i];
-    Binding *v = check_lookup(sub.scope, B_VAR, b->name);
-    if (!v) {
-      diag_error(b->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)", b->name.n, b->name.p);
-      ok = false;
-      continue;
-    }
-    uint32_t nv;
-    bool narrow = false;
-    if (!check_annotation_jax(&sub, b, &v->var->t, "the enclosing scope", &nv, &narrow)) ok = false;
-  }
-  f->params = NEWN(C, IrVar *, nargs);
-  f->nparams = nargs;
-  for (int i = 0; i < nargs; i++) {
-    AstBinder *b = af->params[i];
-    Type t = args[i];
-    uint32_t jax_vma = UINT32_MAX;
-    if (b->type) {
-      Type an;
-      bool has_vma;
-      if (!check_resolve_type(&sub, b->type, &an, &has_vma)) { ok = false; t = check_bad_type(); }
-      else {
-        if (!has_vma) an.vma = t.vma;
-        bool narrow = !t.bad && vma_jax_narrower(&sub, an.vma, t.vma);
-        if (narrow) {        /* JAX's annotation under a varying predicate: keep the sound type */
-          jax_vma = an.vma;
-          an.vma = t.vma;
-        }
-        if (!check_types_equal(&an, &t) && !t.bad) {
-          if (!argerrs++)   /* the first mismatch only: one error per statement */
-            diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
-                       fd->name.n, fd->name.p, check_type_text(&sub, &t), b->name.n, b->name.p, check_type_text(&sub, &an));
-          ok = false;
-        }
-        if (t.bad) t = an;
-      }
-    }
-    f->params[i] = emit_var(EM(&sub), b->name, t, b->sp);
-    f->params[i]->jax_narrow = jax_vma != UINT32_MAX;
-    f->params[i]->jax_vma = jax_vma;
-    if (!str_eqc(b->name, "_")) {
-      sub.scope = check_bind(C, sub.scope, B_VAR, b->name);
-      sub.scope->var = f->params[i];
-    }
-  }
+  bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
     fd->checking = true;
     C->depth++;
@@ -1088,6 +1101,7 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
 Checker *check_new(void) {
   Checker *C = mem_calloc(sizeof *C);
   err_defer(mem_free, C);
+  prog_init(&C->prog);
   C->main = NEW(C, IrFunc);
   err_undefer(C);
   C->main->name = "<main>";

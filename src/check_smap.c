@@ -123,7 +123,95 @@ static int64_t spec_dim_factor(const Spec *sp, const Mesh *m, int d) {
   return f;
 }
 
-/* Check the specs and operands of a shard_map and build its equation. */
+/* An error at a spec (or at `sp` when the spec has no place: a generated
+   function's), with the spec's text as the first %s of fmt. */
+static void spec_error(Span sp, const PVal *v, const Spec *spc, const Mesh *m, const char *fmt, ...) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  spec_text(&b, spc, m);
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  diag_error(v->sp.file >= 0 ? v->sp : sp, msg, buf_cstr(&b));
+  err_undefer(&b);
+  buf_free(&b);
+}
+
+/* The specs of the arguments, and the block each instance gets: a
+   dimension split over n devices by its spec is n times smaller, and the
+   block varies over exactly the axes the spec names. */
+static bool in_blocks(Ctx *cx, RuleCtx *r, Span sp, const Mesh *m, PVal **ins, ShardMap *sm, const Type *args,
+                      int nargs, Type *block) {
+  for (int i = 0; i < nargs; i++) {
+    if (!smap_parse_spec(cx, m, ins[i], &sm->in[i])) return !(r->failed = true);
+    Spec *spc = &sm->in[i];
+    block[i] = args[i];
+    if (spc->ndims > args[i].rank) {
+      spec_error(sp, ins[i], spc, m, "in_specs[%d] %%s has %d entr%s, but argument %d is %s of rank %d", i, spc->ndims,
+                 spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(cx, &args[i]), args[i].rank);
+      return !(r->failed = true);
+    }
+    for (int d = 0; d < spc->ndims; d++) {
+      int64_t f = spec_dim_factor(spc, m, d);
+      if (args[i].shape[d] % f) {
+        spec_error(sp, ins[i], spc, m,
+                   "in_specs[%d] %%s splits dimension %d of argument %d (%s) into %lld blocks, but %lld is not "
+                   "divisible by %lld", i, d, i + 1, check_type_text(cx, &args[i]), (long long)f,
+                   (long long)args[i].shape[d], (long long)f);
+        return !(r->failed = true);
+      }
+      block[i].shape[d] /= f;
+    }
+    block[i].vma = spc->mask;
+  }
+  return true;
+}
+
+/* The specs of the body's results, and the global type each assembles
+   to; with check_vma a result may not vary over an axis its spec leaves
+   out (that would promise a replication the result does not have). */
+static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **outs, ShardMap *sm, const IrFunc *f,
+                        Type *gout) {
+  for (int i = 0; i < sm->nout; i++) {
+    if (!smap_parse_spec(sub, m, outs[i], &sm->out[i])) return !(r->failed = true);
+    Spec *spc = &sm->out[i];
+    const IrAtom *o = &f->outs[i];
+    if (spc->ndims > o->t.rank) {
+      spec_error(sp, outs[i], spc, m, "out_specs[%d] %%s has %d entr%s, but result %d is %s of rank %d", i, spc->ndims,
+                 spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(sub, &o->t), o->t.rank);
+      return !(r->failed = true);
+    }
+    uint32_t extra = o->t.vma & ~spc->mask;
+    if (sm->check_vma && extra) {
+      int k = 0;
+      while (!(extra & (1u << k))) k++;
+      Buf b = {0}, ax = {0};
+      err_defer(buf_release, &b);
+      err_defer(buf_release, &ax);
+      spec_text(&b, spc, m);
+      show_vma_message(&ax, o->t.vma, m);
+      const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
+      int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
+      diag_error(o->sp.file >= 0 ? o->sp : sp,
+                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
+                 buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
+      err_undefer(&ax);
+      buf_free(&ax);
+      err_undefer(&b);
+      buf_free(&b);
+      return !(r->failed = true);
+    }
+    gout[i] = o->t;
+    gout[i].vma = 0;
+    for (int d = 0; d < spc->ndims; d++) gout[i].shape[d] *= spec_dim_factor(spc, m, d);
+  }
+  return true;
+}
+
+/* Check the specs and operands of a shard_map, its body at the block
+   types, and build its equation's attributes and canonical parameters. */
 static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, const Type *args, int nargs,
                                Attrs *at, Type **outp, int *noutp) {
   if (cx->mesh) {
@@ -153,39 +241,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   sm->in = NEWN(cx->C, Spec, nin);
   sm->nin = nin;
   Type *block = NEWN(cx->C, Type, nargs);
-  for (int i = 0; i < nargs; i++) {
-    if (!smap_parse_spec(cx, m, ins[i], &sm->in[i])) { r->failed = true; return NULL; }
-    Spec *spc = &sm->in[i];
-    block[i] = args[i];
-    if (spc->ndims > args[i].rank) {
-      Buf b = {0};
-      err_defer(buf_release, &b);
-      spec_text(&b, spc, m);
-      diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp, "in_specs[%d] %s has %d entr%s, but argument %d is %s of rank %d",
-                 i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(cx, &args[i]), args[i].rank);
-      err_undefer(&b);
-      buf_free(&b);
-      r->failed = true;
-      return NULL;
-    }
-    for (int d = 0; d < spc->ndims; d++) {
-      int64_t f = spec_dim_factor(spc, m, d);
-      if (args[i].shape[d] % f) {
-        Buf b = {0};
-        err_defer(buf_release, &b);
-        spec_text(&b, spc, m);
-        diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : sp,
-                   "in_specs[%d] %s splits dimension %d of argument %d (%s) into %lld blocks, but %lld is not divisible by %lld",
-                   i, buf_cstr(&b), d, i + 1, check_type_text(cx, &args[i]), (long long)f, (long long)args[i].shape[d], (long long)f);
-        err_undefer(&b);
-        buf_free(&b);
-        r->failed = true;
-        return NULL;
-      }
-      block[i].shape[d] /= f;
-    }
-    block[i].vma = spc->mask;
-  }
+  if (!in_blocks(cx, r, sp, m, ins, sm, args, nargs, block)) return NULL;
   Ctx sub = *cx;
   sub.mesh = m;
   sub.ctrl = 0;
@@ -199,46 +255,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   sm->out = NEWN(cx->C, Spec, nout);
   sm->nout = nout;
   Type *gout = NEWN(cx->C, Type, nout);
-  for (int i = 0; i < nout; i++) {
-    if (!smap_parse_spec(cx, m, outs[i], &sm->out[i])) { r->failed = true; return NULL; }
-    Spec *spc = &sm->out[i];
-    const IrAtom *o = &f->outs[i];
-    Buf b = {0};
-    err_defer(buf_release, &b);
-    spec_text(&b, spc, m);
-    if (spc->ndims > o->t.rank) {
-      diag_error(outs[i]->sp.file >= 0 ? outs[i]->sp : sp, "out_specs[%d] %s has %d entr%s, but result %d is %s of rank %d",
-                 i, buf_cstr(&b), spc->ndims, spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(&sub, &o->t), o->t.rank);
-      err_undefer(&b);
-      buf_free(&b);
-      r->failed = true;
-      return NULL;
-    }
-    uint32_t extra = o->t.vma & ~spc->mask;
-    if (check_vma && extra) {
-      int k = 0;
-      while (!(extra & (1u << k))) k++;
-      Buf ax = {0};
-      err_defer(buf_release, &ax);
-      show_vma_message(&ax, o->t.vma, m);
-      const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
-      int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
-      diag_error(o->sp.file >= 0 ? o->sp : sp,
-                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
-                 buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
-      err_undefer(&ax);
-      buf_free(&ax);
-      err_undefer(&b);
-      buf_free(&b);
-      r->failed = true;
-      return NULL;
-    }
-    err_undefer(&b);
-    buf_free(&b);
-    gout[i] = o->t;
-    gout[i].vma = 0;
-    for (int d = 0; d < spc->ndims; d++) gout[i].shape[d] *= spec_dim_factor(spc, m, d);
-  }
+  if (!out_globals(&sub, r, sp, m, outs, sm, f, gout)) return NULL;
   at->ext = sm;
   check_add_fn(cx, at, f);
   /* canonical parameters */

@@ -16,8 +16,6 @@ struct Interp {
   Frame *top;
   Frame *cur;              /* innermost running frame */
   long steps, max_steps;
-  EvalHook hook;
-  void *hook_data;
   EvalTrace trace;
   void *trace_data;
   bool abandon;            /* eval_abandon: unwind without a message */
@@ -771,9 +769,8 @@ static void run_body(Interp *I, Frame *F) {
   if (!fn->drops_planned) plan_drops(fn);
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
-    if (I->hook) I->hook(I, F, st, I->hook_data);
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
-    F->release_at = I->trace || I->hook ? -1 : i;
+    F->release_at = I->trace ? -1 : i;
     exec_stmt(I, F, st);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);
@@ -797,11 +794,6 @@ void eval_free(Interp *I) {
   if (!I) return;
   frame_free(I, I->top);
   mem_free(I);
-}
-
-void eval_set_hook(Interp *I, EvalHook hook, void *data) {
-  I->hook = hook;
-  I->hook_data = data;
 }
 
 void eval_set_max_steps(Interp *I, long n) { I->max_steps = n; }
@@ -849,9 +841,8 @@ bool eval_run_to(Interp *I, int start, int to) {
       IrStmt *st = I->main->body[i];
       I->cur = T;
       I->steps = 0;
-      if (I->hook) I->hook(I, T, st, I->hook_data);
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
-      T->release_at = I->release_top && !I->trace && !I->hook ? i : -1;
+      T->release_at = I->release_top && !I->trace ? i : -1;
       exec_stmt(I, T, st);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
       else if (T->release_at >= 0) drop_dead(T, st);
@@ -899,11 +890,7 @@ void eval_abandon(Interp *I) {
 
 bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *where) {
   EvalTrace trace = I->trace;
-  EvalHook hook = I->hook;
-  if (!traced) {
-    I->trace = NULL;
-    I->hook = NULL;
-  }
+  if (!traced) I->trace = NULL;
   Frame *saved = I->cur;
   long steps = I->steps;
   I->steps = 0;
@@ -922,6 +909,5 @@ bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *w
   I->cur = saved;
   I->steps = steps;
   I->trace = trace;
-  I->hook = hook;
   return ok;
 }

@@ -36,9 +36,6 @@ typedef struct Frame {
                                 their last use (eval.c), else -1 */
 } Frame;
 
-/* Called before each statement when set (the debugger). */
-typedef void (*EvalHook)(Interp *I, Frame *F, IrStmt *st, void *data);
-
 Interp *eval_new(IrFunc *main);
 void eval_free(Interp *I);
 /* Run main's statements from index `from` to its current end.  Returns
@@ -48,9 +45,8 @@ bool eval_run(Interp *I, int from);
 Val *eval_global(Interp *I, IrVar *v);
 /* The value of a variable as seen from frame F. */
 Val *eval_lookup(Frame *F, IrVar *v);
-void eval_set_hook(Interp *I, EvalHook hook, void *data);
 
-/* The debugger's view of a run, a superset of the hook: told before and
+/* The debugger's view of a run: told before and
    after each statement and when a function's body is done. */
 typedef enum EvalEvent {
   EV_LINE,                   /* before statement st of frame F */

@@ -34,12 +34,6 @@ static void account(int prim, long devices, double sent_each, double recv_each) 
   s->per_dev_sent += sent_each;
 }
 
-double fab_stats_total_bytes(void) {
-  double t = 0;
-  for (int p = 0; p < P_COUNT; p++) t += stats[p].sent;
-  return t;
-}
-
 static void human(char *out, size_t n, double bytes) {
   if (bytes < 1024) snprintf(out, n, "%.0f B", bytes);
   else if (bytes < 1024.0 * 1024) snprintf(out, n, "%.1f KiB", bytes / 1024);

@@ -47,7 +47,5 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);
 void fab_stats_print(FILE *out);
-/* Total bytes sent by all devices (for tests and the debugger). */
-double fab_stats_total_bytes(void);
 
 #endif

@@ -86,7 +86,6 @@ static void scope_unlink(MemHdr *h) {
 
 size_t mem_in_use(void) { return in_use; }
 void mem_set_limit(size_t bytes) { limit = bytes; }
-size_t mem_limit(void) { return limit; }
 void mem_fail_after(long n) { fail_countdown = n; }
 
 static void check_request(size_t n) {

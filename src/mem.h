@@ -28,7 +28,6 @@ size_t mem_size(const void *p);
 size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
 void mem_set_limit(size_t bytes);
-size_t mem_limit(void);
 /* Test switch: make the Nth allocation from now fail (0 = off).  The
    command line sets it from SHMAPI_FAIL_ALLOC=N. */
 void mem_fail_after(long n);

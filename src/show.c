@@ -192,14 +192,6 @@ static void show_free(Show *S) {
   for (int i = 0; i < S->ndefs; i++) mem_free(S->defnames[i]);
 }
 
-void show_pval(Buf *b, const PVal *v, const Mesh *mesh, int indent) {
-  Show S;
-  memset(&S, 0, sizeof S);
-  S.b = b;
-  show_pv(&S, v, NULL, mesh, indent);
-  show_free(&S);
-}
-
 /* ---- functions -------------------------------------------------------------------------- */
 
 static void show_binder(Show *S, const IrVar *v, const Mesh *mesh) {

@@ -29,6 +29,8 @@ struct TrCtx {
   bool *has_ct;
 };
 
+typedef struct TrCtx TrCtx;
+
 /* ---- the rules: the transpose column of prims.def ---------------------------- */
 #define TR_RULES(X) \
   X(add) X(sub) X(neg) X(mul) X(div) X(dot_general) X(reshape) X(transpose) \
@@ -38,7 +40,7 @@ struct TrCtx {
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(all_to_all) \
   X(cond) X(fori_loop) X(shard_map)
 
-#define X(n) bool tr_##n(TrCtx *cx);
+#define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
 #undef X
 
@@ -295,14 +297,11 @@ static bool is_zero_lit(const IrAtom *a);
 
 /* ---- the rule context ------------------------------------------------------------- */
 
-bool tr_checking(TrCtx *cx) { return cx->checking; }
-const IrStmt *tr_stmt(TrCtx *cx) { return cx->st; }
-bool tr_lin(TrCtx *cx, int k) { return cx->lin_in[k]; }
-IrAtom tr_in(TrCtx *cx, int k) { return map_atom(cx->T, &cx->st->in[k]); }
+static IrAtom tr_in(TrCtx *cx, int k) { return map_atom(cx->T, &cx->st->in[k]); }
 const Type *tr_in_type(TrCtx *cx, int k) { return &cx->st->in[k].t; }
 Builder *tr_builder(TrCtx *cx) { return cx->T->B; }
 
-IrAtom tr_ct(TrCtx *cx, int j) {
+static IrAtom tr_ct(TrCtx *cx, int j) {
   if (!cx->has_ct[j]) {
     cx->cts[j] = bld_zeros(cx->T->B, &cx->st->out[j]->t);
     cx->has_ct[j] = true;
@@ -310,12 +309,12 @@ IrAtom tr_ct(TrCtx *cx, int j) {
   return cx->cts[j];
 }
 
-void tr_give(TrCtx *cx, int k, IrAtom ct) {
+static void tr_give(TrCtx *cx, int k, IrAtom ct) {
   const IrAtom *a = &cx->st->in[k];
   if (atom_lin(cx->T, a)) accumulate(cx->T, a->var, ct);
 }
 
-bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
+static bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
   if (!bld_prim(cx->T->B, prim, params, nparams, in, nin, out)) {
     cx->T->failed = true;
     return false;
@@ -323,7 +322,7 @@ bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in
   return true;
 }
 
-bool tr_error(TrCtx *cx, const char *fmt, ...) {
+static bool tr_error(TrCtx *cx, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   diag_verror(cx->st->sp, fmt, ap);
@@ -376,14 +375,14 @@ static bool all_linear(TrCtx *cx, int from, int to) {
 
 /* ---- elementwise ------------------------------------------------------------------- */
 
-bool tr_add(TrCtx *cx) {
+static bool tr_add(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, 2);
   for (int k = 0; k < 2; k++)
     if (cx->lin_in[k]) tr_give(cx, k, unbroadcast(cx, tr_ct(cx, 0), k));
   return true;
 }
 
-bool tr_sub(TrCtx *cx) {
+static bool tr_sub(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, 2);
   IrAtom ct = tr_ct(cx, 0);
   if (cx->lin_in[0]) tr_give(cx, 0, unbroadcast(cx, ct, 0));
@@ -393,7 +392,7 @@ bool tr_sub(TrCtx *cx) {
   return true;
 }
 
-bool tr_neg(TrCtx *cx) {
+static bool tr_neg(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   tr_give(cx, 0, emit1(cx, P_NEG, NULL, 0, &ct, 1));
@@ -411,7 +410,7 @@ static bool as_other(TrCtx *cx, int to, const char *key) {
   return true;
 }
 
-bool tr_copy(TrCtx *cx) { return as_other(cx, P_COPY, NULL); }
+static bool tr_copy(TrCtx *cx) { return as_other(cx, P_COPY, NULL); }
 
 /* A cotangent made by broadcasting a scalar, where the other operand k
    (constant) already has the result's shape: the scalar itself, since
@@ -424,7 +423,7 @@ static IrAtom scalar_source(TrCtx *cx, IrAtom ct, int k) {
   return b->in[0];
 }
 
-bool tr_mul(TrCtx *cx) {
+static bool tr_mul(TrCtx *cx) {
   if (cx->checking) {
     if (cx->lin_in[0] && cx->lin_in[1]) return tr_error(cx, "mul of two linear values is not linear");
     return true;
@@ -435,7 +434,7 @@ bool tr_mul(TrCtx *cx) {
   return true;
 }
 
-bool tr_div(TrCtx *cx) {
+static bool tr_div(TrCtx *cx) {
   if (cx->checking) {
     if (cx->lin_in[1]) return tr_error(cx, "div by a linear value is not linear");
     return true;
@@ -445,7 +444,7 @@ bool tr_div(TrCtx *cx) {
   return true;
 }
 
-bool tr_convert_element_type(TrCtx *cx) {
+static bool tr_convert_element_type(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("new_dtype", bld_pv_name(tr_builder(cx), dtype_names[tr_in_type(cx, 0)->dt]))};
@@ -453,7 +452,7 @@ bool tr_convert_element_type(TrCtx *cx) {
   return true;
 }
 
-bool tr_select_n(TrCtx *cx) {
+static bool tr_select_n(TrCtx *cx) {
   int n = cx->st->nin;
   if (cx->checking) {
     if (cx->lin_in[0]) return tr_error(cx, "select_n with a linear predicate is not linear");
@@ -474,7 +473,7 @@ bool tr_select_n(TrCtx *cx) {
   return true;
 }
 
-bool tr_cumsum(TrCtx *cx) {
+static bool tr_cumsum(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
@@ -484,7 +483,7 @@ bool tr_cumsum(TrCtx *cx) {
   return true;
 }
 
-bool tr_rev(TrCtx *cx) { return as_other(cx, P_REV, "dimensions"); }
+static bool tr_rev(TrCtx *cx) { return as_other(cx, P_REV, "dimensions"); }
 
 /* ---- dot_general ------------------------------------------------------------------ */
 
@@ -556,7 +555,7 @@ static IrAtom dot_transpose_lhs(TrCtx *cx, IrAtom g, IrAtom y, int xrank, int yr
   return emit1(cx, P_TRANSPOSE, tp, 1, &r, 1);
 }
 
-bool tr_dot_general(TrCtx *cx) {
+static bool tr_dot_general(TrCtx *cx) {
   if (cx->checking) {
     if (cx->lin_in[0] && cx->lin_in[1]) return tr_error(cx, "dot_general of two linear values is not linear");
     return true;
@@ -574,7 +573,7 @@ bool tr_dot_general(TrCtx *cx) {
 
 /* ---- shapes ----------------------------------------------------------------------- */
 
-bool tr_reshape(TrCtx *cx) {
+static bool tr_reshape(TrCtx *cx) {
   if (cx->checking) return true;
   const Type *t = tr_in_type(cx, 0);
   IrAtom ct = tr_ct(cx, 0);
@@ -583,7 +582,7 @@ bool tr_reshape(TrCtx *cx) {
   return true;
 }
 
-bool tr_transpose(TrCtx *cx) {
+static bool tr_transpose(TrCtx *cx) {
   if (cx->checking) return true;
   int64_t p[SHM_MAXRANK], inv[SHM_MAXRANK];
   int n = pv_ints(param(cx->st, "permutation"), p, SHM_MAXRANK);
@@ -594,7 +593,7 @@ bool tr_transpose(TrCtx *cx) {
   return true;
 }
 
-bool tr_broadcast_in_dim(TrCtx *cx) {
+static bool tr_broadcast_in_dim(TrCtx *cx) {
   if (cx->checking) return true;
   const Type *t = tr_in_type(cx, 0);
   const Type *o = &cx->st->out[0]->t;
@@ -620,7 +619,7 @@ bool tr_broadcast_in_dim(TrCtx *cx) {
   return true;
 }
 
-bool tr_reduce_sum(TrCtx *cx) {
+static bool tr_reduce_sum(TrCtx *cx) {
   if (cx->checking) return true;
   const Type *t = tr_in_type(cx, 0);
   int64_t ax[SHM_MAXRANK], keep[SHM_MAXRANK];
@@ -633,13 +632,13 @@ bool tr_reduce_sum(TrCtx *cx) {
   return true;
 }
 
-bool tr_squeeze(TrCtx *cx) { return as_other(cx, P_EXPAND_DIMS, "dimensions"); }
+static bool tr_squeeze(TrCtx *cx) { return as_other(cx, P_EXPAND_DIMS, "dimensions"); }
 
-bool tr_expand_dims(TrCtx *cx) { return as_other(cx, P_SQUEEZE, "dimensions"); }
+static bool tr_expand_dims(TrCtx *cx) { return as_other(cx, P_SQUEEZE, "dimensions"); }
 
 static bool is_zero_lit(const IrAtom *a) { return a->lit && arr_getf(a->lit, 0) == 0; }
 
-bool tr_slice(TrCtx *cx) {
+static bool tr_slice(TrCtx *cx) {
   if (cx->checking) return true;
   const Type *t = tr_in_type(cx, 0);
   const Type *o = &cx->st->out[0]->t;
@@ -661,7 +660,7 @@ bool tr_slice(TrCtx *cx) {
   return true;
 }
 
-bool tr_pad(TrCtx *cx) {
+static bool tr_pad(TrCtx *cx) {
   if (cx->checking) {
     if (!cx->lin_in[0]) return tr_error(cx, "pad of a constant operand is not linear");
     if (!cx->lin_in[1] && !is_zero_lit(&cx->st->in[1]))
@@ -713,7 +712,7 @@ bool tr_pad(TrCtx *cx) {
   return true;
 }
 
-bool tr_concatenate(TrCtx *cx) {
+static bool tr_concatenate(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, cx->st->nin);
   int64_t dim = pv_int(param(cx->st, "dimension"), 0);
   const Type *o = &cx->st->out[0]->t;
@@ -734,7 +733,7 @@ bool tr_concatenate(TrCtx *cx) {
   return true;
 }
 
-bool tr_dynamic_slice(TrCtx *cx) {
+static bool tr_dynamic_slice(TrCtx *cx) {
   if (cx->checking) {
     for (int k = 1; k < cx->st->nin; k++)
       if (cx->lin_in[k]) return tr_error(cx, "dynamic_slice with a linear start index is not linear");
@@ -749,7 +748,7 @@ bool tr_dynamic_slice(TrCtx *cx) {
   return true;
 }
 
-bool tr_dynamic_update_slice(TrCtx *cx) {
+static bool tr_dynamic_update_slice(TrCtx *cx) {
   int n = cx->st->nin;
   if (cx->checking) {
     for (int k = 2; k < n; k++)
@@ -788,9 +787,9 @@ static bool swap_collective(TrCtx *cx, int to, const char *dim_from, const char 
   return true;
 }
 
-bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
+static bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
 
-bool tr_pbroadcast(TrCtx *cx) {
+static bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
@@ -811,7 +810,7 @@ bool tr_pbroadcast(TrCtx *cx) {
   return true;
 }
 
-bool tr_pmean(TrCtx *cx) {
+static bool tr_pmean(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
@@ -824,12 +823,12 @@ bool tr_pmean(TrCtx *cx) {
   return true;
 }
 
-bool tr_all_gather(TrCtx *cx) { return swap_collective(cx, P_PSUM_SCATTER, "axis", "scatter_dimension"); }
-bool tr_psum_scatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER, "scatter_dimension", "axis"); }
-bool tr_all_gather_invariant(TrCtx *cx) { return swap_collective(cx, P_PSCATTER, "axis", "axis"); }
-bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER_INVARIANT, "axis", "axis"); }
+static bool tr_all_gather(TrCtx *cx) { return swap_collective(cx, P_PSUM_SCATTER, "axis", "scatter_dimension"); }
+static bool tr_psum_scatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER, "scatter_dimension", "axis"); }
+static bool tr_all_gather_invariant(TrCtx *cx) { return swap_collective(cx, P_PSCATTER, "axis", "axis"); }
+static bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER_INVARIANT, "axis", "axis"); }
 
-bool tr_ppermute(TrCtx *cx) {
+static bool tr_ppermute(TrCtx *cx) {
   if (cx->checking) return true;
   Builder *B = tr_builder(cx);
   PVal *perm = param(cx->st, "perm");
@@ -846,7 +845,7 @@ bool tr_ppermute(TrCtx *cx) {
   return true;
 }
 
-bool tr_all_to_all(TrCtx *cx) {
+static bool tr_all_to_all(TrCtx *cx) {
   if (cx->checking) return true;
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
@@ -922,7 +921,7 @@ static PVal *fn_pv(Builder *B, int k) {
   return v;
 }
 
-bool tr_cond(TrCtx *cx) {
+static bool tr_cond(TrCtx *cx) {
   const IrStmt *st = cx->st;
   if (cx->checking) {
     if (cx->lin_in[0]) return tr_error(cx, "cond with a linear index is not linear");
@@ -956,7 +955,7 @@ bool tr_cond(TrCtx *cx) {
   return true;
 }
 
-bool tr_fori_loop(TrCtx *cx) {
+static bool tr_fori_loop(TrCtx *cx) {
   const IrStmt *st = cx->st;
   if (cx->checking) {
     if (st->at->i[2])     /* as JAX, which transposes only a loop of static trip count */
@@ -996,7 +995,7 @@ bool tr_fori_loop(TrCtx *cx) {
   return true;
 }
 
-bool tr_shard_map(TrCtx *cx) {
+static bool tr_shard_map(TrCtx *cx) {
   const IrStmt *st = cx->st;
   ShardMap *sm = st->at->ext;
   IrFunc *body = st->at->fns[0];
@@ -1149,6 +1148,101 @@ static void drop_dead(Tr *T, IrFunc *g) {
 }
 
 /* ct_vma (for a shard_map body): the variance of each result's cotangent. */
+/* The transpose's parameters: f's non-linear ones, then a cotangent per
+   result of f (of variance ct_vma[j] when given); cts[] gets them. */
+static void tr_params(Tr *T, const bool *linear, const uint32_t *ct_vma, IrVar **cts) {
+  IrFunc *f = T->f;
+  for (int i = 0; i < f->nparams; i++) {
+    IrVar *p = f->params[i];
+    if (linear[i]) { T->lin[p->slot] = true; continue; }
+    IrVar *v = bld_param(T->B, p->name, p->t);
+    memset(&T->prim[p->slot], 0, sizeof(IrAtom));
+    T->prim[p->slot].var = v;
+    T->prim[p->slot].t = v->t;
+  }
+  for (int j = 0; j < f->nouts; j++) {
+    const IrAtom *o = &f->outs[j];
+    Type ctt = o->t;
+    if (ct_vma) ctt.vma = ct_vma[j];
+    cts[j] = bld_param(T->B, str_c(""), ctt);
+    IrAtom a;
+    memset(&a, 0, sizeof a);
+    a.var = cts[j];
+    name_after(T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
+  }
+}
+
+/* The forward pass: equations that touch no linear value are kept (they
+   compute constants the transpose needs), the linear ones checked by
+   their rules and listed in lin[] in order; returns how many. */
+static int tr_forward(Tr *T, IrStmt **lin) {
+  IrFunc *f = T->f;
+  int nlin = 0;
+  for (int i = 0; i < f->nbody && !T->failed; i++) {
+    IrStmt *st = f->body[i];
+    if (st->k == IS_CONST) {
+      IrAtom a;
+      bld_const(T->B, st->value, &a);
+      a.var->name = st->out[0]->name;
+      T->prim[st->out[0]->slot] = a;
+      continue;
+    }
+    if (st->k != IS_EQN) continue;
+    bool any = false;
+    for (int k = 0; k < st->nin; k++) any |= atom_lin(T, &st->in[k]);
+    if (!any) { copy_forward(T, st); continue; }
+    if (!run_rule(T, st, true, NULL, NULL)) break;
+    for (int j = 0; j < st->nout; j++) T->lin[st->out[j]->slot] = true;
+    lin[nlin++] = st;
+  }
+  return nlin;
+}
+
+/* The backward pass: the results' cotangents seeded, the linear
+   equations walked last to first, each through its transpose rule. */
+static void tr_backward(Tr *T, IrVar **cts, IrStmt **lin, int nlin) {
+  IrFunc *f = T->f;
+  for (int j = 0; j < f->nouts; j++) {
+    const IrAtom *o = &f->outs[j];
+    if (!atom_lin(T, o)) continue;
+    IrAtom a;
+    memset(&a, 0, sizeof a);
+    a.var = cts[j];
+    a.t = cts[j]->t;
+    accumulate(T, o->var, a);
+  }
+  for (int i = nlin - 1; i >= 0 && !T->failed; i--) {
+    IrStmt *st = lin[i];
+    IrAtom *ct = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(st->nout + 1));
+    bool *has = bld_alloc(T->B, sizeof(bool) * (size_t)(st->nout + 1));
+    bool any = false;
+    for (int j = 0; j < st->nout; j++) {
+      int s = st->out[j]->slot;
+      if (T->has[s]) { ct[j] = T->ct[s]; has[j] = true; any = true; }
+    }
+    if (any) run_rule(T, st, false, ct, has);
+  }
+}
+
+/* The results: a cotangent per linear parameter (zeros where nothing
+   reached it). */
+static void tr_results(Tr *T, const bool *linear, const uint32_t *ct_vma) {
+  IrFunc *f = T->f;
+  IrAtom *outs = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
+  int n = 0;
+  for (int i = 0; i < f->nparams; i++) {
+    if (!linear[i]) continue;
+    IrVar *p = f->params[i];
+    outs[n++] = T->has[p->slot] ? T->ct[p->slot] : bld_zeros(T->B, &p->t);
+    /* a shard_map body's result leaves through an out_spec that mentions
+       every axis of the parameter's variance: an invariant value is tiled
+       there, so a pbroadcast just before the result is not needed */
+    const IrStmt *pb = ct_vma ? def_of(T, &outs[n - 1]) : NULL;
+    if (pb && pb->prim == P_PBROADCAST && (pb->in[0].var || pb->in[0].lit)) outs[n - 1] = pb->in[0];
+  }
+  bld_finish(T->B, outs, n);
+}
+
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
                             const uint32_t *ct_vma) {
   Tr T;
@@ -1166,84 +1260,14 @@ static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char
   T.has = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   T.zero = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   int errs = diag_count();
-  /* parameters: the non-linear ones, then a cotangent per result */
-  for (int i = 0; i < f->nparams; i++) {
-    IrVar *p = f->params[i];
-    if (linear[i]) { T.lin[p->slot] = true; continue; }
-    IrVar *v = bld_param(T.B, p->name, p->t);
-    memset(&T.prim[p->slot], 0, sizeof(IrAtom));
-    T.prim[p->slot].var = v;
-    T.prim[p->slot].t = v->t;
-  }
   IrVar **cts = bld_alloc(T.B, sizeof(IrVar *) * (size_t)(f->nouts + 1));
-  for (int j = 0; j < f->nouts; j++) {
-    const IrAtom *o = &f->outs[j];
-    Type ctt = o->t;
-    if (ct_vma) ctt.vma = ct_vma[j];
-    cts[j] = bld_param(T.B, str_c(""), ctt);
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    name_after(&T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
-  }
-  /* forward: keep what is not linear, check what is */
-  IrStmt **linear_eqns = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
-  int nlin = 0;
-  for (int i = 0; i < f->nbody && !T.failed; i++) {
-    IrStmt *st = f->body[i];
-    if (st->k == IS_CONST) {
-      IrAtom a;
-      bld_const(T.B, st->value, &a);
-      a.var->name = st->out[0]->name;
-      T.prim[st->out[0]->slot] = a;
-      continue;
-    }
-    if (st->k != IS_EQN) continue;
-    bool any = false;
-    for (int k = 0; k < st->nin; k++) any |= atom_lin(&T, &st->in[k]);
-    if (!any) { copy_forward(&T, st); continue; }
-    if (!run_rule(&T, st, true, NULL, NULL)) break;
-    for (int j = 0; j < st->nout; j++) T.lin[st->out[j]->slot] = true;
-    linear_eqns[nlin++] = st;
-  }
+  tr_params(&T, linear, ct_vma, cts);
+  IrStmt **lin = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
+  int nlin = tr_forward(&T, lin);
   if (T.failed || diag_count() != errs) return NULL;
-  /* seed the cotangents of the results */
-  for (int j = 0; j < f->nouts; j++) {
-    const IrAtom *o = &f->outs[j];
-    if (!atom_lin(&T, o)) continue;
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    a.t = cts[j]->t;
-    accumulate(&T, o->var, a);
-  }
-  /* backward */
-  for (int i = nlin - 1; i >= 0 && !T.failed; i--) {
-    IrStmt *st = linear_eqns[i];
-    IrAtom *ct = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(st->nout + 1));
-    bool *has = bld_alloc(T.B, sizeof(bool) * (size_t)(st->nout + 1));
-    bool any = false;
-    for (int j = 0; j < st->nout; j++) {
-      int s = st->out[j]->slot;
-      if (T.has[s]) { ct[j] = T.ct[s]; has[j] = true; any = true; }
-    }
-    if (!any) continue;
-    run_rule(&T, st, false, ct, has);
-  }
+  tr_backward(&T, cts, lin, nlin);
   if (T.failed || diag_count() != errs) return NULL;
-  IrAtom *outs = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
-  int n = 0;
-  for (int i = 0; i < f->nparams; i++) {
-    if (!linear[i]) continue;
-    IrVar *p = f->params[i];
-    outs[n++] = T.has[p->slot] ? T.ct[p->slot] : bld_zeros(T.B, &p->t);
-    /* a shard_map body's result leaves through an out_spec that mentions
-       every axis of the parameter's variance: an invariant value is tiled
-       there, so a pbroadcast just before the result is not needed */
-    const IrStmt *pb = ct_vma ? def_of(&T, &outs[n - 1]) : NULL;
-    if (pb && pb->prim == P_PBROADCAST && (pb->in[0].var || pb->in[0].lit)) outs[n - 1] = pb->in[0];
-  }
-  bld_finish(T.B, outs, n);
+  tr_results(&T, linear, ct_vma);
   drop_dead(&T, g);
   return g;
 }

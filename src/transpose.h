@@ -22,20 +22,4 @@
 
 IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where);
 
-/* ---- what a transpose rule sees ------------------------------------------- */
-typedef struct TrCtx TrCtx;
-
-bool tr_checking(TrCtx *cx);
-const IrStmt *tr_stmt(TrCtx *cx);
-bool tr_lin(TrCtx *cx, int k);                 /* is operand k linear? */
-IrAtom tr_in(TrCtx *cx, int k);                /* operand k (non-linear operands only) */
-const Type *tr_in_type(TrCtx *cx, int k);
-IrAtom tr_ct(TrCtx *cx, int j);                /* cotangent of result j (zeros if none) */
-void tr_give(TrCtx *cx, int k, IrAtom ct);     /* add a cotangent to operand k */
-/* Emit a one-result primitive equation; false after an error. */
-bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out);
-bool tr_error(TrCtx *cx, const char *fmt, ...) SHM_PRINTF(2, 3);
-/* Builder access for rules that build more (zeros, parameter values). */
-Builder *tr_builder(TrCtx *cx);
-
 #endif

@@ -4,7 +4,7 @@
 Random arrays of every dtype shm has (bool, i32, i64, f32, f64), ranks 0-4
 and now and then more, with tiny, huge, negative, integral and non-finite
 values, some empty, some summarised (> 1000 elements), some with rows long
-enough to wrap, come from the generator in tests/printing/compare.py.  Each
+enough to wrap, come from the generator in tests/print/_compare/compare.py.  Each
 is written as an annotated shm array literal
 
     a17:f64[2,3] = [[0.1, -2.5e-300, nan], [inf, -0.0, 1e+300]]
@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _numpy import np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "printing"))
-import compare  # noqa: E402  (tests/printing/compare.py: the array generator)
+sys.path.insert(0, os.path.join(HERE, "_compare"))
+import compare  # noqa: E402  (tests/print/_compare/compare.py: the array generator)
 
 SEED = 20250611
 COUNT = 2400          # random arrays, on top of compare.fixed_arrays()
