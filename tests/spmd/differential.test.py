@@ -837,7 +837,8 @@ class Gen:
 # while vary along its predicate's axes, found as a fixed point), so that
 # out_specs are exact and annotations may state variance sets.
 
-NP_DT['bool'] = np.bool_
+NP_DT.update({'bool': np.bool_, 'i64': np.int64, 'f64': np.float64})
+FLOATS = ('f32', 'f64')
 
 
 class Var:
@@ -886,7 +887,7 @@ class Lit:
     def text(self):
         if self.dtype == 'bool':
             s = 'True' if self.value else 'False'
-        elif self.dtype == 'f32':
+        elif self.dtype in FLOATS:
             s = repr(float(self.value))
         else:
             s = str(int(self.value))
@@ -1086,7 +1087,8 @@ class Model:
                 res = [val_of(env, a) for a in st.carries]
                 its = range(int(val_of(env, st.lo)), int(val_of(env, st.hi)))
                 for i in (reversed(its) if st.reverse else its):
-                    res = yield from self.call(d, st.fn, [np.array(i, dtype=np.int32)] + res, env)
+                    res = yield from self.call(d, st.fn, [np.array(i, dtype=NP_DT[st.fn.params[0].dtype])] + res,
+                                               env)
             else:
                 raise GenError('unknown statement %r' % k)
             for v, x in zip(st.outs, res):
@@ -1319,14 +1321,19 @@ class CtlGen(Gen):
         return v
 
     def lit(self, dtype, lo=-2, hi=3):
+        """A literal of dtype; an i64 or f64 one is typed (untyped, it
+        would be i32 or f32 where nothing else gives it a dtype)."""
         rng = self.rng
-        typed = rng.random() < 0.3
+        typed = rng.random() < 0.3 or dtype in ('i64', 'f64')
         if dtype == 'bool':
             return Lit(rng.random() < 0.5, 'bool', typed)
         c = rng.randint(lo, hi)
-        if dtype == 'f32' and rng.random() < 0.3:
+        if dtype in FLOATS and rng.random() < 0.3:
             c += 0.5
         return Lit(c, dtype, typed)
+
+    def rand_dtype(self):
+        return self.rng.choice(['i32', 'i32', 'f32', 'f32', 'bool', 'i64', 'f64'])
 
     def pick(self, sc, ok, recent=0.6):
         c = [v for v in sc.visible() if ok(v)]
@@ -1360,9 +1367,9 @@ class CtlGen(Gen):
             v = Var(self.fresh('z'), dtype, (), axes, True, None)
             if dtype == 'i32':
                 st = Eqn([v], 'mul', '', [me, Lit(0, 'i32')], fn=local(lambda x, z: x * z, 'i32'))
-            elif dtype == 'f32':
+            elif dtype != 'bool':
                 zi = self.zero('i32', axes)
-                st = Eqn([v], 'convert_element_type', 'new_dtype=f32', [zi], fn=local(lambda x: x, 'f32'))
+                st = Eqn([v], 'convert_element_type', 'new_dtype=' + dtype, [zi], fn=local(lambda x: x, dtype))
             else:
                 st = Eqn([v], 'ne', '', [me, me], fn=local(np.not_equal, 'bool'))
             st.jaxpr_style = False
@@ -1570,7 +1577,7 @@ class CtlGen(Gen):
                              fn=local(lambda a, b, f=f: f(a, b), dt))
         if kind == 'convert':
             u = self.pick(sc, lambda u: ok(u) and u.dtype != dt and u.shape == shape
-                          and (u.exact or dt == 'f32'))
+                          and (u.exact or dt in FLOATS))
             if u is not None:
                 c = self.emit(sc, 'convert_element_type', 'new_dtype=%s' % dt, [u], dt, shape, u.vma,
                               fn=local(lambda a: a, dt))
@@ -1594,9 +1601,9 @@ class CtlGen(Gen):
                 me = self.emit(sc, 'axis_index', self.axes_param(axes, 'axis_name'), [], 'i32', (), frozenset(axes),
                                fn=lambda d, ax=ax: (np.array(mesh.member_index(d, ax), dtype=np.int32),),
                                prefix='me')
-                if dt == 'f32':
-                    me = self.emit(sc, 'convert_element_type', 'new_dtype=f32', [me], 'f32', (), me.vma,
-                                   fn=local(lambda a: a, 'f32'))
+                if dt != 'i32':
+                    me = self.emit(sc, 'convert_element_type', 'new_dtype=' + dt, [me], dt, (), me.vma,
+                                   fn=local(lambda a: a, dt))
                 return self.emit(sc, 'add', '', [v, me], dt, shape, v.vma | me.vma,
                                  fn=local(lambda a, b: a + b, dt))
         if kind == 'reduce' and shape:
@@ -1670,9 +1677,9 @@ class CtlGen(Gen):
         def loc(prim, params, arg, oshape, ovma, f):
             return self.emit(sc, prim, params, [arg], dt, oshape, ovma, fn=local(f, dt))
 
-        if kind == 'pmean' and dt != 'f32':
+        if kind == 'pmean' and dt not in FLOATS:
             kind = 'psum'
-        if 'psum_overflow' in WORKAROUNDS and dt == 'i32' and kind in ('psum', 'scatter_gather'):
+        if 'psum_overflow' in WORKAROUNDS and dt in ('i32', 'i64') and kind in ('psum', 'scatter_gather'):
             v = self.emit(sc, 'rem', '', [v, Lit(4096, 'i32')], dt, shape, v.vma, fn=local(np.fmod, dt))
         if kind in ('psum', 'pmax', 'pmin', 'pmean'):
             w = coll(kind, self.axes_param(axes, rng.choice(['axes', 'axes', 'axis_name'])), v, dt, shape,
@@ -1852,14 +1859,17 @@ class CtlGen(Gen):
                             fn=local(f, 'bool'))
         else:
             idx = self.small_int(sc, budget, -1, nb)    # out of range on both sides: clamped
+            if not idx.is_lit and rng.random() < 0.15:
+                idx = self.emit(sc, 'convert_element_type', 'new_dtype=i64', [idx], 'i64', (), idx.vma,
+                                fn=local(lambda a: a, 'i64'))
         ops = [v]
         for _ in range(rng.choice([0, 0, 1, 2])):
             u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
-            ops.append(u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])))
+            ops.append(u if u is not None else self.lit(self.rand_dtype()))
         rng.shuffle(ops)
         sigs = [v.sig()]
         if rng.random() < 0.4:
-            sigs.append(rng.choice([o.sig() for o in ops] + [('i32', ()), ('f32', ()), ('bool', ())]))
+            sigs.append(rng.choice([o.sig() for o in ops] + [(self.rand_dtype(), ())]))
         fns, rows = [], []
         for _ in range(nb):
             fn, fsc = self.new_fn(sc, ops, sc.ctrl | idx.vma, prefix='br')
@@ -1926,9 +1936,9 @@ class CtlGen(Gen):
         x = p
         if index is not None and p.dtype != 'bool' and index.vma <= t and rng.random() < 0.5:
             ii = index
-            if p.dtype == 'f32':
-                ii = self.emit(fsc, 'convert_element_type', 'new_dtype=f32', [ii], 'f32', (), ii.vma,
-                               fn=local(lambda a: a, 'f32'))
+            if p.dtype != ii.dtype:
+                ii = self.emit(fsc, 'convert_element_type', 'new_dtype=' + p.dtype, [ii], p.dtype, (), ii.vma,
+                               fn=local(lambda a, dt=p.dtype: a, p.dtype))
             prim = rng.choice(['add', 'sub', 'max'])
             f = {'add': np.add, 'sub': np.subtract, 'max': np.maximum}[prim]
             x = self.emit(fsc, prim, '', [x, ii], p.dtype, p.shape, p.vma | ii.vma, fn=local(f, p.dtype))
@@ -1958,6 +1968,9 @@ class CtlGen(Gen):
             bb = frozenset() if sc.ctrl and 'fori_bound_inactive' in WORKAROUNDS else budget
             lo = self.small_int(sc, bb, -1, 2)
             hi = self.small_int(sc, bb, -1, 4)
+            if not hi.is_lit and rng.random() < 0.2:   # the index is i64 if a bound is
+                hi = self.emit(sc, 'convert_element_type', 'new_dtype=i64', [hi], 'i64', (), hi.vma,
+                               fn=local(lambda a: a, 'i64'))
         else:
             lo = rng.choice([0, 0, 0, 1, -1, 2])
             lo, hi = Lit(lo, 'i32'), Lit(lo + rng.choice([0, 1, 2, 2, 3, 3, -1]), 'i32')
@@ -1965,12 +1978,12 @@ class CtlGen(Gen):
         cs = [Carry('x', v, rng.random() < 0.15)]
         for _ in range(rng.choice([0, 0, 1, 2])):
             u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
-            cs.append(Carry('x', u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])),
-                            rng.random() < 0.15))
+            cs.append(Carry('x', u if u is not None else self.lit(self.rand_dtype()), rng.random() < 0.15))
         seeded = self.extra_variance(sc, cs, budget)
         T, pv, _ = self.loop_types(cs, lambda T: frozenset(), bpv)
         ctypes = [Var('', c.op.dtype, c.op.shape, t, c.op.exact) for c, t in zip(cs, T)]
-        fn, fsc = self.new_fn(sc, [Var('', 'i32', (), bpv)] + ctypes, sc.ctrl | bpv, prefix='body')
+        idt = 'i64' if 'i64' in (lo.dtype, hi.dtype) else 'i32'
+        fn, fsc = self.new_fn(sc, [Var('', idt, (), bpv)] + ctypes, sc.ctrl | bpv, prefix='body')
         self.seed_params(fn.params[1:], cs, seeded)
         for c, a in zip(cs, self.ann_seeds(fn.params[1:])):
             c.seed = a
@@ -1980,12 +1993,12 @@ class CtlGen(Gen):
         i = fn.params[0]
         res = []
         for c, p, t in zip(cs, fn.params[1:], T):
-            if p.dtype == 'f32':
+            if p.dtype in FLOATS:
                 p.exact = False
             res.append(p if c.pt else self.loop_body_result(fsc, p, t, depth, index=i))
         fn.results = res
         outs = [self.annotate(Var(self.fresh(), c.op.dtype, c.op.shape, t,
-                                  c.op.exact and x.exact and c.op.dtype != 'f32'), sc.form, sc.slack | bpv)
+                                  c.op.exact and x.exact and c.op.dtype not in FLOATS), sc.form, sc.slack | bpv)
                 for c, x, t in zip(cs, res, T)]
         self.place(sc, [fn])
         self.add_stmt(sc, ForiStmt(outs, lo, hi, reverse, fn, [c.op for c in cs]))
@@ -2023,8 +2036,7 @@ class CtlGen(Gen):
         cs.append(Carry('x', v, rng.random() < 0.15))
         for _ in range(rng.choice([0, 0, 1, 2])):
             u = self.pick(sc, lambda u: u.vma <= budget, recent=0.4) if rng.random() < 0.7 else None
-            cs.append(Carry('x', u if u is not None else self.lit(rng.choice(['i32', 'f32', 'bool'])),
-                            rng.random() < 0.2))
+            cs.append(Carry('x', u if u is not None else self.lit(self.rand_dtype()), rng.random() < 0.2))
         order = list(range(len(cs)))
         if not fv:
             rng.shuffle(order)
@@ -2118,7 +2130,7 @@ class CtlGen(Gen):
         res = []
         k2 = None
         for c, p, t in zip(cs, bps, T):
-            if p.dtype == 'f32':
+            if p.dtype in FLOATS:
                 p.exact = False
             if c.role == 'k':
                 step = Lit(rng.choice([1, 1, 1, 2]), 'i32', rng.random() < 0.3)
@@ -2141,7 +2153,7 @@ class CtlGen(Gen):
             if not x.vma <= t:
                 raise GenError('a while body returns %s for a carry of %s' % (sorted(x.vma), sorted(t)))
         outs = [self.annotate(Var(self.fresh(), c.op.dtype, c.op.shape, t,
-                                  c.op.exact and x.exact and c.op.dtype != 'f32'), sc.form, sc.slack | pv)
+                                  c.op.exact and x.exact and c.op.dtype not in FLOATS), sc.form, sc.slack | pv)
                 for c, x, t in zip(cs, res, T)]
         self.place(sc, [cfn, bfn])
         self.add_stmt(sc, WhileStmt(outs, cfn, bfn, cconsts, bconsts, [c.op for c in cs],
@@ -2162,6 +2174,12 @@ class CtlGen(Gen):
             top.vars.append(Var(v.name, v.dtype, v.shape, v.vma))
             for d in range(mesh.ndev):
                 envs[d][v.name] = np.asarray(v.blocks[d])
+        if rng.random() < 0.4:
+            # an 8-byte copy of a value (i64 or f64)
+            u = rng.choice(top.vars)
+            dt = rng.choice(['i64', 'f64'])
+            self.emit(top, 'convert_element_type', 'new_dtype=' + dt, [u], dt, u.shape, u.vma,
+                      fn=local(lambda a: a, dt))
         made = []
         for _ in range(rng.choice([1, 1, 2, 3])):
             v = self.pick(top, lambda u: True, recent=0.7)
