@@ -28,16 +28,22 @@ deep), with
     flag, or a bool carry), k0 and B of every kind above, so that each
     device may loop its own number of times; B closed over, a literal, a
     cond_nconsts operand, or a carry (JAX's fori_loop with value bounds);
-  - carries and operands of i32, f32 and bool that start as literals,
-    invariant or varying values, are passed through unchanged, or updated
-    by local equations, collectives, calls of defs and nested control flow;
+  - carries and operands of i32, f32, bool, i64 and f64 that start as
+    literals, invariant or varying values, are passed through unchanged, or
+    updated by local equations, collectives, calls of defs and nested
+    control flow; fori_loop over literal bounds or bounds that are values
+    (invariant or varying, i32 or i64), forwards or reversed;
   - collectives (as above, arranged to give back the operand's shape) over
     the axes the enclosing predicates do not vary along, any collective
     under invariant predicates; branches returning literals or their
-    operands; variance widened with pvary/pbroadcast or by adding a zero;
+    operands; variance widened with pvary/pbroadcast or by adding a zero,
+    or left to the checker (cond branches, loop bodies, carries seeded by
+    their parameters' annotations); pvary, pscatter and axis_index under
+    varying predicates;
   - functions in the readable form and in the jaxpr form, inline
     ({ lambda ; a:i32[] b:f32[3]. let ... in (x,) }) or by def, typed
-    binders (b:f32[2]{i}, only where right), typed literals (1.0:f32[]).
+    binders (b:f32[2]{i}, only where right, or JAX's narrower form that
+    leaves out an enclosing predicate's axes), typed literals (1.0:f32[]).
 Its model runs the body on each device on its own (a Python generator per
 device: each evaluates its own predicates and loops its own number of
 times); a collective waits until its whole group has reached it.  CtlGen
@@ -46,14 +52,15 @@ result varies along its index's axes, a while's carries along its
 predicate's, a fixed point), so out_specs and annotations are exact.
 
 Programs to reject: count/10 more CtlGen programs each get exactly one
-collective over an axis along which an enclosing cond index or while
-predicate varies (in a branch, a loop body, a while's cond function, a
-called def, a fori_loop under a varying cond); shmapi must exit 1 with the
+collective over an axis along which an enclosing cond index, while
+predicate or fori_loop bound varies (in a branch, a loop body, a while's
+cond function, a called def, nested deeper); shmapi must exit 1 with the
 diagnostic "FILE:LINE:COL: error: PRIM over {AXES} inside control flow
 whose predicate varies over {AXES}" at that collective, one per program.
 
 Many programs run in one shmapi invocation (one file of many shard_maps,
-each result printed after a unique label); when a batch fails as a whole,
+each result printed after a unique label), and again under --check, which
+must report exactly the run's static errors; when a batch fails as a whole,
 its programs are rerun one by one to find the culprits, and the first
 wrong answers of CtlGen programs are reduced (--reduce) to a smaller
 program that still disagrees.  FEATURES switches on JAX-compatibility
