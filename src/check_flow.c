@@ -197,6 +197,20 @@ void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   check_emit_special(cx, s, P_COND, at, r, in, s->nargs, out, nout, pv);
 }
 
+/* A loop's trial rounds, that find the carries' variance: functions are
+   checked without judging variance annotations (a binder annotated with
+   the final type is no error in a round before the last), and what the
+   rounds report is forgotten; the check at the final types reports. */
+static int trial_begin(Ctx *cx) {
+  cx->C->lenient++;
+  return diag_mark();
+}
+
+static void trial_end(Ctx *cx, int mark) {
+  cx->C->lenient--;
+  diag_truncate(mark);
+}
+
 /* A fori_loop bound: an integer literal, or the name of a scalar integer
    value (invariant or varying) in scope.  *atom is set for a value. */
 static bool fori_bound(Ctx *cx, RuleCtx *r, const char *key, int64_t *lit, IrAtom *atom, bool *is_value) {
@@ -273,20 +287,25 @@ void flow_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     if (!ast_passes_through(fd, k, k + 1)) carry[k].vma |= pv;
     carry[k].vma |= ast_param_vma(cx, fd, k + 1);
   }
+  int mark = trial_begin(cx);
   for (;;) {      /* ends: each round that does not break widens a carry */
     f = inst_ctrl(cx, fd, args, n + 1, pv, NULL, 0, s->callee_sp);
-    if (!f) { check_bind_bad(cx, s); return; }
-    if (!outs_fit(f, carry, n)) {
-      carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f);
-      check_bind_bad(cx, s);
-      return;
-    }
+    if (!f || !outs_fit(f, carry, n)) break;      /* the final check says why */
     bool stable = true;
     for (int k = 0; k < n; k++) {
       uint32_t v = carry[k].vma | f->outs[k].t.vma | (passes_through(f, k, k + 1) ? 0 : pv);
       if (v != carry[k].vma) { carry[k].vma = v; stable = false; }
     }
     if (stable) break;
+  }
+  trial_end(cx, mark);
+  /* the body at the carries' final types, its errors reported */
+  f = inst_ctrl(cx, fd, args, n + 1, pv, NULL, 0, s->callee_sp);
+  if (!f) { check_bind_bad(cx, s); return; }
+  if (!outs_fit(f, carry, n)) {
+    carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f);
+    check_bind_bad(cx, s);
+    return;
   }
   uint32_t *cv = NEWN(cx->C, uint32_t, n);
   for (int k = 0; k < n; k++) cv[k] = carry[k].vma;
@@ -331,49 +350,55 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   for (int i = 0; i < nc; i++) c[i] = carry[i].t;
   uint32_t pv = 0;
   IrFunc *cf = NULL, *bf = NULL;
-  /* The fixed point: a varying predicate makes each carry the body changes
-     vary too, and what the body returns joins the carry's variance.  The
-     predicate settles first, so the body is checked at the carry types it
-     will have (a body checked at narrower ones could report what is no
-     error at the final types). */
+  /* The fixed point, in trial rounds: a varying predicate makes each carry
+     the body changes vary too, and what the body returns joins the carry's
+     variance; the predicate settles before the body is tried. */
   bool *pt = NEWN(cx->C, bool, nc);
   for (int k = 0; k < nc; k++) {
     pt[k] = ast_passes_through(bfd, k, (int)bn + k);
     c[k].vma |= ast_param_vma(cx, cfd, (int)cn + k) | ast_param_vma(cx, bfd, (int)bn + k);
   }
+  int mark = trial_begin(cx);
   for (;;) {      /* ends: each round that does not break widens pv or a carry */
     for (int k = 0; k < nc; k++)
       if (!pt[k]) c[k].vma |= pv;
     for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
     cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
-    if (!cf) { check_bind_bad(cx, s); return; }
-    if (cf->nouts != 1 || cf->outs[0].t.rank != 0 || cf->outs[0].t.dt != DT_BOOL) {
-      Buf b = {0};
-      err_defer(buf_release, &b);
-      check_describe_types(cx, &b, cf->outs, cf->nouts);
-      diag_error(s->callee_sp, "while's cond_jaxpr must return one bool[], not %s", buf_cstr(&b));
-      err_undefer(&b);
-      buf_free(&b);
-      check_bind_bad(cx, s);
-      return;
-    }
+    if (!cf || cf->nouts != 1) break;            /* the final check says why */
     if ((cf->outs[0].t.vma | pv) != pv) {
       pv |= cf->outs[0].t.vma;
       continue;
     }
     bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
-    if (!bf) { check_bind_bad(cx, s); return; }
-    if (!outs_fit(bf, c, nc)) {
-      carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
-      check_bind_bad(cx, s);
-      return;
-    }
+    if (!bf || !outs_fit(bf, c, nc)) break;
     bool stable = true;
     for (int k = 0; k < nc; k++) {
       uint32_t v = c[k].vma | bf->outs[k].t.vma | (passes_through(bf, k, (int)bn + k) ? 0 : pv);
       if (v != c[k].vma) { c[k].vma = v; stable = false; }
     }
     if (stable) break;
+  }
+  trial_end(cx, mark);
+  /* the functions at the carries' final types, their errors reported */
+  for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+  cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
+  if (!cf) { check_bind_bad(cx, s); return; }
+  if (cf->nouts != 1 || cf->outs[0].t.rank != 0 || cf->outs[0].t.dt != DT_BOOL) {
+    Buf b = {0};
+    err_defer(buf_release, &b);
+    check_describe_types(cx, &b, cf->outs, cf->nouts);
+    diag_error(s->callee_sp, "while's cond_jaxpr must return one bool[], not %s", buf_cstr(&b));
+    err_undefer(&b);
+    buf_free(&b);
+    check_bind_bad(cx, s);
+    return;
+  }
+  bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
+  if (!bf) { check_bind_bad(cx, s); return; }
+  if (!outs_fit(bf, c, nc)) {
+    carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
+    check_bind_bad(cx, s);
+    return;
   }
   uint32_t *cvma = NEWN(cx->C, uint32_t, nc);
   for (int k = 0; k < nc; k++) cvma[k] = c[k].vma;

@@ -37,6 +37,7 @@ typedef struct Instance {
   uint32_t *outvma;        /* results widened to these variance sets, or NULL */
   int noutvma;
   IrFunc *ir;              /* NULL when the instance failed to check */
+  bool lenient;            /* checked in a loop's trial round (Checker.lenient) */
   struct Instance *next;
 } Instance;
 
@@ -52,6 +53,7 @@ typedef struct FuncDef {
   IntList lin;             /* linear_transpose: linear=(...) */
   bool lin_given;
   bool resolved;           /* resolved without types (never checked) */
+  int held;                /* the tag of errors its check at the def held back, or 0 */
 } FuncDef;
 
 typedef struct ImportedFile {
@@ -70,6 +72,8 @@ struct Checker {
   int ndefs, capdefs;
   bool whole_program;      /* check_set_whole_program */
   int main_file;           /* the file whole_program names (not its imports) */
+  int lenient;             /* > 0 in a loop's trial rounds: variance annotations not judged */
+  int nheld;               /* tags given to held errors */
 };
 
 /* The function being checked. */

@@ -335,16 +335,28 @@ void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh) {
   C->defs[C->ndefs++] = fd;
 }
 
-/* Resolve each function recorded since `from` that no check has reached
-   (no instance of any def of its syntax), once per syntax. */
+/* At the end of a file: the errors a def's own check held back are
+   dropped if a call checked the function, reported if none did; each
+   function recorded since `from` that no check has reached (no instance
+   of any def of its syntax) is resolved, once per syntax. */
 void resolve_unchecked(Checker *C, int from) {
+  for (int i = from; i < C->ndefs; i++) {
+    FuncDef *fd = C->defs[i];
+    if (!fd->held) continue;
+    bool checked = false;
+    for (int j = 0; j < C->ndefs && !checked; j++)
+      for (Instance *in = C->defs[j]->ast == fd->ast ? C->defs[j]->inst : NULL; in && !checked; in = in->next)
+        checked = in->ir != NULL;
+    diag_release(fd->held, !checked);
+    fd->held = 0;
+  }
   for (int i = from; i < C->ndefs; i++) {
     FuncDef *fd = C->defs[i];
     const AstFunc *af = fd->ast;
     if (af->form == FN_TRANSPOSE) continue;
     bool seen = false;
     for (int j = 0; j < C->ndefs && !seen; j++)
-      seen = C->defs[j]->ast == af && (C->defs[j]->inst || C->defs[j]->resolved || j < i);
+      seen = C->defs[j]->ast == af && (C->defs[j]->inst || C->defs[j]->resolved);
     if (seen) continue;
     fd->resolved = true;
     Res R;
@@ -357,4 +369,3 @@ void resolve_unchecked(Checker *C, int from) {
     res_func(&R, af, fd->scope, C->def_mesh[i]);
   }
 }
-

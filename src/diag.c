@@ -24,11 +24,13 @@ typedef struct Diag {
   char *msg;
   char *note;        /* optional */
   Span note_sp;
+  int hold;          /* held back by diag_hold_since (not printed), or 0 */
   int seq;           /* insertion order, to keep sorting stable */
 } Diag;
 
 static Diag *diags;
 static int ndiags, capdiags;
+static int nheld;            /* how many of them are held back */
 
 int diag_add_file(const char *name, char *text, size_t len) {
   /* `text` is ours even if we run out of memory here (err.h cleanups);
@@ -119,6 +121,7 @@ void diag_verror(Span sp, const char *fmt, va_list ap) {
   d->sp = sp;
   d->msg = vformat(fmt, ap);
   d->note = NULL;
+  d->hold = 0;
   d->seq = ndiags;
   ndiags++;
 }
@@ -148,7 +151,41 @@ void diag_note(Span sp, const char *fmt, ...) {
   va_end(ap);
 }
 
-int diag_count(void) { return ndiags; }
+int diag_count(void) { return ndiags - nheld; }
+int diag_mark(void) { return ndiags; }
+
+static void diag_free_one(Diag *d) {
+  mem_free(d->msg);
+  mem_free(d->note);
+}
+
+void diag_truncate(int mark) {
+  while (ndiags > mark) {
+    nheld -= diags[ndiags - 1].hold != 0;
+    diag_free_one(&diags[--ndiags]);
+  }
+}
+
+void diag_hold_since(int mark, int tag) {
+  for (int i = mark; i < ndiags; i++)
+    if (!diags[i].hold) {
+      diags[i].hold = tag;
+      nheld++;
+    }
+}
+
+void diag_release(int tag, bool report) {
+  int k = 0;
+  for (int i = 0; i < ndiags; i++) {
+    if (diags[i].hold == tag) {
+      nheld--;
+      if (!report) { diag_free_one(&diags[i]); continue; }
+      diags[i].hold = 0;
+    }
+    diags[k++] = diags[i];
+  }
+  ndiags = k;
+}
 
 static int cmp_diag(const void *a, const void *b) {
   const Diag *x = a, *y = b;
@@ -186,24 +223,21 @@ void diag_print(FILE *out, Span sp, const char *kind, const char *msg) {
 
 int diag_flush(FILE *out) {
   if (ndiags) qsort(diags, (size_t)ndiags, sizeof(Diag), cmp_diag);   /* diags may be NULL */
+  const Diag *last = NULL;
   for (int i = 0; i < ndiags; i++) {
+    const Diag *d = &diags[i];
     /* one error per place: a body checked for several calls fails once */
-    if (i && diags[i].sp.file == diags[i - 1].sp.file && diags[i].sp.off == diags[i - 1].sp.off) continue;
-    diag_print(out, diags[i].sp, "error", diags[i].msg);
-    if (diags[i].note) diag_print(out, diags[i].note_sp, "note", diags[i].note);
+    if (d->hold || (last && d->sp.file == last->sp.file && d->sp.off == last->sp.off)) continue;
+    diag_print(out, d->sp, "error", d->msg);
+    if (d->note) diag_print(out, d->note_sp, "note", d->note);
+    last = d;
   }
-  int n = ndiags;
+  int n = ndiags - nheld;
   diag_clear();
   return n;
 }
 
-void diag_clear(void) {
-  for (int i = 0; i < ndiags; i++) {
-    mem_free(diags[i].msg);
-    mem_free(diags[i].note);
-  }
-  ndiags = 0;
-}
+void diag_clear(void) { diag_truncate(0); }
 
 void diag_reset(void) {
   diag_clear();

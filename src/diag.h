@@ -41,7 +41,17 @@ void diag_verror(Span sp, const char *fmt, va_list ap);
 bool diag_error_once(bool *reported, Span sp, const char *fmt, va_list ap);
 /* Attach a note to the last recorded error. */
 void diag_note(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
-int diag_count(void);               /* errors recorded since the last flush */
+int diag_count(void);               /* errors recorded since the last flush, but held ones */
+/* A mark of what is recorded (held errors too), for the two calls below. */
+int diag_mark(void);
+/* Forget the errors recorded after `mark`. */
+void diag_truncate(int mark);
+/* Errors held back: those recorded after `mark` are tagged `tag` (not 0)
+   and not printed until released, reported or dropped.  The checker holds
+   back what a function's check at its def found, until it knows whether a
+   call checks it (see check_resolve.c). */
+void diag_hold_since(int mark, int tag);
+void diag_release(int tag, bool report);
 /* Sort, print to `out` and forget the collected diagnostics; returns how many. */
 int diag_flush(FILE *out);
 /* Drop collected diagnostics without printing. */

@@ -512,13 +512,19 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   int64_t ni = val_nblk(sp->mesh, it->vma);
   int64_t *lo = scratch(sizeof(int64_t) * (size_t)(2 * ni)), *hi = lo + ni;
   int64_t steps = 0;
-  for (int64_t b = 0; b < ni; b++) {
-    int64_t inst = it->vma ? val_first_inst(sp->mesh, it->vma, b) : 0;
-    while (!it->vma && sp->active && !sp->active[inst]) inst++;
-    lo[b] = bound_at(F, st, 0, inst);
-    hi[b] = bound_at(F, st, 1, inst);
+  /* the bounds of a block, read at a running instance holding it (a
+     block no running instance holds runs no iteration) */
+  uint8_t *seen = scratch((size_t)ni);
+  for (int64_t d = 0; d < sp->ninst; d++) {
+    if (sp->active && !sp->active[d]) continue;
+    int64_t b = val_block_of(sp->mesh, it->vma, d);
+    if (seen[b]) continue;
+    seen[b] = 1;
+    lo[b] = bound_at(F, st, 0, d);
+    hi[b] = bound_at(F, st, 1, d);
     if (hi[b] - lo[b] > steps) steps = hi[b] - lo[b];
   }
+  scratch_free(seen);
   uint8_t *act = NULL;
   Space lsp = *sp;
   for (int64_t t = 0; t < steps; t++) {

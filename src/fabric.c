@@ -115,7 +115,9 @@ uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
    one cache-sized tile at a time. */
 static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
   switch (dt) {
-#define LOOP(T)                                                                                \
+/* U: the type the sum is taken in -- for integers the unsigned type of the
+   same width, so that it wraps (as XLA's does) instead of overflowing */
+#define LOOP(T, U)                                                                             \
   {                                                                                            \
     T *d = dst;                                                                                \
     for (int64_t t0 = 0; t0 < n; t0 += TILE) {                                                 \
@@ -127,15 +129,15 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
         const T *b = (const T *)src[g]->data + off + t0;                                       \
         if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] >= b[i]) ? a[i] : b[i]; \
         else if (prim == P_PMIN) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] <= b[i]) ? a[i] : b[i]; \
-        else for (int64_t i = 0; i < m; i++) a[i] = (T)(a[i] + b[i]);                         \
+        else for (int64_t i = 0; i < m; i++) a[i] = (T)((U)a[i] + (U)b[i]);                   \
       }                                                                                        \
     }                                                                                          \
   }                                                                                            \
   break;
-  case DT_F32: LOOP(float)
-  case DT_F64: LOOP(double)
-  case DT_I32: LOOP(int32_t)
-  case DT_I64: LOOP(int64_t)
+  case DT_F32: LOOP(float, float)
+  case DT_F64: LOOP(double, double)
+  case DT_I32: LOOP(int32_t, uint32_t)
+  case DT_I64: LOOP(int64_t, uint64_t)
   case DT_BOOL: {
     uint8_t *a = dst;
     if (a != (const uint8_t *)src[0]->data + off) memcpy(a, (const uint8_t *)src[0]->data + off, (size_t)n);
