@@ -112,24 +112,11 @@ FEATURES = set(KNOWN_FEATURES)
 # Known shmapi bugs the generator steers around until they are fixed, so
 # that the test still finds new ones (drop a name when its fix lands).
 WORKAROUNDS = {
-    # psum and psum_scatter of integers overflow in signed C arithmetic (the
-    # sanitizer build stops there): integer operands are kept small
-    'psum_overflow',
-    # a function no call reaches (after an error: programs to reject) is
-    # refused for while's cond_nconsts/body_nconsts and fori_loop's reverse
-    'uncalled_params',
-    # a while's cond function is checked at each round of the variance fixed
-    # point, and an annotation that fails at a round before the last is an
-    # error: a binder's right {axes}, or a parameter's narrower JAX-style set
-    'cond_fn_rounds',
-    # fori_loop with a varying value bound crashes where only some devices
-    # run it (in a cond branch or loop body under a varying predicate)
-    'fori_bound_inactive',
-    # a named function whose parameters all state their variance is checked
-    # where it is defined, without the control variance of its use and with
-    # JAX-style narrower parameter sets taken as they are: narrower
-    # annotations in it are refused there (accepted written inline)
-    'def_site_narrow',
+    # in a program to reject, a def whose parameters all state their
+    # variance and whose only use is skipped after the planted error reports
+    # the JAX-style narrower annotations its use would have excused: such a
+    # def gets one parameter without its set, so it waits for its use
+    'skipped_use_narrow',
 }
 CTL_FRACTION = 1 / 3   # share of the programs that use cond, while and fori_loop (CtlGen)
 MAX_BLOCK = 96         # elements of one block the generator lets a value reach
@@ -990,8 +977,6 @@ class Scope:
         self.form = form
         self.stmts = []
         self.vars = []
-        self.slack = self.ctrl     # axes an annotation may leave out, as JAX's printer does
-        self.full_binders = True   # binders may be annotated with their variance set
 
     def visible(self):
         out = []
@@ -1320,9 +1305,7 @@ class CtlGen(Gen):
              coll=None, coll_axes=None, prefix='v'):
         if exact is None:
             exact = all(a.exact for a in args)
-        v = self.annotate(Var(self.fresh(prefix), dtype, shape, vma, exact), sc.form, sc.slack)
-        if v.ann == 'full' and not sc.full_binders:
-            v.ann = 'shape'
+        v = self.annotate(Var(self.fresh(prefix), dtype, shape, vma, exact), sc.form, sc.ctrl)
         self.add_stmt(sc, Eqn([v], prim, params, args, fn=fn, coll=coll, coll_axes=coll_axes))
         sc.vars.append(v)
         return v
@@ -1475,15 +1458,13 @@ class CtlGen(Gen):
 
     # -- functions
 
-    def new_fn(self, sc, types, ctrl, prefix='f', slack=None):
+    def new_fn(self, sc, types, ctrl, prefix='f'):
         """A function taking values of these types (Var or Lit), run under
         the control variance ctrl; readable or jaxpr form."""
         rng = self.rng
         form = 'jaxpr' if sc.form == 'jaxpr' or rng.random() < 0.4 else 'def'
         fsc = Scope(sc, ctrl, form)
-        if slack is not None:
-            fsc.slack = slack
-        params = [self.annotate(Var(self.fresh('a'), t.dtype, t.shape, t.vma, t.exact), form, fsc.slack, True)
+        params = [self.annotate(Var(self.fresh('a'), t.dtype, t.shape, t.vma, t.exact), form, fsc.ctrl, True)
                   for t in types]
         fsc.vars += params
         return Fn(self.fresh(prefix), params, form, fsc), fsc
@@ -1499,7 +1480,7 @@ class CtlGen(Gen):
         fn.named = True
         sc.stmts.append(DefStmt(fn))
         full = [p for p in fn.params if p.ann == 'full']
-        if ('def_site_narrow' in WORKAROUNDS and full and len(full) == len(fn.params)
+        if (self.plant and 'skipped_use_narrow' in WORKAROUNDS and full and len(full) == len(fn.params)
                 and (fn.scope.ctrl != sc.ctrl or any(p.ann_vma is not None for p in full))):
             free = [p for p in full if not p.seeded]
             if free:
@@ -1532,7 +1513,7 @@ class CtlGen(Gen):
         r = self.transform(fsc, fn.params[0], budget, depth)
         fn.results = [r]
         self.define(sc, fn)
-        w = self.annotate(Var(self.fresh(), r.dtype, r.shape, r.vma, r.exact), sc.form, sc.slack)
+        w = self.annotate(Var(self.fresh(), r.dtype, r.shape, r.vma, r.exact), sc.form, sc.ctrl)
         self.add_stmt(sc, CallStmt([w], fn, [v]))
         sc.vars.append(w)
         return w
@@ -1686,8 +1667,6 @@ class CtlGen(Gen):
 
         if kind == 'pmean' and dt not in FLOATS:
             kind = 'psum'
-        if 'psum_overflow' in WORKAROUNDS and dt in ('i32', 'i64') and kind in ('psum', 'scatter_gather'):
-            v = self.emit(sc, 'rem', '', [v, Lit(4096, 'i32')], dt, shape, v.vma, fn=local(np.fmod, dt))
         if kind in ('psum', 'pmax', 'pmin', 'pmean'):
             w = coll(kind, self.axes_param(axes, rng.choice(['axes', 'axes', 'axis_name'])), v, dt, shape,
                      v.vma - S, c_reduce(kind, dt, p), exact=v.exact and kind != 'pmean')
@@ -1888,7 +1867,7 @@ class CtlGen(Gen):
         for fn, row in zip(fns, rows):
             fn.results = [self.widen(fn.scope, x, U[k]) if widen else x for k, x in enumerate(row)]
         outs = [self.annotate(Var(self.fresh(), dt, shape, U[k] | idx.vma, all(row[k].exact for row in rows)),
-                              sc.form, sc.slack | idx.vma)
+                              sc.form, sc.ctrl | idx.vma)
                 for k, (dt, shape) in enumerate(sigs)]
         self.place(sc, fns)
         self.add_stmt(sc, CondStmt(outs, idx, fns, ops))
@@ -1970,11 +1949,10 @@ class CtlGen(Gen):
         """fori_loop over literal bounds, or (fori_value_bounds) bounds that
         are values, invariant or varying by device."""
         rng = self.rng
-        reverse = rng.random() < 0.15 and not (self.plant and 'uncalled_params' in WORKAROUNDS)
+        reverse = rng.random() < 0.15
         if 'fori_value_bounds' in FEATURES and rng.random() < 0.5:
-            bb = frozenset() if sc.ctrl and 'fori_bound_inactive' in WORKAROUNDS else budget
-            lo = self.small_int(sc, bb, -1, 2)
-            hi = self.small_int(sc, bb, -1, 4)
+            lo = self.small_int(sc, budget, -1, 2)
+            hi = self.small_int(sc, budget, -1, 4)
             if not hi.is_lit and rng.random() < 0.2:   # the index is i64 if a bound is
                 hi = self.emit(sc, 'convert_element_type', 'new_dtype=i64', [hi], 'i64', (), hi.vma,
                                fn=local(lambda a: a, 'i64'))
@@ -2005,7 +1983,7 @@ class CtlGen(Gen):
             res.append(p if c.pt else self.loop_body_result(fsc, p, t, depth, index=i))
         fn.results = res
         outs = [self.annotate(Var(self.fresh(), c.op.dtype, c.op.shape, t,
-                                  c.op.exact and x.exact and c.op.dtype not in FLOATS), sc.form, sc.slack | bpv)
+                                  c.op.exact and x.exact and c.op.dtype not in FLOATS), sc.form, sc.ctrl | bpv)
                 for c, x, t in zip(cs, res, T)]
         self.place(sc, [fn])
         self.add_stmt(sc, ForiStmt(outs, lo, hi, reverse, fn, [c.op for c in cs]))
@@ -2059,9 +2037,6 @@ class CtlGen(Gen):
         else:
             bmode = rng.choice(['closure', 'closure', 'const'])
         fmode = 'const' if flag is not None and not flag.is_lit and rng.random() < 0.4 else 'closure'
-        if self.plant and 'uncalled_params' in WORKAROUNDS:
-            bmode = 'lit' if bmode == 'const' and B.is_lit else 'closure' if bmode == 'const' else bmode
-            fmode = 'closure'
 
         def pred_vma(T):
             if pred == 'go':
@@ -2078,14 +2053,11 @@ class CtlGen(Gen):
             cconsts.append(B)
         if fmode == 'const':
             cconsts.append(flag)
-        rounds = 'cond_fn_rounds' in WORKAROUNDS
-        cfn, csc = self.new_fn(sc, cconsts + ctypes, ctrl, prefix='cnd', slack=sc.slack if rounds else None)
-        csc.full_binders = not rounds
+        cfn, csc = self.new_fn(sc, cconsts + ctypes, ctrl, prefix='cnd')
         bconsts = []
-        if pred == 'go' and not B.is_lit and rng.random() < 0.5 and not (
-                self.plant and 'uncalled_params' in WORKAROUNDS):
+        if pred == 'go' and not B.is_lit and rng.random() < 0.5:
             bconsts.append(B)
-        if rng.random() < 0.2 and not (self.plant and 'uncalled_params' in WORKAROUNDS):
+        if rng.random() < 0.2:
             u = self.pick(sc, lambda u: u.vma <= budget, recent=0.3)
             if u is not None and u is not B:
                 bconsts.append(u)
@@ -2160,11 +2132,11 @@ class CtlGen(Gen):
             if not x.vma <= t:
                 raise GenError('a while body returns %s for a carry of %s' % (sorted(x.vma), sorted(t)))
         outs = [self.annotate(Var(self.fresh(), c.op.dtype, c.op.shape, t,
-                                  c.op.exact and x.exact and c.op.dtype not in FLOATS), sc.form, sc.slack | pv)
+                                  c.op.exact and x.exact and c.op.dtype not in FLOATS), sc.form, sc.ctrl | pv)
                 for c, x, t in zip(cs, res, T)]
         self.place(sc, [cfn, bfn])
         self.add_stmt(sc, WhileStmt(outs, cfn, bfn, cconsts, bconsts, [c.op for c in cs],
-                                    rng.random() < 0.4 and not (self.plant and 'uncalled_params' in WORKAROUNDS)))
+                                    rng.random() < 0.4))
         sc.vars += outs
         return outs[vpos]
 
