@@ -1861,15 +1861,20 @@ class CtlGen(Gen):
             fn, fsc = self.new_fn(sc, ops, sc.ctrl | idx.vma, prefix='br')
             rows.append([self.produce(fsc, dt, shape, budget, depth) for dt, shape in sigs])
             fns.append(fn)
+        if nb >= 2 and rng.random() < 0.1 and not self.plant:
+            # one function in two places of branches=(...)
+            k = rng.randrange(nb)
+            rows[k] = rows[k - 1]
+            fns[k] = fns[k - 1]
         U = [frozenset().union(*(row[k].vma for row in rows)) for k in range(len(sigs))]
         # branches must agree in variance until shmapi widens them itself
         widen = 'cond_widen' not in FEATURES or rng.random() < 0.5
-        for fn, row in zip(fns, rows):
+        for fn, row in {id(fn): (fn, row) for fn, row in zip(fns, rows)}.values():
             fn.results = [self.widen(fn.scope, x, U[k]) if widen else x for k, x in enumerate(row)]
         outs = [self.annotate(Var(self.fresh(), dt, shape, U[k] | idx.vma, all(row[k].exact for row in rows)),
                               sc.form, sc.ctrl | idx.vma)
                 for k, (dt, shape) in enumerate(sigs)]
-        self.place(sc, fns)
+        self.place(sc, list({id(fn): fn for fn in fns}.values()))
         self.add_stmt(sc, CondStmt(outs, idx, fns, ops))
         sc.vars += outs
         return outs[0]
@@ -2101,6 +2106,17 @@ class CtlGen(Gen):
             p = self.emit(csc, 'not', '', [q], 'bool', (), q.vma, fn=local(np.logical_not, 'bool'))
         else:
             p = cps[role['go']]        # the predicate is a carry
+        free = sorted(self.all_axes - sc.ctrl - pv)
+        if free and rng.random() < 0.25 and not kp.is_lit:
+            # a collective in the cond function, over axes the predicate does
+            # not vary along: every member of a group evaluates the predicate
+            # as often as the others; `gt s -1000` holds, the loop is unchanged
+            axes = self.rand_axes(mesh, 1, free)
+            s = self.emit(csc, 'psum', self.axes_param(axes), [kp], 'i32', (), kp.vma - frozenset(axes),
+                          coll=c_reduce('psum', 'i32', mesh.group_size(axes)), coll_axes=axes)
+            q = self.emit(csc, 'gt', '', [s, Lit(-1000, 'i32')], 'bool', (), s.vma, fn=local(np.greater, 'bool'))
+            args = [p, q] if rng.random() < 0.5 else [q, p]
+            p = self.emit(csc, 'and', '', args, 'bool', (), p.vma | q.vma, fn=local(np.logical_and, 'bool'))
         cfn.results = [p]
         if p.vma != pv and not (self.plant and p.vma <= pv):
             raise GenError('predicate varies over %s, the fixed point says %s' % (sorted(p.vma), sorted(pv)))
