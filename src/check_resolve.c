@@ -336,18 +336,24 @@ void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh) {
 }
 
 /* At the end of a file: the errors a def's own check held back are
-   dropped if a call checked the function, reported if none did; each
+   dropped when a use checked the function without error, or when its
+   only uses were skipped after an earlier error (they will check it once
+   that error is mended), and reported otherwise; each
    function recorded since `from` that no check has reached (no instance
    of any def of its syntax) is resolved, once per syntax. */
 void resolve_unchecked(Checker *C, int from) {
   for (int i = from; i < C->ndefs; i++) {
     FuncDef *fd = C->defs[i];
     if (!fd->held) continue;
-    bool checked = false;
-    for (int j = 0; j < C->ndefs && !checked; j++)
-      for (Instance *in = C->defs[j]->ast == fd->ast ? C->defs[j]->inst : NULL; in && !checked; in = in->next)
-        checked = in->ir != NULL;
-    diag_release(fd->held, !checked);
+    bool used = false, use_checked = false, ok = false;
+    for (int j = 0; j < C->ndefs; j++) {
+      FuncDef *d = C->defs[j];
+      if (d->ast != fd->ast) continue;
+      used |= d->used;
+      use_checked |= d->use_checked;
+      for (Instance *in = d->inst; in; in = in->next) ok |= in->ir != NULL;
+    }
+    diag_release(fd->held, !ok && (!used || use_checked));
     fd->held = 0;
   }
   for (int i = from; i < C->ndefs; i++) {
