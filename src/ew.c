@@ -408,6 +408,15 @@ static void ew_complex_binary(int op, const Array *a, const Array *b, Array *r) 
   }
 }
 
+/* re + i im, infinities and NaNs kept (a complex is laid out as two
+   doubles; CMPLX is not everywhere). */
+static double complex mkc(double re, double im) {
+  double complex z;
+  double parts[2] = {re, im};
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+
 /* A complex unary operation in double (the result rounded to the parts'
    precision by the caller). */
 static double complex un_c(int op, double complex z) {
@@ -434,7 +443,7 @@ static void ew_complex_unary(int op, const Array *a, Array *r) {
     arr_getc(a, i, &re, &im);
     if (op == U_ISFINITE) { ((uint8_t *)r->data)[i] = isfinite(re) && isfinite(im); continue; }
     if (op == U_ABS) { arr_setf(r, i, a->dt == DT_C64 ? (double)hypotf((float)re, (float)im) : hypot(re, im)); continue; }
-    double complex z = un_c(op, CMPLX(re, im));
+    double complex z = un_c(op, mkc(re, im));
     arr_setc(r, i, creal(z), cimag(z));
   }
 }

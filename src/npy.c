@@ -249,14 +249,32 @@ static bool read_file(const char *path, unsigned char **buf, size_t *n, char *er
 
 static void close_zip(void *z) { zip_discard(z); }
 
-/* The bytes of the archive member `key.npy` (or `key`). */
-static bool read_member(const char *path, const char *key, unsigned char **buf, size_t *n, char *err) {
+/* The archive at path, or in data[0..n) when data is not NULL. */
+static zip_t *open_zip(const char *path, const unsigned char *data, size_t n, char *err) {
   int zerr = 0;
-  zip_t *z = zip_open(path, ZIP_RDONLY, &zerr);
-  if (!z) {
-    if (zerr == ZIP_ER_NOENT || zerr == ZIP_ER_OPEN) return fail(err, "cannot open '%s': %s", path, strerror(errno)), false;
-    return fail(err, "'%s' is not an .npz archive (not a zip file that libzip can read)", path), false;
+  zip_t *z = NULL;
+  if (data) {
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *src = zip_source_buffer_create(data, n, 0, &ze);
+    if (src && !(z = zip_open_from_source(src, ZIP_RDONLY, &ze))) zip_source_free(src);
+    zerr = zip_error_code_zip(&ze);
+    zip_error_fini(&ze);
+  } else {
+    z = zip_open(path, ZIP_RDONLY, &zerr);
   }
+  if (!z) {
+    if (!data && (zerr == ZIP_ER_NOENT || zerr == ZIP_ER_OPEN)) return fail(err, "cannot open '%s': %s", path, strerror(errno));
+    return fail(err, "'%s' is not an .npz archive (not a zip file that libzip can read)", path);
+  }
+  return z;
+}
+
+/* The bytes of the archive member `key.npy` (or `key`). */
+static bool read_member(const char *path, const unsigned char *data, size_t dn, const char *key, unsigned char **buf,
+                        size_t *n, char *err) {
+  zip_t *z = open_zip(path, data, dn, err);
+  if (!z) return false;
   err_defer(close_zip, z);
   char name[512];
   snprintf(name, sizeof name, "%s.npy", key);
@@ -306,15 +324,31 @@ static bool read_member(const char *path, const char *key, unsigned char **buf, 
   return true;
 }
 
-Array *npy_load(const char *path, const char *key, char *err) {
+/* A member of an archive read from a file or held in memory, parsed. */
+static Array *load_member(const char *path, const unsigned char *data, size_t dn, const char *key, char *err) {
   unsigned char *buf = NULL;
   size_t n = 0;
-  if (key ? !read_member(path, key, &buf, &n, err) : !read_file(path, &buf, &n, err)) return NULL;
+  if (!read_member(path, data, dn, key, &buf, &n, err)) return NULL;
   err_defer(free_at, &buf);
   char what[600];
-  if (key) snprintf(what, sizeof what, "%s[%s]", path, key);
-  else snprintf(what, sizeof what, "%s", path);
+  snprintf(what, sizeof what, "%s[%s]", path, key);
   Array *a = npy_parse(buf, n, what, err);
+  err_undefer(&buf);
+  mem_free(buf);
+  return a;
+}
+
+Array *npy_parse_npz(const unsigned char *data, size_t n, const char *key, char *err) {
+  return load_member("<memory>", data, n, key, err);
+}
+
+Array *npy_load(const char *path, const char *key, char *err) {
+  if (key) return load_member(path, NULL, 0, key, err);
+  unsigned char *buf = NULL;
+  size_t n = 0;
+  if (!read_file(path, &buf, &n, err)) return NULL;
+  err_defer(free_at, &buf);
+  Array *a = npy_parse(buf, n, path, err);
   err_undefer(&buf);
   mem_free(buf);
   return a;

@@ -26,6 +26,8 @@
 Array *npy_load(const char *path, const char *key, char *err);
 /* The array in n bytes of .npy data; `what` names them in messages. */
 Array *npy_parse(const unsigned char *buf, size_t n, const char *what, char *err);
+/* The member key of an .npz archive held in n bytes. */
+Array *npy_parse_npz(const unsigned char *data, size_t n, const char *key, char *err);
 /* Write a as a .npy file (version 1.0, little-endian, C order). */
 bool npy_save(const char *path, const Array *a, char *err);
 /* The .npy bytes of a (as npy_save writes them) appended to *out, *n. */
