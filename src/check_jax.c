@@ -84,6 +84,7 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) 
   st->prim = -1;
   st->callee = f;
   st->via = prim + 1;
+  st->via_name = s->callee;
   st->at = at;
   st->params = r->canon;
   st->nparams = r->ncanon;

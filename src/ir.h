@@ -152,6 +152,7 @@ typedef struct IrStmt {
   int via;                /* a call written as JAX's call primitive (pjit ...):
                              that PrimId + 1, printed with `params` and
                              at->fns[0] the callee; 0 for a plain call */
+  Str via_name;           /* that primitive's name as written (jit, pjit, ...) */
   /* IS_CONST */
   Array *value;
   /* IS_PRINT */

@@ -342,7 +342,8 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
     }
     if (st->nout) buf_puts(b, " = ");
     if (st->via) {
-      buf_puts(b, prim_table[st->via - 1].name);
+      if (st->via_name.n) buf_printf(b, "%.*s", st->via_name.n, st->via_name.p);
+      else buf_puts(b, prim_table[st->via - 1].name);
       show_params(S, st, mesh, indent);
     } else if (st->prim < 0) buf_puts(b, cname);
     else {
