@@ -592,6 +592,23 @@ static void lit_fill(Ctx *cx, const AstALit *a, Array *arr, int64_t *pos, bool *
   (*pos)++;
 }
 
+/* The statement binding the constant `value` (of type t) to b, bound in
+   cx's scope; the caller emits it. */
+static IrStmt *const_stmt(Ctx *cx, AstStmt *s, AstBinder *b, Type t, Array *value) {
+  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
+  st->line = s->line;
+  st->value = value;
+  st->out = NEWN(cx->C, IrVar *, 1);
+  st->nout = 1;
+  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+  st->out[0] = v;
+  if (!str_eqc(b->name, "_")) {
+    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
+    cx->scope->var = v;
+  }
+  return st;
+}
+
 static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   if (s->nouts != 1) {
     diag_error(s->outs[1]->sp, "a literal is one value; it cannot be bound to %d names", s->nouts);
@@ -659,18 +676,7 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   err_undefer(arr);
   if (!ok) { arr_unref(arr); check_bind_bad(cx, s); return; }
   prog_keep(&cx->C->prog, arr);
-  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
-  st->line = s->line;
-  st->value = arr;
-  st->out = NEWN(cx->C, IrVar *, 1);
-  st->nout = 1;
-  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
-  st->out[0] = v;
-  if (!str_eqc(b->name, "_")) {
-    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
-    cx->scope->var = v;
-  }
-  emit_stmt(EM(cx), st);
+  emit_stmt(EM(cx), const_stmt(cx, s, b, t, arr));
 }
 
 /* ---- load and save -------------------------------------------------------------------- */
@@ -710,21 +716,11 @@ static void check_load(Ctx *cx, AstStmt *s) {
   memcpy(t.shape, a->shape, sizeof(int64_t) * a->rank);
   AstBinder *b = s->outs[0];
   if (!check_annotation(cx, b, &t, "the file")) { check_bind_bad(cx, s); return; }
-  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
-  st->line = s->line;
-  st->value = a;
+  IrStmt *st = const_stmt(cx, s, b, t, a);
   st->loaded = true;
   st->load_path = s->name;
   st->load_key = s->key;
   st->load_has_key = s->has_key;
-  st->out = NEWN(cx->C, IrVar *, 1);
-  st->nout = 1;
-  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
-  st->out[0] = v;
-  if (!str_eqc(b->name, "_")) {
-    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
-    cx->scope->var = v;
-  }
   emit_stmt(EM(cx), st);
 }
 

@@ -126,6 +126,20 @@ static uint32_t ast_param_vma(Ctx *cx, const FuncDef *fd, int p) {
   return v;
 }
 
+/* "cond branches disagree: A returns (...), B returns (...)" */
+static void branches_disagree(Ctx *cx, Span sp, const char *an, const IrFunc *a, const char *bn, const IrFunc *b) {
+  Buf b0 = {0}, b1 = {0};
+  err_defer(buf_release, &b0);
+  err_defer(buf_release, &b1);
+  check_describe_types(cx, &b0, a->outs, a->nouts);
+  check_describe_types(cx, &b1, b->outs, b->nouts);
+  diag_error(sp, "cond branches disagree: %s returns %s, %s returns %s", an, buf_cstr(&b0), bn, buf_cstr(&b1));
+  err_undefer(&b0);
+  buf_free(&b0);
+  err_undefer(&b1);
+  buf_free(&b1);
+}
+
 /* A branch of JAX 0.1's cond that takes all the operands, passing its own
    n of them, from `first`, to f; its results lifted to the variance sets u. */
 static IrFunc *branch_wrapper(Ctx *cx, Span sp, const char *name, IrFunc *f, const Type *args, int nargs, int first,
@@ -170,17 +184,7 @@ static void flow_cond_old(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at
   bool fit = t->nouts == f->nouts;
   for (int i = 0; fit && i < t->nouts; i++) fit = same_shape_dtype(&t->outs[i].t, &f->outs[i].t);
   if (!fit) {
-    Buf b0 = {0}, b1 = {0};
-    err_defer(buf_release, &b0);
-    err_defer(buf_release, &b1);
-    check_describe_types(cx, &b0, t->outs, t->nouts);
-    check_describe_types(cx, &b1, f->outs, f->nouts);
-    diag_error(s->callee_sp, "cond branches disagree: true_jaxpr returns %s, false_jaxpr returns %s", buf_cstr(&b0),
-               buf_cstr(&b1));
-    err_undefer(&b0);
-    buf_free(&b0);
-    err_undefer(&b1);
-    buf_free(&b1);
+    branches_disagree(cx, s->callee_sp, "true_jaxpr", t, "false_jaxpr", f);
     check_bind_bad(cx, s);
     return;
   }
@@ -237,17 +241,9 @@ void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     bool fit = fs[b]->nouts == nout;
     for (int i = 0; fit && i < nout; i++) fit = same_shape_dtype(&fs[b]->outs[i].t, &fs[0]->outs[i].t);
     if (!fit) {
-      Buf b0 = {0}, b1 = {0};
-      err_defer(buf_release, &b0);
-      err_defer(buf_release, &b1);
-      check_describe_types(cx, &b0, fs[0]->outs, fs[0]->nouts);
-      check_describe_types(cx, &b1, fs[b]->outs, fs[b]->nouts);
-      diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
-                 buf_cstr(&b0), b, buf_cstr(&b1));
-      err_undefer(&b0);
-      buf_free(&b0);
-      err_undefer(&b1);
-      buf_free(&b1);
+      char nb[32];
+      snprintf(nb, sizeof nb, "branch %d", b);
+      branches_disagree(cx, s->callee_sp, "branch 0", fs[0], nb, fs[b]);
       check_bind_bad(cx, s);
       return;
     }
