@@ -82,6 +82,9 @@ static int descr_dtype(const char *d, bool *swap) {
 
 static bool hdr_descr(Hdr *h, char *err) {
   char d[64];
+  ws(h);
+  if (h->p < h->e && *h->p == '[')
+    return fail(err, "it holds a structured dtype (records of named fields), which shmapi has not"), false;
   if (!str_lit(h, d, sizeof d)) return fail(err, "its header's 'descr' is not a dtype string such as '<f4'"), false;
   h->dt = descr_dtype(d, &h->swap);
   if (h->dt < 0)
@@ -167,6 +170,8 @@ static void swap_bytes(unsigned char *p, int64_t n, int size) {
 static void release_array(void *a) { arr_unref(a); }
 
 Array *npy_parse(const unsigned char *buf, size_t n, const char *what, char *err) {
+  if (n >= 4 && !memcmp(buf, "PK\x03\x04", 4))
+    return fail(err, "'%s' is an .npz archive: name the array to load (load \"file.npz\" \"name\")", what);
   if (n < 10 || memcmp(buf, MAGIC, 6))
     return fail(err, "'%s' is not a .npy file (it does not begin with NumPy's magic string)", what);
   int major = buf[6];
@@ -189,9 +194,14 @@ Array *npy_parse(const unsigned char *buf, size_t n, const char *what, char *err
   if (!parse_header(&h, msg)) return fail(err, "'%s': %s", what, msg);
   size_t off = hoff + hlen, es = dtype_sizes[h.dt];
   int64_t count = shape_size(h.rank, h.shape);
-  if ((uint64_t)count > (n - off) / es)
-    return fail(err, "'%s' is truncated: %s[%d dimensions] needs %lld bytes of data, the file has %zu", what,
-                dtype_names[h.dt], h.rank, (long long)count * (long long)es, n - off);
+  if ((uint64_t)count > (n - off) / es) {
+    char shp[24 * SHM_MAXRANK + 8];
+    int k = 0;
+    for (int d = 0; d < h.rank; d++) k += snprintf(shp + k, sizeof shp - (size_t)k, "%s%lld", d ? "," : "", (long long)h.shape[d]);
+    shp[k] = 0;
+    return fail(err, "'%s' is truncated: %s[%s] needs %lld bytes of data, the file has %zu", what, dtype_names[h.dt], shp,
+                (long long)count * (long long)es, n - off);
+  }
   /* Fortran order: the data of the transpose, in C order */
   int64_t shp[SHM_MAXRANK];
   for (int d = 0; d < h.rank; d++) shp[d] = h.fortran ? h.shape[h.rank - 1 - d] : h.shape[d];
