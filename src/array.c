@@ -139,7 +139,8 @@ static uint64_t wide_int_bits(const Wide *w, int bits, bool is_unsigned) {
   if (w->k == 'U') return w->u;
   if (w->k == 'B' || w->k == 'I') return (uint64_t)w->i;
   if (is_unsigned) {
-    double hi = bits == 64 ? 18446744073709551615.0 : ldexp(1.0, bits) - 1;
+    if (bits == 64 && w->re >= 18446744073709551616.0) return UINT64_MAX;
+    double hi = bits == 64 ? 18446744073709551616.0 : ldexp(1.0, bits) - 1;
     double x = sat(w->re, 0, hi);
     return x >= 9223372036854775808.0 ? (uint64_t)(x - 9223372036854775808.0) + (UINT64_C(1) << 63) : (uint64_t)x;
   }

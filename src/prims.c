@@ -39,8 +39,12 @@
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
 
 /* Accepts a parameter that JAX prints and shmapi does not use (sharding,
-   out_sharding, precision, accuracy): its value is not read. */
-static void ignore_param(RuleCtx *cx, const char *key) { (void)rule_has(cx, key); }
+   out_sharding, precision, accuracy): its value is not read, only kept
+   for show. */
+static void ignore_param(RuleCtx *cx, const char *key) {
+  PVal *v = rule_get(cx, key);
+  if (v) rule_record(cx, key, v);
+}
 
 /* A new result array of type t. */
 static Array *new_arr(const Type *t) { return arr_new((DType)t->dt, t->rank, t->shape); }

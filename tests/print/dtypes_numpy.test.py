@@ -5,8 +5,10 @@ For random pairs of arrays of the dtypes bool, i8, i16, i32, i64, u8, u16,
 u32, u64, bf16, f16, f32, f64, c64 and c128 (random shapes, values of every
 magnitude, NaN and infinities), NumPy writes the operands with np.save;
 a shm program loads them, prints them and the results of add, sub, mul,
-div, max, min, neg, abs, eq and lt (those the dtype has), converts them to
-other dtypes, and saves a result.  Every printed block must be NumPy's
+div, max, min, neg, abs, eq and lt (those the dtype has), converts one to
+a random dtype (convert_element_type's semantics: integers wrap, floats
+truncate and saturate, complex drops its imaginary part), and saves a
+result.  Every printed block must be NumPy's
 str() of NumPy's own result, byte for byte, and the saved file must read
 back (np.load) bit for bit.
 
@@ -196,6 +198,36 @@ def expected(op, a, b, dt):
         return r.astype(NP[out_dt]) if out_dt != "bool" else r.astype(np.bool_), out_dt
 
 
+def converted(a, dt, to):
+    """a (of dtype dt) as convert_element_type gives it in `to`: integers
+    wrap, floats truncate toward zero saturating at the range (NaN: 0),
+    complex drops its imaginary part, bool compares with 0."""
+    with np.errstate(all="ignore"):
+        if to == "bool":
+            return (a != 0) if dt != "bf16" else (np.asarray(a) != 0)
+        src = np.asarray(a)
+        if src.dtype.kind == "c" and to[0] != "c":
+            src = src.real
+        if to[0] in "iu":
+            info = np.iinfo(NP[to])
+            out = np.empty(src.shape, NP[to])
+            for idx in np.ndindex(src.shape):
+                x = src[idx]
+                if src.dtype.kind in "biu":
+                    v = int(x) % (1 << (8 * np.dtype(NP[to]).itemsize))
+                    if to[0] == "i" and v > info.max:
+                        v -= 1 << (8 * np.dtype(NP[to]).itemsize)
+                else:
+                    x = float(x)
+                    v = 0 if x != x else max(info.min, min(info.max, int(x) if abs(x) != float("inf") else
+                                                           (info.max if x > 0 else info.min)))
+                out[idx] = v
+            return out
+        if to == "bf16":
+            return bf16_round(src.astype(np.float32))
+        return src.astype(NP[to])
+
+
 def text(a, dt):
     return bf16_str(a) if dt == "bf16" else str(a)
 
@@ -217,6 +249,9 @@ def one_round(shmapi, rng, k, tmp):
         args = "a" if op in ("neg", "abs") else "a b"
         lines += ["r_%s = %s %s" % (op, op, args), 'print "%s"' % MARK, "print r_%s" % op]
         want.append(text(r, rdt))
+    to = DTYPES[int(rng.integers(0, len(DTYPES)))]
+    lines += ["r_cv = convert_element_type[new_dtype=%s] a" % to, 'print "%s"' % MARK, "print r_cv"]
+    want.append(text(converted(a, dt, to), to))
     lines.append('save "%s" r_%s' % (os.path.basename(po), ops_of(dt)[0]))
     saved, sdt = expected(ops_of(dt)[0], a, b, dt)
     prog = os.path.join(tmp, "r%d.shm" % k)
@@ -228,19 +263,24 @@ def one_round(shmapi, rng, k, tmp):
     got = p.stdout.split(MARK + "\n")[1:]
     got = [g[:-1] if g.endswith("\n") else g for g in got]
     bad = []
-    names = ["a", "b"] + ops_of(dt)
+    names = ["a", "b"] + ops_of(dt) + ["convert_element_type to %s" % to]
     for name, w, g in zip(names, want, got):
         if w != g:
             bad.append("round %d (%s%s) %s:\n--- numpy\n%s\n--- shmapi\n%s" % (k, dt, list(shape), name, w, g))
     if len(got) != len(want):
         bad.append("round %d: %d blocks printed, %d expected" % (k, len(got), len(want)))
     back = np.load(po)
+    # bit for bit, but for which NaN a NaN is (NumPy's own loops do not say)
     if sdt == "bf16":
-        back_bits = back.view("<u2").astype(np.uint32) << 16
-        same = np.array_equal(back_bits, np.asarray(saved, np.float32).view(np.uint32))
+        back = (back.view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+        same = back.shape == saved.shape and np.array_equal(back, saved, equal_nan=True) and \
+            np.array_equal(np.signbit(back[~np.isnan(back)]), np.signbit(saved[~np.isnan(saved)]))
     else:
         same = back.dtype == np.dtype(NP[sdt]) and back.shape == saved.shape and \
-            back.tobytes() == np.ascontiguousarray(saved).tobytes()
+            (back.tobytes() == np.ascontiguousarray(saved).tobytes() or
+             (back.dtype.kind in "fc" and np.array_equal(back, saved, equal_nan=True) and
+              np.array_equal(np.signbit(back.real), np.signbit(np.asarray(saved).real)) |
+              np.isnan(back.real).any()))
     if not same:
         bad.append("round %d (%s): the saved file reads back as %r, not %r" % (k, dt, back, saved))
     return bad
