@@ -22,7 +22,7 @@
 #ifndef SHM_RNG_H
 #define SHM_RNG_H
 
-#include "prims.h"
+#include "ir.h"
 #include "rule.h"
 
 bool rng_rule_key(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
