@@ -2054,8 +2054,6 @@ void dbg_set_program(Dbg *D, int file, int nstmts) {
   D->prog_n = nstmts;
 }
 
-bool dbg_stopped(Dbg *D) { return D->stopped; }
-
 int dbg_visible_names(Dbg *D, const char **names, int max) {
   if (!D->stopped) return 0;
   VarList L = {0};

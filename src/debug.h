@@ -69,8 +69,6 @@ bool dbg_command(Dbg *D, const char *line, DbgResult *res);
 bool dbg_help(const char *topic);
 /* The debugger's commands (NULL-terminated), for help and completion. */
 extern const char *const dbg_command_names[];
-/* Is the debugger at a stop (its prompt showing)? */
-bool dbg_stopped(Dbg *D);
 /* The names visible where the debugger stopped, for completion; returns
    how many were stored (0 when not stopped). */
 int dbg_visible_names(Dbg *D, const char **names, int max);
