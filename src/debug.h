@@ -10,6 +10,10 @@
 ** With varying control flow a stop names the instances on its path and
 ** where the others are.
 **
+** The debugger is three files: debug.c (the trace, the stop, stepping,
+** the stack, the commands), dbg_break.c (breakpoints, conditions,
+** displays) and inspect.c (what looks at values and names).
+**
 ** Breakpoint conditions and `p`/`display` expressions are compiled by the
 ** checker (check_expr) against the variables visible where the debugger
 ** stands and run by the evaluator (eval_call) in that frame: a condition
