@@ -16,10 +16,10 @@
 ** the shard_map equation) or the function the debugger compiled for
 ** `debug f a b`.  Depth counts every frame, shown or not.
 **
-** A command has a handler here.  A handler gets the rest of the line and
-** says what the prompt does next: stay, resume the run, or take the line
-** for something else after all (`whos x` at (shdb) is an expression to
-** print, at shm> a statement).
+** A command is a row of commands.def and a handler here.  A handler gets
+** the rest of the line and says what the prompt does next: stay, resume
+** the run, or take the line for something else after all (`whos x` at
+** (shdb) is an expression to print, at shm> a statement).
 */
 #include <ctype.h>
 #include <stdio.h>
@@ -38,10 +38,10 @@ typedef enum { REQ_NONE, REQ_QUIT, REQ_RUN, REQ_RESTART } Request;
 struct Dbg {
   Insp in;                   /* where the run stands, the selected frame, the focus */
   Brk *brk;                  /* breakpoints and displays */
-  DbgReader read;
-  DbgHelp help;
-  void *ctx;
+  DbgHooks hooks;
   int prog_file, prog_n;     /* the program file and its statements */
+  int at;                    /* the prompt of the command running (DBG_SHM, DBG_SHDB) */
+  DbgResult res;             /* what a command at shm> ran */
   Mode mode;
   int target;                /* depth that next/until/return watch */
   int until_file, until_line;
@@ -313,6 +313,8 @@ static void report_received(Dbg *D, Frame *F, IrStmt *st) {
 /* What the prompt does after a command. */
 typedef enum { ACT_STAY, ACT_RESUME, ACT_NONE } Act;
 
+typedef Act CmdFn(Dbg *D, const char *args);
+
 static void resume(Dbg *D, Mode mode) {
   D->mode = mode;
   D->target = depth_of(D->in.sel);
@@ -362,34 +364,41 @@ static Act cmd_until(Dbg *D, const char *args) {
   return ACT_RESUME;
 }
 
-/* `run` and `restart` at a stop: abandon the running statement, and
-   dbg_run_main starts the program again. */
-static Act need_program(Dbg *D) {
+/* `run` and `restart`: at (shdb) they abandon the running statement and
+   dbg_run_main starts again; at shm> they run here. */
+static Act run_again(Dbg *D, const char *args, bool restart) {
+  if (D->at == DBG_SHM && *args) return ACT_NONE;
   if (D->prog_file < 0) {
     insp_complain("no program file to run: start shmapi with -i FILE or --debug FILE");
     return ACT_STAY;
   }
-  return ACT_RESUME;
+  if (D->at == DBG_SHDB) {
+    D->req = restart ? REQ_RESTART : REQ_RUN;
+    return ACT_RESUME;
+  }
+  D->res = dbg_run_main(D, 0, D->prog_n, restart);
+  return ACT_STAY;
 }
 
-static Act cmd_run(Dbg *D, const char *args) {
-  (void)args;
-  if (need_program(D) == ACT_STAY) return ACT_STAY;
-  D->req = REQ_RUN;
-  return ACT_RESUME;
-}
-
-static Act cmd_restart(Dbg *D, const char *args) {
-  (void)args;
-  if (need_program(D) == ACT_STAY) return ACT_STAY;
-  D->req = REQ_RESTART;
-  return ACT_RESUME;
-}
+static Act cmd_run(Dbg *D, const char *args) { return run_again(D, args, false); }
+static Act cmd_restart(Dbg *D, const char *args) { return run_again(D, args, true); }
 
 static Act cmd_quit(Dbg *D, const char *args) {
   (void)args;
   D->req = REQ_QUIT;
   return ACT_RESUME;
+}
+
+static Act cmd_leave(Dbg *D, const char *args) {
+  (void)args;
+  D->res = DBG_LEAVE;
+  return ACT_STAY;
+}
+
+static Act cmd_debug(Dbg *D, const char *args) {
+  if (!*args) insp_complain("debug needs a statement or a call: debug y = f x, or debug f x");
+  else D->res = D->hooks.debug(D->hooks.ctx, args);
+  return ACT_STAY;
 }
 
 /* ---- the commands: the stack and the source ------------------------------------------ */
@@ -583,64 +592,29 @@ static Act cmd_info(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
-/* ---- help ---------------------------------------------------------------------------- */
+/* ---- the command table and help ------------------------------------------------------ */
 
-typedef struct CmdHelp {
-  const char *names;         /* "next n" */
-  const char *usage;
-  const char *text;
-} CmdHelp;
+static Act cmd_help(Dbg *D, const char *args);
 
-static const CmdHelp helps[] = {
-  {"step s", "step", "Run the current statement, stopping at the first statement inside any function it calls."},
-  {"next n", "next", "Run the current statement and stop at the next one in this function (or where it returns)."},
-  {"until unt", "until [LINE]", "Continue until a line past the current one (or at least LINE) in this function, or until it returns."},
-  {"finish return r", "finish | return", "Continue until the current function returns; show what it returns."},
-  {"continue c cont", "continue", "Continue until a breakpoint or the end."},
-  {"break b", "break [LOCATION [if COND]]",
-   "Set a breakpoint at LINE, FILE:LINE or FUNC (its first statement).  COND is an expression\n"
-   "such as `gt x 3.0` or a bool variable, evaluated per instance (an array holds where any\n"
-   "element is true): the stop names the devices where it held.  With no argument, list\n"
-   "the breakpoints."},
-  {"tbreak", "tbreak LOCATION [if COND]", "A breakpoint deleted when first hit."},
-  {"clear cl", "clear [N... | LOCATION]", "Delete breakpoints by number or location; all of them with no argument."},
-  {"disable", "disable N...", "Disable breakpoints."},
-  {"enable", "enable N...", "Enable breakpoints."},
-  {"condition", "condition N [COND]", "Set or remove the condition of breakpoint N."},
-  {"ignore", "ignore N COUNT", "Pass breakpoint N the next COUNT times it is reached."},
-  {"where w bt", "where", "Print the stack, most recent frame last; '>' marks the selected frame."},
-  {"up u", "up [N]", "Select the frame N levels up (towards the caller)."},
-  {"down d", "down [N]", "Select the frame N levels down."},
-  {"list l", "list [FIRST[, LAST] | .]", "List source lines around the current line; again to continue."},
-  {"longlist ll", "longlist", "List the whole current function."},
-  {"print p", "print EXPR [@ DEVICE]",
-   "Print a value: a name, a literal or `prim[params] args`.  Inside a shard_map every\n"
-   "device's block is printed, as `print` does; `@ 3` prints device 3's, `@ (1, 0)` the\n"
-   "block at those mesh coordinates."},
-  {"display", "display [EXPR]", "Print EXPR now and at each stop where its value changed; list them with no argument."},
-  {"undisplay", "undisplay [EXPR | N]", "Stop displaying EXPR (all of them with no argument)."},
-  {"info", "info locals | mesh | break | display",
-   "locals: the current frame's variables (the focused device only, after `device N`);\n"
-   "mesh: axes, sizes and the device grid; break: breakpoints; display: displays."},
-  {"whos", "whos", "Names visible here with their types (variance included) and the devices holding them."},
-  {"device", "device [N | (COORDS) | all]", "Focus on one device for `p` and `info locals`; `all` ends the focus."},
-  {"show", "show FUNC", "Print a function's checked form."},
-  {"run", "run", "Run the program file again from its start, stopping at breakpoints."},
-  {"restart", "restart", "Run the program file again, stopping before its first statement."},
-  {"quit q exit", "quit", "Leave the debugger: abandon the running statement (with --debug: leave shmapi)."},
-  {"help h", "help [COMMAND | TOPIC]", "Help on a command; `help` alone lists them."},
-  {NULL, NULL, NULL}
+/* commands.def twice: its rows as data (which the REPL reads too) and
+   their handlers, in the same order. */
+const DbgCmd dbg_cmds[] = {
+#define CMD(names, also, at, fn, arg, usage, text, rank, shm_help) \
+  {names, also, DBG_##at, DBG_ARG_##arg, usage, text, rank, shm_help},
+#include "commands.def"
+#undef CMD
+  {NULL, NULL, 0, DBG_ARG_ANY, NULL, NULL, 0, NULL}
 };
 
-const char *const dbg_command_names[] = {
-  "step", "next", "until", "finish", "return", "continue", "break", "tbreak", "clear", "disable", "enable",
-  "condition", "ignore", "where", "bt", "up", "down", "list", "longlist", "print", "display", "undisplay",
-  "info", "whos", "device", "show", "run", "restart", "quit", "help", NULL
+static CmdFn *const handlers[] = {
+#define CMD(names, also, at, fn, arg, usage, text, rank, shm_help) fn,
+#include "commands.def"
+#undef CMD
 };
 
-static bool names_has(const char *names, const char *w) {
-  size_t n = strlen(w);
-  for (const char *p = names; *p;) {
+/* Is w (n bytes) one of the space-separated words of list? */
+static bool has_word(const char *list, const char *w, size_t n) {
+  for (const char *p = list; *p;) {
     const char *e = strchr(p, ' ');
     size_t l = e ? (size_t)(e - p) : strlen(p);
     if (l == n && !strncmp(p, w, n)) return true;
@@ -650,54 +624,67 @@ static bool names_has(const char *names, const char *w) {
   return false;
 }
 
-bool dbg_help(const char *topic) {
-  if (!topic || !*topic) {
-    insp_say("Debugger commands (short forms in parentheses):");
-    for (const CmdHelp *h = helps; h->names; h++) {
-      Buf b = {0};
-      buf_printf(&b, "  %s", h->usage);
-      /* the short forms: the names the usage does not spell */
-      const char *p = h->names;
-      bool first = true;
-      while (*p) {
-        const char *e = strchr(p, ' ');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        char w[32];
-        snprintf(w, sizeof w, "%.*s", (int)n, p);
-        const char *u = strstr(h->usage, w);
-        bool spelled = u && (u == h->usage || u[-1] == ' ') && !isalnum((unsigned char)u[n]);
-        if (!spelled) {
-          buf_printf(&b, first ? " (%s" : ", %s", w);
-          first = false;
-        }
-        p += n;
-        while (*p == ' ') p++;
-      }
-      if (!first) buf_putc(&b, ')');
-      insp_say("%s", buf_cstr(&b));
-      buf_free(&b);
-    }
-    insp_say("An empty line repeats the last command; anything else is printed as an expression.");
-    insp_say("`help COMMAND` explains one; `help primitives`, `help collectives` describe the language.");
-    return true;
-  }
-  for (const CmdHelp *h = helps; h->names; h++)
-    if (names_has(h->names, topic)) {
-      insp_say("%s", h->usage);
-      insp_say("%s", h->text);
-      return true;
-    }
-  return false;
+const DbgCmd *dbg_find(const char *word, int at) {
+  size_t n = strlen(word);
+  if (!n) return NULL;
+  for (const DbgCmd *c = dbg_cmds; c->names; c++)
+    if ((c->at & at) && (has_word(c->names, word, n) || ((at & DBG_SHDB) && has_word(c->also, word, n))))
+      return c;
+  return NULL;
 }
 
+/* Append to b the words of list that usage does not spell, as
+   " (w, w" after the *k words already there. */
+static void put_forms(Buf *b, const char *list, const char *usage, int *k) {
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, " ");
+    char w[32];
+    snprintf(w, sizeof w, "%.*s", (int)n, p);
+    const char *u = strstr(usage, w);
+    bool spelled = u && (u == usage || u[-1] == ' ') && !isalnum((unsigned char)u[n]);
+    if (!spelled) buf_printf(b, (*k)++ ? ", %s" : " (%s", w);
+    p += n;
+    while (*p == ' ') p++;
+  }
+}
+
+void dbg_help_list(void) {
+  insp_say("Debugger commands (short forms in parentheses):");
+  for (const DbgCmd *c = dbg_cmds; c->names; c++) {
+    if (!(c->at & DBG_SHDB)) continue;
+    Buf b = {0};
+    int k = 0;
+    buf_printf(&b, "  %s", c->usage);
+    put_forms(&b, c->also, c->usage, &k);
+    put_forms(&b, c->names, c->usage, &k);
+    if (k) buf_putc(&b, ')');
+    insp_say("%s", buf_cstr(&b));
+    buf_free(&b);
+  }
+  insp_say("An empty line repeats the last command; anything else is printed as an expression.");
+  insp_say("`help COMMAND` explains one; `help primitives`, `help collectives` describe the language.");
+}
+
+/* `help [TOPIC]`: alone at (shdb), the debugger's commands; a command's
+   usage and text, this prompt's row before the other's (`help quit` is
+   not the same at both); the REPL knows the rest: its overview (`help`
+   alone at shm>), the language's topics, the primitives. */
 static Act cmd_help(Dbg *D, const char *args) {
   char *t = insp_trim(args);
-  if (!dbg_help(t) && !(D->help && D->help(D->ctx, t))) insp_complain("no help on '%s'", t);
+  const DbgCmd *c = NULL;
+  int other = D->at == DBG_SHM ? DBG_SHDB : DBG_SHM;
+  if (!*t && D->at == DBG_SHDB) {
+    dbg_help_list();
+  } else if ((c = dbg_find(t, D->at)) || (c = dbg_find(t, other))) {
+    insp_say("%s", c->usage);
+    insp_say("%s", c->text);
+  } else if (!D->hooks.help || !D->hooks.help(D->hooks.ctx, t)) {
+    if (D->at == DBG_SHM) insp_complain("no help on '%s' (help lists the topics)", t);
+    else insp_complain("no help on '%s'", t);
+  }
   mem_free(t);
   return ACT_STAY;
 }
-
-/* ---- dispatch ---------------------------------------------------------------------------- */
 
 /* The command word of a line (empty when longer than n - 1), and its
    arguments. */
@@ -715,53 +702,20 @@ static const char *split_word(const char *line, char *word, size_t n) {
   return line;
 }
 
-/* One command at a stop: ACT_NONE when the line is none. */
-static Act command(Dbg *D, const char *line) {
+/* Run the command of `line` at prompt `at`: ACT_NONE when it is none. */
+static Act run_command(Dbg *D, const char *line, int at) {
   char w[32];
   const char *args = split_word(line, w, sizeof w);
-  if (!strcmp(w, "s") || !strcmp(w, "step")) return cmd_step(D, args);
-  if (!strcmp(w, "n") || !strcmp(w, "next")) return cmd_next(D, args);
-  if (!strcmp(w, "c") || !strcmp(w, "cont") || !strcmp(w, "continue")) return cmd_continue(D, args);
-  if (!strcmp(w, "r") || !strcmp(w, "return") || !strcmp(w, "finish")) return cmd_finish(D, args);
-  if (!strcmp(w, "unt") || !strcmp(w, "until")) return cmd_until(D, args);
-  if (!strcmp(w, "w") || !strcmp(w, "where") || !strcmp(w, "bt")) return cmd_where(D, args);
-  if (!strcmp(w, "u") || !strcmp(w, "up")) return cmd_up(D, args);
-  if (!strcmp(w, "d") || !strcmp(w, "down")) return cmd_down(D, args);
-  if (!strcmp(w, "l") || !strcmp(w, "list")) return cmd_list(D, args);
-  if (!strcmp(w, "ll") || !strcmp(w, "longlist")) return cmd_longlist(D, args);
-  if (!strcmp(w, "p") || !strcmp(w, "print")) return cmd_print(D, args);
-  if (!strcmp(w, "device")) return cmd_device(D, args);
-  if (!strcmp(w, "show")) return cmd_show(D, args);
-  if (!strcmp(w, "h") || !strcmp(w, "help")) return cmd_help(D, args);
-  if (!strcmp(w, "q") || !strcmp(w, "quit") || !strcmp(w, "exit")) return cmd_quit(D, args);
-  if (!strcmp(w, "run")) return cmd_run(D, args);
-  if (!strcmp(w, "restart")) return cmd_restart(D, args);
-  if (!strcmp(w, "b")) return cmd_break(D, args);
-  if (!strcmp(w, "cl")) return cmd_clear(D, args);
-  if (!strcmp(w, "whos")) return cmd_whos(D, args);
-  if (dbg_command(D, line, NULL)) return ACT_STAY;
-  return ACT_NONE;
+  const DbgCmd *c = dbg_find(w, at);
+  if (!c) return ACT_NONE;
+  D->at = at;
+  return handlers[c - dbg_cmds](D, args);
 }
 
 bool dbg_command(Dbg *D, const char *line, DbgResult *res) {
-  char w[32];
-  const char *args = split_word(line, w, sizeof w);
-  if (!strcmp(w, "break")) cmd_break(D, args);
-  else if (!strcmp(w, "tbreak")) cmd_tbreak(D, args);
-  else if (!strcmp(w, "clear")) cmd_clear(D, args);
-  else if (!strcmp(w, "disable")) cmd_disable(D, args);
-  else if (!strcmp(w, "enable")) cmd_enable(D, args);
-  else if (!strcmp(w, "condition")) cmd_condition(D, args);
-  else if (!strcmp(w, "ignore")) cmd_ignore(D, args);
-  else if (!strcmp(w, "display")) cmd_display(D, args);
-  else if (!strcmp(w, "undisplay")) cmd_undisplay(D, args);
-  else if (!strcmp(w, "info")) cmd_info(D, args);
-  else if (!strcmp(w, "whos") && !*args) cmd_whos(D, args);
-  else if ((!strcmp(w, "run") || !strcmp(w, "restart")) && !*args && !D->in.stopped) {
-    if (need_program(D) == ACT_STAY) return true;
-    DbgResult r = dbg_run_main(D, 0, D->prog_n, w[1] == 'e');
-    if (res) *res = r;
-  } else return false;
+  D->res = DBG_OK;
+  if (run_command(D, line, DBG_SHM) == ACT_NONE) return false;
+  if (res) *res = D->res;
   return true;
 }
 
@@ -771,7 +725,7 @@ bool dbg_command(Dbg *D, const char *line, DbgResult *res) {
 static void stop_loop(Dbg *D) {
   for (;;) {
     fflush(stdout);
-    char *line = D->read(D->ctx, "(shdb) ");
+    char *line = D->hooks.read(D->hooks.ctx, "(shdb) ");
     if (!line) {
       D->req = REQ_QUIT;
       break;
@@ -787,7 +741,7 @@ static void stop_loop(Dbg *D) {
       D->last_cmd = NULL;          /* not left dangling if the copy runs out of memory */
       D->last_cmd = mem_strndup(t, strlen(t));
     }
-    Act a = command(D, t);
+    Act a = run_command(D, t, DBG_SHDB);
     if (a == ACT_NONE) insp_print_line(&D->in, t);     /* anything else is an expression to print */
     mem_free(t);
     if (a == ACT_RESUME) break;
@@ -887,15 +841,13 @@ static void trace(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data) {
 
 /* ---- the REPL's entry points --------------------------------------------------------- */
 
-Dbg *dbg_new(Checker *C, Interp *I, DbgReader read, DbgHelp help, void *ctx) {
+Dbg *dbg_new(Checker *C, Interp *I, const DbgHooks *hooks) {
   Dbg *D = mem_calloc(sizeof *D);
   D->in.C = C;
   D->in.I = I;
   D->in.focus = -1;
   D->brk = brk_new();
-  D->read = read;
-  D->help = help;
-  D->ctx = ctx;
+  D->hooks = *hooks;
   D->prog_file = -1;
   eval_set_trace(I, trace, D);
   return D;
