@@ -25,7 +25,9 @@
 #include "err.h"
 #include "eval.h"
 #include "inspect.h"
+#include "lex.h"
 #include "parse.h"
+#include "parser.h"
 #include "primdoc.h"
 #include "repl.h"
 #include "show.h"
@@ -48,79 +50,106 @@ typedef struct Repl {
 /* The session completion asks about (libedit's callbacks take no context). */
 static Repl *the_repl;
 
-/* The statement keywords, for completion and expression lines. */
+/* The keywords a statement starts with, for completion. */
 static const char *const keywords[] = {"def", "print", "show", "import", "mesh", "return", NULL};
-
-static bool in_list(const char *const *list, const char *w) {
-  for (int i = 0; list[i]; i++)
-    if (!strcmp(list[i], w)) return true;
-  return false;
-}
 
 static const char *skip_ws(const char *s) {
   while (isspace((unsigned char)*s)) s++;
   return s;
 }
 
+/* ---- what the lexer sees -------------------------------------------------------------- */
+
+/* An input as the real lexer (lex.h) sees it, so that strings, comments,
+   brackets and `\` at the end of a line mean here what they mean to the
+   parser.  That tells a command from a bare name, an expression from
+   statements, and an input that goes on from one that is complete. */
+typedef struct Scan {
+  int ntok;                  /* tokens, newlines not counted */
+  int first, second;         /* the types of the first two (0: none) */
+  Str word;                  /* the first token's text */
+  bool spaced;               /* white space (or nothing) after the first */
+  bool binds;                /* an `=` outside brackets: it binds names */
+  bool open;                 /* it goes on (when it ends in a newline): a
+                                bracket is open, its last line ends in `\`,
+                                or is a decorator waiting for its def */
+  bool bad;                  /* a character the lexer rejects: complete,
+                                the parser will say what is wrong */
+} Scan;
+
+static void free_arena(void *a) { arena_free(a); }
+
+/* Scan text (NUL-terminated; the Strs point into it). */
+static Scan scan(const char *text) {
+  Scan s;
+  memset(&s, 0, sizeof s);
+  size_t n = strlen(text);
+  Arena a = {0};
+  Lexer L;
+  lex_init(&L, &a, -1, text, n);
+  err_defer(free_arena, &a);                 /* decoded strings */
+  int line_first = 0, last_first = 0;        /* first token of this line, of the last one ended */
+  bool by_newline = true;                    /* the last line ended at a newline, not at the end */
+  uint32_t end0 = 0;
+  Tok t;
+  for (lex_next(&L, &t); t.type; lex_next(&L, &t)) {
+    if (t.type == TK_NL) {
+      by_newline = t.sp.len > 0;
+      if (line_first) last_first = line_first;
+      line_first = 0;
+      continue;
+    }
+    if (!line_first) line_first = t.type;
+    if (s.ntok == 0) {
+      s.first = t.type;
+      s.word = t.text;
+      end0 = t.sp.off + t.sp.len;
+    } else if (s.ntok == 1) {
+      s.second = t.type;
+      s.spaced = t.sp.off > end0;
+    }
+    s.ntok++;
+    s.bad |= t.type == TK_ILLEGAL;
+    s.binds |= t.type == TK_EQ && L.depth == 0;
+  }
+  err_undefer(&a);
+  arena_free(&a);
+  if (s.ntok == 1) s.spaced = true;
+  bool continued = !by_newline && n && text[n - 1] == '\n';
+  s.open = !s.bad && (L.depth > 0 || continued || last_first == TK_AT);
+  return s;
+}
+
+/* Inside `prim[...]` at the end of text: true when the innermost open
+   bracket is a `[`, with the name before it in *name (empty if none). */
+static bool in_brackets(const char *text, Str *name) {
+  Arena a = {0};
+  Lexer L;
+  lex_init(&L, &a, -1, text, strlen(text));
+  err_defer(free_arena, &a);
+  int kind[LEX_MAXNEST];
+  Str before[LEX_MAXNEST];
+  int depth = 0;
+  Tok t, prev = {0};
+  for (lex_next(&L, &t); t.type; prev = t, lex_next(&L, &t)) {
+    if (t.type == TK_LBRACK || t.type == TK_LPAREN || t.type == TK_LBRACE || t.type == TK_PSPEC) {
+      if (depth < LEX_MAXNEST) {
+        kind[depth] = t.type;
+        before[depth] = prev.type == TK_IDENT ? prev.text : (Str){text, 0};
+      }
+      depth++;
+    } else if ((t.type == TK_RBRACK || t.type == TK_RPAREN || t.type == TK_RBRACE) && depth) {
+      depth--;
+    }
+  }
+  err_undefer(&a);
+  arena_free(&a);
+  if (!depth || depth > LEX_MAXNEST || kind[depth - 1] != TK_LBRACK) return false;
+  *name = before[depth - 1];
+  return true;
+}
+
 /* ---- reading ------------------------------------------------------------------- */
-
-/* Bracket depth of a chunk of text, skipping strings and comments.  A
-   trailing decorator line also asks for more. */
-static int open_depth(const char *s) {
-  int depth = 0;
-  char q = 0;
-  for (const char *p = s; *p; p++) {
-    if (q) {
-      if (*p == '\\' && p[1]) p++;
-      else if (*p == q) q = 0;
-      else if (*p == '\n') q = 0;
-      continue;
-    }
-    if (*p == '#') { while (*p && *p != '\n') p++; if (!*p) break; continue; }
-    if (*p == '\'' || *p == '"') q = *p;
-    else if (*p == '(' || *p == '[' || *p == '{') depth++;
-    else if (*p == ')' || *p == ']' || *p == '}') depth--;
-  }
-  if (depth > 0) return depth;
-  /* a decorator line waits for its def */
-  const char *t = s + strlen(s);
-  while (t > s && isspace((unsigned char)t[-1])) t--;
-  const char *ls = t;
-  while (ls > s && ls[-1] != '\n') ls--;
-  while (ls < t && isspace((unsigned char)*ls)) ls++;
-  return *ls == '@' ? 1 : 0;
-}
-
-/* Does the line bind names (an `=` outside brackets and strings)? */
-static bool is_equation(const char *s) {
-  int depth = 0;
-  char q = 0;
-  for (const char *p = s; *p; p++) {
-    if (q) {
-      if (*p == '\\' && p[1]) p++;
-      else if (*p == q) q = 0;
-      continue;
-    }
-    if (*p == '#') break;
-    if (*p == '\'' || *p == '"') q = *p;
-    else if (*p == '(' || *p == '[' || *p == '{') depth++;
-    else if (*p == ')' || *p == ']' || *p == '}') depth--;
-    else if (*p == '=' && depth == 0) return true;
-  }
-  return false;
-}
-
-/* One identifier and nothing else: its length, or 0. */
-static int bare_name(const char *s) {
-  s = skip_ws(s);
-  const char *b = s;
-  if (!isalpha((unsigned char)*s) && *s != '_') return 0;
-  while (isalnum((unsigned char)*s) || *s == '_') s++;
-  int n = (int)(s - b);
-  s = skip_ws(s);
-  if (*s == '#') return n;
-  return *s ? 0 : n;
-}
 
 /* Read one line: libedit with a prompt on a terminal; otherwise getline,
    echoing the line after its prompt.  NULL at the end of input. */
@@ -465,17 +494,9 @@ static char **complete(const char *text, int start, int end) {
   rl_completion_append_character = ' ';
   rl_attempted_completion_over = 1;        /* never fall back to file names */
   /* inside `prim[...]`: its parameter names */
-  int depth = 0, open = -1;
-  for (int i = start - 1; i >= 0; i--) {
-    if (line[i] == ']' || line[i] == ')') depth++;
-    else if (line[i] == '[' || line[i] == '(') {
-      if (depth == 0) {
-        if (line[i] == '[') open = i;
-        break;
-      }
-      depth--;
-    }
-  }
+  char *before = mem_strndup(line, (size_t)start);
+  Str prim = {before, 0};
+  bool open = in_brackets(before, &prim);
   int ws = 0;
   while (ws < start && isspace((unsigned char)line[ws])) ws++;
   int we = ws;
@@ -487,13 +508,8 @@ static char **complete(const char *text, int start, int end) {
   /* the command the line starts with, at either prompt */
   const DbgCmd *cmd = dbg_find(first, R->in_debugger ? DBG_SHDB : DBG_SHM);
   if (!cmd) cmd = dbg_find(first, R->in_debugger ? DBG_SHM : DBG_SHDB);
-  if (open >= 0 && (start == 0 || line[start - 1] != '=')) {
-    int e = open;
-    while (e > 0 && line[e - 1] == ' ') e--;
-    int b = e;
-    while (b > 0 && (isalnum((unsigned char)line[b - 1]) || line[b - 1] == '_')) b--;
-    Str w = {line + b, e - b};
-    int id = prim_lookup(w);
+  if (open && line[start - 1] != '=') {
+    int id = prim.n ? prim_lookup(prim) : -1;
     if (id >= 0 && prim_table[id].params) {
       const char *p = prim_table[id].params, *end = p + prim_params_len(p);
       while (p < end) {
@@ -507,7 +523,7 @@ static char **complete(const char *text, int start, int end) {
       }
       rl_completion_append_character = '\0';
     }
-  } else if (open >= 0) {
+  } else if (open) {
     cand_names(R, false, true);
   } else if (ws == start) {
     cand_list(keywords);
@@ -534,6 +550,7 @@ static char **complete(const char *text, int start, int end) {
     int id = prim_lookup(str_c(cands.v[only]));
     if (id >= 0 && prim_table[id].params && *prim_table[id].params) rl_completion_append_character = '\0';
   }
+  mem_free(before);
   char **m = rl_completion_matches(text, cand_gen);
   return m;
 }
@@ -547,23 +564,13 @@ static void note(DbgResult r, Repl *R) {
   if ((r == DBG_QUIT && R->opts->debug) || r == DBG_LEAVE) R->quit = true;
 }
 
-/* An expression line: `f x` or `prim[params] args`, no `=`, no keyword. */
-static bool is_expression(const char *text) {
-  const char *s = skip_ws(text);
-  if (!isalpha((unsigned char)*s) && *s != '_') return false;
-  size_t n = 0;
-  while (isalnum((unsigned char)s[n]) || s[n] == '_') n++;
-  char w[32];
-  if (n >= sizeof w) return !is_equation(text);
-  memcpy(w, s, n);
-  w[n] = 0;
-  return !in_list(keywords, w) && !is_equation(text);
-}
-
 /* Check and run one complete input (under the debugger, stopped before
-   its first statement, when `debug`); an expression line prints its value. */
+   its first statement, when `debug`).  An expression line, one that
+   starts with a name and binds none (`f x`, `prim[params] args`), prints
+   its results. */
 static DbgResult run_input(Repl *R, const char *text, bool debug) {
-  if (is_expression(text)) return dbg_run_call(R->D, text, debug);
+  Scan s = scan(text);
+  if (s.first == TK_IDENT && !s.binds) return dbg_run_call(R->D, text, debug);
   int f = parse_load_text("<stdin>", text, strlen(text));
   CheckMark mark = check_mark(R->C);
   int from = check_main(R->C)->nbody;
@@ -584,7 +591,7 @@ static DbgResult run_input(Repl *R, const char *text, bool debug) {
 /* The debugger's hook for `debug ARGS`: statements, or a call. */
 static DbgResult debug_input(void *ctx, const char *args) {
   Repl *R = ctx;
-  if (is_equation(args)) return run_input(R, args, true);
+  if (scan(args).binds) return run_input(R, args, true);
   return dbg_run_call(R->D, args, true);
 }
 
@@ -599,14 +606,12 @@ static bool print_name(Repl *R, Str name) {
   return r != 0;
 }
 
-/* A command line (its first word a command of the shm> prompt, the line
-   binding no names): true when it was one. */
-static bool repl_command(Repl *R, const char *line) {
-  const char *s = skip_ws(line);
-  int n = 0;
-  while (s[n] && !isspace((unsigned char)s[n])) n++;
-  const char *args = skip_ws(s + n);
-  if (*args == '=' || *args == ',' || *args == ':') return false;    /* it names a binder */
+/* A command line: its first token a name followed by white space (or
+   nothing) that names a command of the shm> prompt, and the line binds
+   no names (`whos = 3`, `run, x = f y`).  True when it was one. */
+static bool repl_command(Repl *R, const Scan *s, const char *line) {
+  if (s->first != TK_IDENT || !s->spaced || s->second == TK_EQ || s->second == TK_COMMA || s->second == TK_COLON)
+    return false;
   DbgResult r = DBG_OK;
   if (!dbg_command(R->D, line, &r)) return false;
   note(r, R);
@@ -617,17 +622,18 @@ static bool repl_command(Repl *R, const char *line) {
 /* The first line of an input: a blank line, a command or a bare name is
    complete in itself (true); a statement may go on (false). */
 static bool lone_line(Repl *R, const char *line) {
-  if (!*skip_ws(line) || *skip_ws(line) == '#') return true;
   volatile bool done = false;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    int n = bare_name(line);
-    if (repl_command(R, line)) {
+    Scan s = scan(line);
+    if (!s.ntok) {
+      done = true;                           /* blank, or a comment */
+    } else if (repl_command(R, &s, line)) {
       done = true;
-    } else if (n) {
-      if (!print_name(R, (Str){skip_ws(line), n})) {
+    } else if (s.ntok == 1 && s.first == TK_IDENT && !s.open) {
+      if (!print_name(R, s.word)) {
         fflush(stdout);
-        fprintf(stderr, "shmapi: error: unknown name '%.*s'\n", n, skip_ws(line));
+        fprintf(stderr, "shmapi: error: unknown name '%.*s'\n", s.word.n, s.word.p);
         R->errors++;
       }
       done = true;
@@ -728,16 +734,18 @@ int repl_main(const char *file, const ReplOptions *opts) {
     buf_puts(&chunk, line);
     buf_putc(&chunk, '\n');
     free(line);
-    if (open_depth(buf_cstr(&chunk)) > 0 && !R.eof) continue;
+    volatile bool more = false;
     ErrJmp j;
     if (ERR_TRY(&j)) {
-      note(run_input(&R, buf_cstr(&chunk), false), &R);
+      more = !R.eof && scan(buf_cstr(&chunk)).open;
+      if (!more) note(run_input(&R, buf_cstr(&chunk), false), &R);
       err_end(&j);
     } else {
       fflush(stdout);
       fprintf(stderr, "shmapi: error: %s\n", err_message());
       R.errors++;
     }
+    if (more) continue;
     buf_reset(&chunk);
     if (R.eof) break;
   }
