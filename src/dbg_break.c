@@ -68,6 +68,7 @@ static void put_bp_where(Buf *b, Bp *bp) {
   else buf_printf(b, "%s:%d", diag_file_name(bp->file), bp->line);
 }
 
+/* Delete the i-th breakpoint, saying so when `tell`. */
 static void bp_delete(Brk *B, int i, bool tell) {
   Bp *bp = B->bps[i];
   if (tell) {
@@ -82,6 +83,7 @@ static void bp_delete(Brk *B, int i, bool tell) {
   B->nbp--;
 }
 
+/* The index of breakpoint number no, or -1. */
 static int bp_index(Brk *B, int no) {
   for (int i = 0; i < B->nbp; i++)
     if (B->bps[i]->no == no) return i;
@@ -133,6 +135,7 @@ static int find_file(const char *name) {
   return -1;
 }
 
+/* Is the line blank or only a comment (no breakpoint there)? */
 static bool blank_or_comment(int file, int line) {
   Str s = diag_line_text(file, line);
   int i = 0;
@@ -143,7 +146,8 @@ static bool blank_or_comment(int file, int line) {
 /* Split "LOCATION if COND". */
 static char *split_cond(char *arg) {
   for (char *p = arg; *p; p++)
-    if ((p == arg || isspace((unsigned char)p[-1])) && !strncmp(p, "if", 2) && (isspace((unsigned char)p[2]) || !p[2])) {
+    if ((p == arg || isspace((unsigned char)p[-1])) && !strncmp(p, "if", 2) &&
+        (isspace((unsigned char)p[2]) || !p[2])) {
       char *c = p + 2;
       while (p > arg && isspace((unsigned char)p[-1])) p--;
       *p = 0;

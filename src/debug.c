@@ -66,6 +66,7 @@ static int depth_of(Frame *F) {
   return d;
 }
 
+/* Is frame G one the user sees (in `where`, `up`, `down`)? */
 static bool shown(Dbg *D, Frame *G) {
   if (G->fn == D->skip_fn) return false;
   if (G->fn->is_shard_map_wrapper) return G == D->in.frame;
@@ -207,6 +208,7 @@ static int64_t dev_in_group(const Mesh *m, const Attrs *at, int64_t d, int64_t g
   return insp_dev_of(m, c);
 }
 
+/* "j" or "(i, j)": a collective's axes. */
 static void put_coll_axes(Buf *b, const Mesh *m, const Attrs *at) {
   if (at->naxes != 1) buf_putc(b, '(');
   for (int k = 0; k < at->naxes; k++) {
@@ -315,6 +317,8 @@ typedef enum { ACT_STAY, ACT_RESUME, ACT_NONE } Act;
 
 typedef Act CmdFn(Dbg *D, const char *args);
 
+/* Resume the run in `mode`, watching the selected frame's depth; a
+   collective stepped over reports what each device received. */
 static void resume(Dbg *D, Mode mode) {
   D->mode = mode;
   D->target = depth_of(D->in.sel);
@@ -325,6 +329,8 @@ static void resume(Dbg *D, Mode mode) {
   }
 }
 
+/* step, next, continue: resume; finish: until this frame returns (at
+   the top level, continue); until [LINE]: to a later line of this frame. */
 static Act cmd_step(Dbg *D, const char *args) {
   (void)args;
   resume(D, M_STEP);
@@ -383,18 +389,21 @@ static Act run_again(Dbg *D, const char *args, bool restart) {
 static Act cmd_run(Dbg *D, const char *args) { return run_again(D, args, false); }
 static Act cmd_restart(Dbg *D, const char *args) { return run_again(D, args, true); }
 
+/* quit at (shdb): abandon the running statement. */
 static Act cmd_quit(Dbg *D, const char *args) {
   (void)args;
   D->req = REQ_QUIT;
   return ACT_RESUME;
 }
 
+/* quit at shm>: the REPL leaves. */
 static Act cmd_leave(Dbg *D, const char *args) {
   (void)args;
   D->res = DBG_LEAVE;
   return ACT_STAY;
 }
 
+/* debug STMT | debug F ARGS: the REPL parses it and runs it here. */
 static Act cmd_debug(Dbg *D, const char *args) {
   if (!*args) insp_complain("debug needs a statement or a call: debug y = f x, or debug f x");
   else D->res = D->hooks.debug(D->hooks.ctx, args);
@@ -462,6 +471,8 @@ static void list_lines(Dbg *D, int file, int first, int last, int cur) {
   D->list_next = last + 1;
 }
 
+/* list [FIRST[, LAST] | .]: eleven lines around the line, or on from
+   the last list. */
 static Act cmd_list(Dbg *D, const char *args) {
   int file, cur;
   if (!insp_frame_pos(&D->in, D->in.sel, &file, &cur)) { insp_complain("no source here"); return ACT_STAY; }
@@ -487,6 +498,8 @@ static Act cmd_list(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+/* longlist: the selected frame's function, decorator included (at the
+   top level, the whole file). */
 static Act cmd_longlist(Dbg *D, const char *args) {
   (void)args;
   int file, cur;
@@ -513,6 +526,8 @@ static Act cmd_longlist(Dbg *D, const char *args) {
 
 /* ---- the commands: breakpoints and displays ------------------------------------------ */
 
+/* The breakpoint and display commands, on dbg_break.c; a LINE alone is
+   a line of the selected frame's file, else of the program file. */
 static Act cmd_break(Dbg *D, const char *args) {
   brk_set(D->brk, &D->in, args, false, default_file(D));
   return ACT_STAY;
@@ -560,6 +575,8 @@ static Act cmd_undisplay(Dbg *D, const char *args) {
 
 /* ---- the commands: looking ----------------------------------------------------------- */
 
+/* The looking commands, on inspect.c.  `whos` takes no argument: `whos x`
+   is an expression (at (shdb)) or a statement (at shm>). */
 static Act cmd_print(Dbg *D, const char *args) {
   insp_print(&D->in, args);
   return ACT_STAY;
@@ -809,6 +826,9 @@ static bool wants_stop(Dbg *D, Frame *F, IrStmt *st, EvalEvent ev) {
   return false;
 }
 
+/* The evaluator's trace: before each statement and at each return, stop
+   for Ctrl-C, a breakpoint, or the pending step; after a collective
+   stepped over, report what was received. */
 static void trace(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data) {
   (void)I;
   Dbg *D = data;
@@ -884,6 +904,7 @@ int dbg_visible_names(Dbg *D, const char **names, int max) {
   return n;
 }
 
+/* Before a run: no stop yet, stepping (stop_first) or running. */
 static void begin_run(Dbg *D, bool stop_first) {
   D->req = REQ_NONE;
   D->mode = stop_first ? M_STEP : M_RUN;

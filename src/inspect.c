@@ -148,7 +148,9 @@ void insp_put_devset(Buf *b, const uint8_t *set, int64_t n) {
 
 bool insp_on_path(const Space *sp, int64_t d) { return !sp->active || sp->active[d]; }
 
-int64_t insp_parse_device(const Mesh *m, const char *s) {
+/* A device named by `N` or by mesh coordinates `(1, 0)`; -1 after a
+   complaint. */
+static int64_t parse_device(const Mesh *m, const char *s) {
   s = skip_ws(s);
   int64_t d;
   if (*s != '(') {
@@ -194,7 +196,9 @@ int64_t insp_parse_device(const Mesh *m, const char *s) {
 
 /* ---- values -------------------------------------------------------------------------- */
 
-void insp_put_value(Buf *b, const Space *sp, Val *v, int64_t dev) {
+/* One value as seen from space sp: every device's block, or the block
+   of device dev (>= 0). */
+static void put_value(Buf *b, const Space *sp, Val *v, int64_t dev) {
   if (!sp->mesh) { fmt_array(b, v->blk[0]); return; }
   if (dev >= 0) {
     Array *a = insp_on_path(sp, dev) ? v->blk[val_block_of(sp->mesh, v->mask, dev)] : NULL;
@@ -207,7 +211,7 @@ void insp_put_value(Buf *b, const Space *sp, Val *v, int64_t dev) {
 
 void insp_put_named(Buf *b, const char *label, const Space *sp, Val *v, int64_t dev) {
   Buf t = {0};
-  insp_put_value(&t, sp, v, dev);
+  put_value(&t, sp, v, dev);
   buf_printf(b, strchr(buf_cstr(&t), '\n') ? "%s:\n" : "%s = ", label);
   buf_puts(b, buf_cstr(&t));
   buf_putc(b, '\n');
@@ -243,6 +247,7 @@ bool insp_frame_pos(const Insp *in, Frame *G, int *file, int *line) {
   return false;
 }
 
+/* Add v, if it has a name. */
 static void vars_add(InspVars *L, IrVar *v) {
   if (!v || !v->name.n) return;
   VEC_GROW(L->v, L->cap, L->n + 1);
@@ -285,6 +290,7 @@ void insp_vars(const Insp *in, Frame *G, bool own, bool dedupe, InspVars *L) {
   L->n = k;
 }
 
+/* The variance set of every axis of m. */
 static uint32_t all_axes(const Mesh *m) { return m ? (m->naxes >= 32 ? ~0u : (1u << m->naxes) - 1) : 0; }
 
 /* ---- expressions --------------------------------------------------------------------- */
@@ -337,7 +343,7 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
     for (int i = 0; i < f->nouts; i++) {
       if (label) insp_put_named(out, label, &G->space, vals[i], dev);
       else {
-        insp_put_value(out, &G->space, vals[i], dev);
+        put_value(out, &G->space, vals[i], dev);
         buf_putc(out, '\n');
       }
     }
@@ -361,7 +367,7 @@ void insp_print(Insp *in, const char *args) {
       mem_free(a);
       return;
     }
-    dev = insp_parse_device(G->space.mesh, at + 1);
+    dev = parse_device(G->space.mesh, at + 1);
     if (dev < 0) { mem_free(a); return; }
     if (!insp_on_path(&G->space, dev)) {
       Buf b = {0};
@@ -425,7 +431,7 @@ void insp_device(Insp *in, const char *args) {
     in->focus = -1;
     insp_say("No device focus: values inside a shard_map print for every device.");
   } else if (m) {
-    int64_t d = insp_parse_device(m, a);
+    int64_t d = parse_device(m, a);
     if (d >= 0) {
       in->focus = d;
       Buf b = {0};
@@ -471,6 +477,7 @@ static void tab_free(Table *t) {
   mem_free(t->cell);
 }
 
+/* Print the rows, columns padded to their widest cell, and free t. */
 static void tab_print(Table *t) {
   int w[8] = {0};
   int nrows = t->n / t->ncols;

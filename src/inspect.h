@@ -76,16 +76,11 @@ void insp_put_coords(Buf *b, const Mesh *m, int64_t d);
 void insp_put_devset(Buf *b, const uint8_t *set, int64_t n);
 /* Is device d on the path of space sp? */
 bool insp_on_path(const Space *sp, int64_t d);
-/* A device named by `N` or by mesh coordinates `(1, 0)`; -1 after a
-   complaint. */
-int64_t insp_parse_device(const Mesh *m, const char *s);
 
 /* ---- values ---- */
 
-/* One value as seen from space sp: every device's block, or the block
-   of device dev (>= 0). */
-void insp_put_value(Buf *b, const Space *sp, Val *v, int64_t dev);
-/* `label = value` on one line, or `label:` and one block per device. */
+/* `label = value` on one line, or `label:` and one block per device (of
+   device dev only, when dev >= 0). */
 void insp_put_named(Buf *b, const char *label, const Space *sp, Val *v, int64_t dev);
 /* The device values print for in frame G: the focus, if G is in a body. */
 int64_t insp_focus(const Insp *in, Frame *G);

@@ -77,6 +77,7 @@ typedef struct Scan {
                                 the parser will say what is wrong */
 } Scan;
 
+/* arena_free for err_defer. */
 static void free_arena(void *a) { arena_free(a); }
 
 /* Scan text (NUL-terminated; the Strs point into it). */
