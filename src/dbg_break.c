@@ -308,24 +308,36 @@ void brk_clear(Brk *B, const char *args, int deflt) {
   mem_free(a);
 }
 
-void brk_condition(Brk *B, const char *args) {
-  char *a = insp_trim(args);
-  char *rest = a;
-  while (*rest && !isspace((unsigned char)*rest)) rest++;
-  if (*rest) *rest++ = 0;
+/* `N REST`: the breakpoint numbered N (NULL after a complaint: `usage`
+   when N is no number); *a is the trimmed argument text (mem_free it),
+   *rest what follows N, trimmed. */
+static Bp *bp_and_rest(Brk *B, const char *args, const char *usage, char **a, char **rest) {
+  *a = insp_trim(args);
+  char *r = *a;
+  while (*r && !isspace((unsigned char)*r)) r++;
+  if (*r) *r++ = 0;
+  while (isspace((unsigned char)*r)) r++;
+  *rest = r;
   int64_t no;
   int i;
-  if (!insp_int(a, &no)) {
-    insp_complain("usage: condition N [COND]");
-    mem_free(a);
-    return;
+  if (!insp_int(*a, &no)) {
+    insp_complain("%s", usage);
+    return NULL;
   }
   if ((i = bp_index(B, (int)no)) < 0) {
     insp_complain("no breakpoint number %lld", (long long)no);
+    return NULL;
+  }
+  return B->bps[i];
+}
+
+void brk_condition(Brk *B, const char *args) {
+  char *a, *rest;
+  Bp *bp = bp_and_rest(B, args, "usage: condition N [COND]", &a, &rest);
+  if (!bp) {
     mem_free(a);
     return;
   }
-  Bp *bp = B->bps[i];
   char *c = insp_trim(rest);
   if (!*c) {
     mem_free(c);
@@ -344,26 +356,20 @@ void brk_condition(Brk *B, const char *args) {
 }
 
 void brk_ignore(Brk *B, const char *args) {
-  char *a = insp_trim(args);
-  char *rest = a;
-  while (*rest && !isspace((unsigned char)*rest)) rest++;
-  if (*rest) *rest++ = 0;
-  int64_t no, count = 0;
-  int i;
-  if (!insp_int(a, &no) || !insp_int(rest, &count) || count < 0) {
+  char *a, *rest;
+  int64_t count = 0;
+  Bp *bp = bp_and_rest(B, args, "usage: ignore N COUNT", &a, &rest);
+  if (bp && (!insp_int(rest, &count) || count < 0)) {
     insp_complain("usage: ignore N COUNT");
-    mem_free(a);
-    return;
+    bp = NULL;
   }
-  if ((i = bp_index(B, (int)no)) < 0) {
-    insp_complain("no breakpoint number %lld", (long long)no);
-    mem_free(a);
-    return;
+  if (bp) {
+    bp->ignore = (int)count;
+    if (count)
+      insp_say("Will ignore next %lld crossing%s of breakpoint %d.", (long long)count, count == 1 ? "" : "s", bp->no);
+    else
+      insp_say("Will stop next time breakpoint %d is reached.", bp->no);
   }
-  B->bps[i]->ignore = (int)count;
-  if (count) insp_say("Will ignore next %lld crossing%s of breakpoint %lld.", (long long)count, count == 1 ? "" : "s",
-                 (long long)no);
-  else insp_say("Will stop next time breakpoint %lld is reached.", (long long)no);
   mem_free(a);
 }
 

@@ -555,6 +555,22 @@ static void put_signature(Buf *b, const CheckName *e) {
   buf_putc(b, ')');
 }
 
+/* The last two columns of a `whos` row (type, devices); returns 1. */
+static int whos_row(Table *t, Buf *ty, Buf *dv) {
+  tab_add(t, buf_cstr(ty));
+  tab_add(t, buf_cstr(dv));
+  return 1;
+}
+
+/* Print the table, or say there is nothing to list. */
+static void whos_end(Table *t, int rows, const char *none) {
+  if (rows) tab_print(t);
+  else {
+    tab_free(t);
+    insp_say("%s", none);
+  }
+}
+
 /* The top level's names: kind, type and devices. */
 static void whos_top(Insp *in) {
   int max = 4096;
@@ -592,19 +608,13 @@ static void whos_top(Insp *in) {
     }
     tab_add(&t, buf_cstr(&nm));
     tab_add(&t, kind);
-    tab_add(&t, buf_cstr(&ty));
-    tab_add(&t, buf_cstr(&dv));
-    rows++;
+    rows += whos_row(&t, &ty, &dv);
   next:
     buf_free(&nm);
     buf_free(&ty);
     buf_free(&dv);
   }
-  if (rows) tab_print(&t);
-  else {
-    tab_free(&t);
-    insp_say("No names are defined yet.");
-  }
+  whos_end(&t, rows, "No names are defined yet.");
   mem_free(names);
 }
 
@@ -634,18 +644,12 @@ static void whos_frame(Insp *in, Frame *G) {
       buf_puts(&dv, "-");
     }
     tab_add(&t, buf_cstr(&nm));
-    tab_add(&t, buf_cstr(&ty));
-    tab_add(&t, buf_cstr(&dv));
-    rows++;
+    rows += whos_row(&t, &ty, &dv);
     buf_free(&nm);
     buf_free(&ty);
     buf_free(&dv);
   }
-  if (rows) tab_print(&t);
-  else {
-    tab_free(&t);
-    insp_say("No variables here yet.");
-  }
+  whos_end(&t, rows, "No variables here yet.");
   mem_free(L.v);
 }
 
