@@ -5,6 +5,7 @@
 */
 #include <math.h>
 #include <stdio.h>
+#include "coll.h"
 #include "err.h"
 #include "fabric.h"
 #include "par.h"
@@ -435,7 +436,7 @@ static void exec_pbroadcast(Coll *c) {
 static void exec_reduce(Coll *c) {
   for (int64_t o = 0; o < c->nouter; o++)
     if (!skip_group(c, o)) c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
-  double each = 2.0 * (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -450,7 +451,7 @@ static void exec_all_gather(Coll *c) {
       arr_unref(g);
     }
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_out;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -487,7 +488,7 @@ static void exec_psum_scatter(Coll *c) {
     }
     arr_unref(sum);
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -532,7 +533,8 @@ static void exec_ppermute(Coll *c) {
     mem_free(got);
   }
   /* every pair moves one block; devices that send nothing send 0 */
-  double each = c->devices ? c->n_in * (double)np * (double)c->nouter / (double)c->devices : 0;
+  double each = c->devices ? coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out) * (double)np * (double)c->nouter /
+                             (double)c->devices : 0;
   account(c->prim, c->devices, each, each);
 }
 
@@ -570,7 +572,7 @@ static void exec_all_to_all(Coll *c) {
       *member_slot(c, o, k) = r;
     }
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
