@@ -298,7 +298,10 @@ static void walk_stmt(Walk *W, AFrame *F, const IrStmt *st) {
     else if (st->prim == P_COND) walk_cond(W, F, st);
     else if (st->prim == P_FORI_LOOP) walk_fori(W, F, st);
     else if (st->prim == P_WHILE) walk_while(W, F, st);
-    else if (st->nout == 1) set_known(F, st->out[0], eval_scalar(F, st, &v), v);
+    else if (st->nout == 1) {
+      bool k = eval_scalar(F, st, &v);
+      set_known(F, st->out[0], k, v);
+    }
     break;
   default:
     break;          /* print, show: no data to print */

@@ -839,7 +839,7 @@ static void device_row(Timeline *T, FILE *out, int64_t lo, int64_t hi, char cell
 }
 
 static void report_devices(Timeline *T, FILE *out, double span) {
-  char(*cells)[5][24] = mem_alloc(sizeof *cells * (size_t)T->ndev);
+  char(*cells)[5][24] = mem_calloc(sizeof *cells * (size_t)T->ndev);
   err_defer(mem_free, cells);
   for (int64_t d = 0; d < T->ndev; d++) {
     double idle = T->idle[d] + (span - T->cfree[d]);

@@ -130,10 +130,18 @@ bool trace_svg(const Timeline *T, const char *title, const char *path) {
              SVG_W, h);
   buf_puts(&b, "<text x=\"10\" y=\"20\" font-size=\"14\">");
   svg_escape(&b, title);
-  char t[64];
-  snprintf(t, sizeof t, " (%s)", tl_hw(T)->name);
+  char t[96], total[32];
+  fmt_tick(total, sizeof total, tl_makespan(T), tl_makespan(T) / 10);
+  snprintf(t, sizeof t, " on %s: %s", tl_hw(T)->name, total);
   svg_escape(&b, t);
   buf_puts(&b, "</text>\n");
+  /* the legend */
+  const char *keys[][2] = {{"#2c5d9f", "dot_general"}, {"#8fb3e0", "other compute"}, {"#f28e2b", "collective"}};
+  for (int k = 0; k < 3; k++) {
+    double x = SVG_W - 330 + 110 * k;
+    buf_printf(&b, "<rect x=\"%.0f\" y=\"10\" width=\"12\" height=\"12\" fill=\"%s\"/>", x, keys[k][0]);
+    buf_printf(&b, "<text x=\"%.0f\" y=\"20\" font-size=\"11\">%s</text>\n", x + 16, keys[k][1]);
+  }
   for (int64_t d = 0; d < ndev; d++) {
     double y = top + (double)d * (2 * LANE_H + DEV_GAP);
     buf_printf(&b, "<text x=\"10\" y=\"%.1f\" font-size=\"10\">device %lld compute</text>\n", y + 10, (long long)d);
