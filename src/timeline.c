@@ -949,6 +949,9 @@ void tl_report(Timeline *T, FILE *out) {
   double total = 0;
   for (int i = 0; i < T->nlines; i++) total += T->lines[i].time;
   if (T->nlines) report_lines(T, out, total);
+  double sent = 0;
+  for (int i = 0; i < T->nlines; i++) sent += T->lines[i].bytes;
+  if (sent > 0) fprintf(out, "collective bytes sent, all devices: %.0f\n", sent);
   if (T->outside)
     fprintf(out, "not modelled: %ld equation%s outside any shard_map (the host's)\n", T->outside,
             T->outside == 1 ? "" : "s");
