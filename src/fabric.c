@@ -532,9 +532,10 @@ static void exec_ppermute(Coll *c) {
       if (!got[k]) *member_slot(c, o, k) = arr_zeros((DType)c->outt->dt, c->outt->rank, c->outt->shape);
     mem_free(got);
   }
-  /* every pair moves one block; devices that send nothing send 0 */
-  double each = c->devices ? coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out) * (double)np * (double)c->nouter /
-                             (double)c->devices : 0;
+  /* every pair of every group moves one block (devices along the axes
+     the operand does not vary over hold copies, and each sends its own);
+     averaged over the members, devices that send nothing sending 0 */
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out) * (double)np / (double)c->p;
   account(c->prim, c->devices, each, each);
 }
 

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <math.h>
 #include "buf.h"
+#include "diag.h"
 #include "err.h"
 #include "trace.h"
 
@@ -39,9 +40,10 @@ static json_t *event_json(const TlEvent *e) {
   char name[128];
   tl_event_name(e->st, name, sizeof name);
   const char *prim = e->st->prim >= 0 ? prim_table[e->st->prim].name : "call";
-  return json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:i, s:{s:i, s:s, s:s, s:f}}", "name", name, "cat",
+  const char *file = e->st->sp.file >= 0 ? diag_file_name(e->st->sp.file) : "";
+  return json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:i, s:{s:s, s:i, s:s, s:s, s:f}}", "name", name, "cat",
                    e->comm ? "communication" : "compute", "ph", "X", "ts", e->start * 1e6, "dur", e->dur * 1e6, "pid",
-                   (json_int_t)e->dev, "tid", e->comm ? 1 : 0, "args", "line", e->st->line, "primitive", prim, "limit",
+                   (json_int_t)e->dev, "tid", e->comm ? 1 : 0, "args", "file", file, "line", e->st->line, "primitive", prim, "limit",
                    cost_limit_name((CostLimit)e->limit), "seconds", e->dur);
 }
 
