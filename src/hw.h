@@ -108,5 +108,9 @@ char hw_dim_name(int d);
 /* jansson's allocations through mem.c (a failure is a NULL, not a throw);
    call before any other use of jansson. */
 void hw_json_init(void);
+/* Raise the runtime error of a jansson call that failed for memory;
+   hw_json_check raises it if any allocation inside jansson failed since. */
+SHM_NORETURN void hw_json_throw(void);
+void hw_json_check(void);
 
 #endif

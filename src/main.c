@@ -102,15 +102,10 @@ static bool pick_hardware(const ModelOpts *mo, Hw *hw) {
 }
 
 /* --save-hardware FILE: the chosen hardware as JSON. */
-static int save_hardware(const ModelOpts *mo) {
-  hw_json_init();
-  Hw hw;
-  if (!pick_hardware(mo, &hw)) return 0;
-  if (!hw_save(&hw, mo->save)) {
-    fprintf(stderr, "shmapi: cannot write '%s'\n", mo->save);
-    return 0;
-  }
-  return 1;
+static bool save_hardware(const Hw *hw, const char *path) {
+  if (hw_save(hw, path)) return true;
+  fprintf(stderr, "shmapi: cannot write '%s'\n", path);
+  return false;
 }
 
 /* After a modelled run: the report, the trace file. */
@@ -173,30 +168,33 @@ int main(int argc, char **argv) {
     }
   }
   if (code && file) return bad_usage("%s", "give either a file or -c CODE, not both");
-  if (mo.save && !file && !code) return save_hardware(&mo) ? 0 : 2;
   bool model = mo.time || mo.abstract || mo.trace || mo.hardware || mo.place || mo.save;
-  if (model && (interactive || debug || check_only || (!file && !code)))
+  bool save_only = mo.save && !file && !code && !interactive && !debug && !check_only;
+  if (model && !save_only && (interactive || debug || check_only || (!file && !code)))
     return bad_usage("%s", "the cost model options need a program run as a script (FILE or -c CODE)");
   if ((check_only || interactive || debug) && !file) return bad_usage("%s", "this mode needs a FILE");
 
   ReplOptions ro = {stats, max_steps, debug};
-  if (!file && !code) return repl_main(NULL, &ro);
+  if (!file && !code && !save_only) return repl_main(NULL, &ro);
   if (interactive || debug) return repl_main(file, &ro);
 
   /* eval_run catches runtime errors of the program; this boundary catches
      those of the front end and the set-up (running out of memory). */
   hw_json_init();
   Hw hw;
-  if (model && !pick_hardware(&mo, &hw)) return 2;
-  if (mo.save && !save_hardware(&mo)) return 2;
   Checker *volatile C = NULL;
   Interp *volatile I = NULL;
   Timeline *volatile T = NULL;
   volatile int status = 1;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    int f = code ? parse_load_text("<command line>", code, strlen(code)) : parse_load(file, span_none());
-    if (f < 0) {
+    int f = -1;
+    bool hw_ok = !model || (pick_hardware(&mo, &hw) && (!mo.save || save_hardware(&hw, mo.save)));
+    if (hw_ok && (file || code))
+      f = code ? parse_load_text("<command line>", code, strlen(code)) : parse_load(file, span_none());
+    if (!file && !code) {
+      status = hw_ok ? 0 : 2;             /* --save-hardware alone */
+    } else if (f < 0) {
       status = 2;
     } else {
       C = check_new();

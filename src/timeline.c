@@ -63,8 +63,12 @@ typedef struct PlaceEntry {
   HwPlace pl;
 } PlaceEntry;
 
+#define NCLASS 48
+
 struct Timeline {
   Hw hw;
+  Arena arena;                /* frames, slots and scratch (tl_get) */
+  void *freel[NCLASS];        /* freed blocks by size class */
   char *place;
   bool keep_events;
   char error[256];
@@ -90,6 +94,34 @@ struct Timeline {
   bool undeclared_dtype;      /* a dtype without a peak of its own was used */
   char undeclared[64];
 };
+
+/* ---- memory --------------------------------------------------------------------------------
+** Frames, slots and scratch come from the timeline's arena, reused through
+** free lists by size class, and are released all at once by tl_free: a
+** runtime error in the middle of an event (memory running out) leaves
+** nothing behind.  A block's class is kept in the 16 bytes before it.
+*/
+static void *tl_get(Timeline *T, size_t n) {
+  int c = 4;
+  while (((size_t)1 << c) < n) c++;
+  if (c >= NCLASS) err_throw("out of memory: the cost model asked for %zu bytes", n);
+  void *p = T->freel[c];
+  if (p) {
+    T->freel[c] = *(void **)p;
+    memset(p, 0, (size_t)1 << c);
+    return p;
+  }
+  char *b = arena_alloc(&T->arena, ((size_t)1 << c) + 16);
+  *(int *)b = c;
+  return b + 16;
+}
+
+static void tl_put(Timeline *T, void *p) {
+  if (!p) return;
+  int c = *(int *)((char *)p - 16);
+  *(void **)p = T->freel[c];
+  T->freel[c] = p;
+}
 
 /* ---- devices ------------------------------------------------------------------------------ */
 
@@ -151,8 +183,8 @@ static int32_t buf_ref(Timeline *T, int32_t id) {
 }
 
 /* A slot: a buf per device, -1 where none. */
-static int32_t *slot_new(int64_t nd) {
-  int32_t *s = mem_alloc(sizeof(int32_t) * (size_t)nd);
+static int32_t *slot_new(Timeline *T, int64_t nd) {
+  int32_t *s = tl_get(T, sizeof(int32_t) * (size_t)nd);
   for (int64_t d = 0; d < nd; d++) s[d] = -1;
   return s;
 }
@@ -160,11 +192,11 @@ static int32_t *slot_new(int64_t nd) {
 static void slot_free(Timeline *T, int32_t *s, int64_t nd) {
   if (!s) return;
   for (int64_t d = 0; d < nd; d++) buf_unref(T, s[d]);
-  mem_free(s);
+  tl_put(T, s);
 }
 
 static int32_t *slot_copy(Timeline *T, const int32_t *s, int64_t nd) {
-  int32_t *c = slot_new(nd);
+  int32_t *c = slot_new(T, nd);
   if (s)
     for (int64_t d = 0; d < nd; d++) c[d] = buf_ref(T, s[d]);
   return c;
@@ -176,8 +208,8 @@ static bool on(const SFrame *F, int64_t d) { return !F->active || F->active[d]; 
 
 /* The last statement of fn that uses each of its variables (results and
    variables read by nested functions: never). */
-static int *plan_last(IrFunc *fn) {
-  int *last = mem_alloc(sizeof(int) * (size_t)(fn->nslots ? fn->nslots : 1));
+static int *plan_last(Timeline *T, IrFunc *fn) {
+  int *last = tl_get(T, sizeof(int) * (size_t)(fn->nslots ? fn->nslots : 1));
   for (int i = 0; i < fn->nslots; i++) last[i] = -1;
   for (int k = 0; k < fn->nbody; k++) {
     const IrStmt *st = fn->body[k];
@@ -195,9 +227,9 @@ static int *plan_last(IrFunc *fn) {
 
 static void loop_free(Timeline *T, SFrame *F, Loop *L) {
   for (int k = 0; k < L->n; k++) slot_free(T, L->carry[k], F->nd);
-  mem_free(L->carry);
-  mem_free(L->pred);
-  mem_free(L);
+  tl_put(T, L->carry);
+  tl_put(T, L->pred);
+  tl_put(T, L);
 }
 
 static void frame_pop(Timeline *T) {
@@ -210,29 +242,29 @@ static void frame_pop(Timeline *T) {
     F->loop = L->prev;
     loop_free(T, F, L);
   }
-  mem_free(F->holds);
-  mem_free(F->slots);
-  mem_free(F->gate);
-  mem_free(F->active);
-  mem_free(F->last);
-  mem_free(F);
+  tl_put(T, F->holds);
+  tl_put(T, F->slots);
+  tl_put(T, F->gate);
+  tl_put(T, F->active);
+  tl_put(T, F->last);
+  tl_put(T, F);
 }
 
 static SFrame *frame_push(Timeline *T, const void *key, IrFunc *fn, const Mesh *mesh, const uint8_t *active) {
-  SFrame *F = mem_calloc(sizeof *F);
+  SFrame *F = tl_get(T, sizeof *F);
   F->below = T->stack;
   T->stack = F;
   F->key = key;
   F->fn = fn;
   F->mesh = mesh;
   F->nd = mesh ? mesh->ndev : 1;
-  F->slots = mem_calloc(sizeof(int32_t *) * (size_t)(fn->nslots ? fn->nslots : 1));
-  F->gate = mem_calloc(sizeof(double) * (size_t)F->nd);
+  F->slots = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nslots ? fn->nslots : 1));
+  F->gate = tl_get(T, sizeof(double) * (size_t)F->nd);
   if (active && mesh) {
-    F->active = mem_alloc((size_t)F->nd);
+    F->active = tl_get(T, (size_t)F->nd);
     memcpy(F->active, active, (size_t)F->nd);
   }
-  F->last = plan_last(fn);
+  F->last = plan_last(T, fn);
   if (mesh) grow_devices(T, mesh->ndev);
   return F;
 }
@@ -271,7 +303,7 @@ static double atom_ready(Timeline *T, SFrame *F, const IrAtom *a, int64_t d, int
 static int32_t *atom_slot(Timeline *T, SFrame *F, const IrAtom *a, const double *gate) {
   int32_t *s = a->var ? lookup(F, a->var) : NULL;
   if (s) return slot_copy(T, s, F->nd);
-  int32_t *c = slot_new(F->nd);
+  int32_t *c = slot_new(T, F->nd);
   for (int64_t d = 0; d < F->nd; d++) c[d] = buf_new(T, -1, 0, gate ? gate[d] : 0);
   return c;
 }
@@ -283,7 +315,7 @@ static void set_var(Timeline *T, SFrame *F, const IrVar *v, int32_t *s) {
     return;
   }
   int32_t **dst = &F->slots[v->slot];
-  if (!*dst) *dst = slot_new(F->nd);
+  if (!*dst) *dst = slot_new(T, F->nd);
   for (int64_t d = 0; d < F->nd; d++)
     if (on(F, d)) {
       buf_unref(T, (*dst)[d]);
@@ -299,7 +331,11 @@ Timeline *tl_new(const Hw *hw, const char *place, bool events) {
   T->hw = *hw;
   T->freebuf = -1;
   T->keep_events = events;
-  if (place) T->place = mem_strndup(place, strlen(place));
+  if (place) {
+    err_defer(mem_free, T);
+    T->place = mem_strndup(place, strlen(place));
+    err_undefer(T);
+  }
   return T;
 }
 
@@ -317,6 +353,7 @@ void tl_free(Timeline *T) {
   mem_free(T->places);
   mem_free(T->events);
   mem_free(T->place);
+  arena_free(&T->arena);
   mem_free(T);
 }
 
@@ -427,8 +464,8 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
   Cost c = cost_of(T, st, F->mesh);
   LineStat *ls = line_of(T, st);
   double maxwait = 0;
-  int32_t **outs = mem_alloc(sizeof(int32_t *) * (size_t)(st->nout ? st->nout : 1));
-  for (int j = 0; j < st->nout; j++) outs[j] = slot_new(F->nd);
+  int32_t **outs = tl_get(T, sizeof(int32_t *) * (size_t)(st->nout ? st->nout : 1));
+  for (int j = 0; j < st->nout; j++) outs[j] = slot_new(T, F->nd);
   for (int64_t d = 0; d < F->nd; d++) {
     if (!on(F, d)) continue;
     double ready = F->gate[d];
@@ -461,7 +498,7 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
                                                                      dtype_sizes[st->out[j]->t.dt], end);
   }
   for (int j = 0; j < st->nout; j++) set_var(T, F, st->out[j], outs[j]);
-  mem_free(outs);
+  tl_put(T, outs);
   ls->calls += !st->inserted;
   ls->time += c.time;
   ls->wait += maxwait;
@@ -476,7 +513,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   LineStat *ls = line_of(T, st);
   uint32_t all = (m->naxes >= 32 ? 0u : (1u << m->naxes)) - 1u, outer = all & ~st->at->axmask;
   int64_t ngroups = val_nblk(m, outer);
-  double *start = mem_alloc(sizeof(double) * (size_t)ngroups);
+  double *start = tl_get(T, sizeof(double) * (size_t)ngroups);
   for (int64_t g = 0; g < ngroups; g++) start[g] = -1;
   int32_t w;
   for (int64_t d = 0; d < F->nd; d++) {
@@ -487,7 +524,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
     if (T->mfree[d] > r) r = T->mfree[d];
     if (r > start[g]) start[g] = r;
   }
-  int32_t *out = slot_new(F->nd);
+  int32_t *out = slot_new(T, F->nd);
   double obytes = (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt];
   long members = 0;
   int64_t ev0 = T->nevents;
@@ -527,7 +564,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
       }
     }
   }
-  mem_free(start);
+  tl_put(T, start);
   set_var(T, F, st->out[0], out);
   /* bytes sent by all members (as the fabric counts them for --stats):
      a ppermute moves one block per pair of each group */
@@ -554,7 +591,7 @@ static void run_host(Timeline *T, SFrame *F, const IrStmt *st) {
   }
   if (st->k == IS_EQN) T->outside++;
   for (int j = 0; j < st->nout; j++) {
-    int32_t *s = slot_new(1);
+    int32_t *s = slot_new(T, 1);
     s[0] = buf_new(T, -1, 0, ready);
     set_var(T, F, st->out[j], s);
   }
@@ -582,10 +619,10 @@ static void bind_params(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
       double r = atom_ready(T, C, &site->in[i], 0, &w);
       if (r > start) start = r;
     }
-    F->holds = mem_calloc(sizeof(int32_t *) * (size_t)(fn->nparams ? fn->nparams : 1));
+    F->holds = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nparams ? fn->nparams : 1));
     for (int64_t d = 0; d < F->nd; d++) F->gate[d] = start;
     for (int i = 0; i < fn->nparams; i++) {
-      int32_t *s = slot_new(F->nd);
+      int32_t *s = slot_new(T, F->nd);
       double b = (double)type_size(&fn->params[i]->t) * dtype_sizes[fn->params[i]->t.dt];
       for (int64_t d = 0; d < F->nd; d++) s[d] = buf_new(T, d, b, start);
       F->holds[F->nholds++] = slot_copy(T, s, F->nd);
@@ -613,7 +650,7 @@ static void bind_params(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
         double r = atom_ready(T, C, &site->in[i], d, &w);
         if (r > F->gate[d]) F->gate[d] = r;
       }
-    int32_t *s = slot_new(F->nd);
+    int32_t *s = slot_new(T, F->nd);
     for (int64_t d = 0; d < F->nd; d++) s[d] = buf_new(T, -1, 0, F->gate[d]);
     set_var(T, F, fn->params[0], s);
     for (int i = 1; i < fn->nparams; i++) set_var(T, F, fn->params[i], slot_copy(T, L->carry[i - 1], F->nd));
@@ -657,14 +694,14 @@ void tl_return(Timeline *T, const void *key) {
         for (int64_t d = 0; d < F->nd; d++)
           if (r[d] >= 0 && T->bufs[r[d]].ready > ready) ready = T->bufs[r[d]].ready;
         slot_free(T, r, F->nd);
-        int32_t *s = slot_new(1);
+        int32_t *s = slot_new(T, 1);
         s[0] = buf_new(T, -1, 0, ready);
         set_var(T, C, site->out[j], s);
       }
     } else if ((site->prim == P_WHILE || site->prim == P_FORI_LOOP) && L && L->st == site) {
       if (site->prim == P_WHILE && fn == site->at->fns[0]) {
         int32_t *r = result_slot(T, F, 0);
-        if (!L->pred) L->pred = mem_calloc(sizeof(double) * (size_t)C->nd);
+        if (!L->pred) L->pred = tl_get(T, sizeof(double) * (size_t)C->nd);
         for (int64_t d = 0; d < F->nd; d++)
           if (on(F, d) && r[d] >= 0) L->pred[d] = T->bufs[r[d]].ready;
         slot_free(T, r, F->nd);
@@ -685,7 +722,7 @@ void tl_return(Timeline *T, const void *key) {
         /* only the devices that ran this function take its results */
         int32_t **dst = &C->slots[site->out[j]->slot];
         if (site->out[j]->owner == C->fn) {
-          if (!*dst) *dst = slot_new(C->nd);
+          if (!*dst) *dst = slot_new(T, C->nd);
           for (int64_t d = 0; d < F->nd && d < C->nd; d++)
             if (on(F, d)) {
               buf_unref(T, (*dst)[d]);
@@ -703,13 +740,13 @@ void tl_before(Timeline *T, const void *key, const IrStmt *st, int index) {
   (void)index;
   SFrame *F = frame_of(T, key);
   if (!F || st->k != IS_EQN || (st->prim != P_WHILE && st->prim != P_FORI_LOOP)) return;
-  Loop *L = mem_calloc(sizeof *L);
+  Loop *L = tl_get(T, sizeof *L);
   L->st = st;
   L->prev = F->loop;
   F->loop = L;
   int first = st->prim == P_WHILE ? (int)(st->at->i[0] + st->at->i[1]) : (int)st->at->i[2];
   L->n = st->nin - first;
-  L->carry = mem_calloc(sizeof(int32_t *) * (size_t)(L->n ? L->n : 1));
+  L->carry = tl_get(T, sizeof(int32_t *) * (size_t)(L->n ? L->n : 1));
   for (int k = 0; k < L->n; k++) L->carry[k] = atom_slot(T, F, &st->in[first + k], F->gate);
 }
 
@@ -735,7 +772,7 @@ void tl_after(Timeline *T, const void *key, const IrStmt *st, int index) {
   if (!F) return;
   T->cur = st;
   if (st->k == IS_CONST) {
-    int32_t *s = slot_new(F->nd);
+    int32_t *s = slot_new(T, F->nd);
     double b = F->mesh ? (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt] : 0;
     for (int64_t d = 0; d < F->nd; d++)
       if (on(F, d)) s[d] = buf_new(T, F->mesh ? d : -1, b, F->gate[d]);

@@ -70,10 +70,11 @@ bool trace_json(const Timeline *T, const char *title, const char *path) {
   json_decref(arr);
   if (!ok) {
     json_decref(root);
-    err_throw("out of memory");
+    hw_json_throw();
   }
   int r = json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(12));
   json_decref(root);
+  hw_json_check();
   return r == 0;
 }
 
