@@ -614,6 +614,7 @@ static void bind_params(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
   int32_t w;
   if (!site) return;
   if (site->prim == P_SHARD_MAP) {
+    place_of(T, F->mesh);                 /* the mesh must fit the hardware */
     double start = 0;
     for (int i = 0; i < site->nin; i++) {
       double r = atom_ready(T, C, &site->in[i], 0, &w);
