@@ -171,36 +171,12 @@ char hw_dim_name(int d) { return (char)('x' + d); }
 
 /* ---- jansson through mem.c ---------------------------------------------------------- */
 
-/* The message of a failed allocation inside jansson (which sees NULL). */
-static char json_failure[256];
+/* jansson allocates through mem.c: a failure is a runtime error thrown
+   from inside jansson, so every jansson call runs in a memory scope
+   (mem.h) that frees what the call had allocated when that happens. */
+static void *json_mem_alloc(size_t n) { return mem_alloc(n); }
 
-static void *json_mem_alloc(size_t n) {
-  void *volatile p = NULL;
-  ErrJmp j;
-  if (ERR_TRY(&j)) {
-    p = mem_alloc(n);
-    err_end(&j);
-  } else if (!json_failure[0]) {
-    snprintf(json_failure, sizeof json_failure, "%s", err_message());
-  }
-  return p;
-}
-
-void hw_json_init(void) {
-  json_set_alloc_funcs(json_mem_alloc, mem_free);
-  json_failure[0] = 0;
-}
-
-void hw_json_check(void) {
-  if (json_failure[0]) hw_json_throw();
-}
-
-void hw_json_throw(void) {
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s", json_failure[0] ? json_failure : "out of memory");
-  json_failure[0] = 0;
-  err_throw("%s", msg);
-}
+void hw_json_init(void) { json_set_alloc_funcs(json_mem_alloc, mem_free); }
 
 /* ---- reading ------------------------------------------------------------------------ */
 
@@ -387,16 +363,13 @@ bool hw_parse(const char *name, const char *text, size_t len, Hw *out, FILE *err
   r.text = diag_file_text(r.file, NULL);
   memset(out, 0, sizeof *out);
   json_error_t je;
+  mem_scope_begin();
   json_t *root = json_loadb(r.text, len, JSON_REJECT_DUPLICATES, &je);
+  mem_scope_end();
   if (!root) {
-    if (json_failure[0]) hw_json_throw();
     uint32_t off = je.position > 0 && (size_t)je.position <= len ? (uint32_t)je.position - 1 : 0;
     complain(&r, off, 1, "bad JSON: %s", je.text);
     return false;
-  }
-  if (json_failure[0]) {          /* a failure jansson got past: still a failure */
-    json_decref(root);
-    hw_json_throw();
   }
   err_defer((void (*)(void *))json_decref, root);
   if (!json_is_object(root)) complain(&r, 0, 1, "%s", "a hardware description is a JSON object");
@@ -451,21 +424,20 @@ static json_t *hw_json(const Hw *hw) {
          put(o, "switch_reduce", json_boolean(hw->switch_reduce));
   }
   json_decref(peaks);
-  if (!ok || json_failure[0]) {
+  if (!ok) {                   /* not for memory: that throws */
     json_decref(o);
-    hw_json_throw();
+    err_throw("internal error: a hardware description that jansson cannot write");
   }
   return o;
 }
 
 char *hw_json_text(const Hw *hw) {
+  mem_scope_begin();
   json_t *o = hw_json(hw);
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
   json_decref(o);
-  if (!s || json_failure[0]) {
-    mem_free(s);
-    hw_json_throw();
-  }
+  mem_scope_end();
+  if (!s) err_throw("internal error: jansson could not write a hardware description");
   return s;
 }
 

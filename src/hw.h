@@ -105,12 +105,9 @@ void hw_coords(const Hw *hw, const Mesh *mesh, const HwPlace *pl, int64_t dev, i
 /* "x" "y" "z": the name of a physical dimension. */
 char hw_dim_name(int d);
 
-/* jansson's allocations through mem.c (a failure is a NULL, not a throw);
-   call before any other use of jansson. */
+/* jansson's allocations through mem.c: call before any other use of
+   jansson.  A failure throws from inside jansson, so run every jansson
+   call between mem_scope_begin and mem_scope_end (mem.h). */
 void hw_json_init(void);
-/* Raise the runtime error of a jansson call that failed for memory;
-   hw_json_check raises it if any allocation inside jansson failed since. */
-SHM_NORETURN void hw_json_throw(void);
-void hw_json_check(void);
 
 #endif

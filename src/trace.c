@@ -10,13 +10,24 @@
 
 /* ---- Chrome trace events ------------------------------------------------------------------ */
 
+/* A JSON string of s; bytes that are not UTF-8 (a source line may have
+   any) become '?'. */
+static json_t *jstr(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  char buf[256];
+  size_t i = 0;
+  for (; s[i] && i + 1 < sizeof buf; i++) buf[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+  buf[i] = 0;
+  return json_string(buf);
+}
+
 /* Append v (taken) to the array; false when out of memory. */
 static bool push(json_t *arr, json_t *v) { return v && json_array_append_new(arr, v) == 0; }
 
 static json_t *meta(const char *what, int64_t pid, int tid, const char *name) {
-  json_t *e = json_pack("{s:s, s:s, s:I, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", (json_int_t)pid, "tid", tid,
-                        "args", "name", name);
-  return e;
+  return json_pack("{s:s, s:s, s:I, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", (json_int_t)pid, "tid", tid,
+                   "args", "name", name);
 }
 
 static json_t *sort_index(int64_t pid) {
@@ -41,9 +52,9 @@ static json_t *event_json(const TlEvent *e) {
   tl_event_name(e->st, name, sizeof name);
   const char *prim = e->st->prim >= 0 ? prim_table[e->st->prim].name : "call";
   const char *file = e->st->sp.file >= 0 ? diag_file_name(e->st->sp.file) : "";
-  return json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:i, s:{s:s, s:i, s:s, s:s, s:f}}", "name", name, "cat",
+  return json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:i, s:{s:o, s:i, s:s, s:s, s:f}}", "name", jstr(name), "cat",
                    e->comm ? "communication" : "compute", "ph", "X", "ts", e->start * 1e6, "dur", e->dur * 1e6, "pid",
-                   (json_int_t)e->dev, "tid", e->comm ? 1 : 0, "args", "file", file, "line", e->st->line, "primitive", prim, "limit",
+                   (json_int_t)e->dev, "tid", e->comm ? 1 : 0, "args", "file", jstr(file), "line", e->st->line, "primitive", prim, "limit",
                    cost_limit_name((CostLimit)e->limit), "seconds", e->dur);
 }
 
@@ -54,11 +65,13 @@ static json_t *flow_json(const TlEvent *e, bool start) {
                    (e->start + e->dur / 2) * 1e6, "pid", (json_int_t)e->dev, "tid", 1, "bp", "e");
 }
 
-bool trace_json(const Timeline *T, const char *title, const char *path) {
+/* The whole trace as JSON text (mem_free it). */
+static char *trace_text(const Timeline *T, const char *title) {
+  mem_scope_begin();
   json_t *root = json_object(), *arr = json_array();
   bool ok = root && arr && json_object_set(root, "traceEvents", arr) == 0 &&
             json_object_set_new(root, "displayTimeUnit", json_string("ns")) == 0 &&
-            json_object_set_new(root, "otherData", json_pack("{s:s, s:s}", "program", title, "hardware",
+            json_object_set_new(root, "otherData", json_pack("{s:o, s:s}", "program", jstr(title), "hardware",
                                                              tl_hw(T)->name)) == 0 &&
             add_metadata(arr, T);
   const TlEvent *ev = tl_events(T);
@@ -68,14 +81,21 @@ bool trace_json(const Timeline *T, const char *title, const char *path) {
     if (ok && ev[i].flow_in >= 0) ok = push(arr, flow_json(&ev[i], false));
   }
   json_decref(arr);
-  if (!ok) {
-    json_decref(root);
-    hw_json_throw();
-  }
-  int r = json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(12));
+  char *text = ok ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
   json_decref(root);
-  hw_json_check();
-  return r == 0;
+  mem_scope_end();
+  if (!text) err_throw("internal error: jansson could not write the trace");
+  return text;
+}
+
+bool trace_json(const Timeline *T, const char *title, const char *path) {
+  char *text = trace_text(T, title);
+  FILE *f = fopen(path, "w");
+  size_t n = strlen(text);
+  bool ok = f && fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
+  if (f && fclose(f) != 0) ok = false;
+  mem_free(text);
+  return ok;
 }
 
 /* ---- SVG ------------------------------------------------------------------------------------ */
