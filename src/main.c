@@ -39,6 +39,7 @@ static const char usage[] =
     "  --place SPEC             which mesh axis runs along which torus dimension: i=x,j=yz\n"
     "  --trace FILE             write the modelled timeline: Chrome trace JSON (Perfetto), or an\n"
     "                           SVG picture when FILE ends in .svg\n"
+    "  --trace-span SECONDS     an SVG's time axis spans at least SECONDS (two runs to one scale)\n"
     "  --abstract               model without running: shapes and types only, no array data\n"
     "  --list-hardware          print the presets\n"
     "  --save-hardware FILE     write the chosen hardware as JSON (a start for your own)\n"
@@ -79,6 +80,7 @@ static size_t default_memory_limit(void) {
 typedef struct ModelOpts {
   bool time, abstract;
   const char *hardware, *place, *trace, *save;
+  double span;
 } ModelOpts;
 
 /* The hardware of --hardware: a preset's name or a JSON file. */
@@ -115,7 +117,7 @@ static bool model_output(Timeline *T, const ModelOpts *mo, const char *title) {
   if (mo->trace) {
     size_t n = strlen(mo->trace);
     bool svg = n >= 4 && !strcmp(mo->trace + n - 4, ".svg");
-    if (!(svg ? trace_svg(T, title, mo->trace) : trace_json(T, title, mo->trace))) {
+    if (!(svg ? trace_svg(T, title, mo->trace, mo->span) : trace_json(T, title, mo->trace))) {
       fprintf(stderr, "shmapi: cannot write the trace '%s'\n", mo->trace);
       return false;
     }
@@ -154,6 +156,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "-c")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       code = argv[i];
+    } else if (!strcmp(a, "--trace-span")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      char *end;
+      mo.span = strtod(argv[i], &end);
+      if (end == argv[i] || *end || !(mo.span >= 0) || mo.span > 1e9) return bad_usage("bad number '%s'", argv[i]);
     } else if (!strcmp(a, "--max-memory") || !strcmp(a, "--max-steps")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       long long v;
@@ -168,7 +175,7 @@ int main(int argc, char **argv) {
     }
   }
   if (code && file) return bad_usage("%s", "give either a file or -c CODE, not both");
-  bool model = mo.time || mo.abstract || mo.trace || mo.hardware || mo.place || mo.save;
+  bool model = mo.time || mo.abstract || mo.trace || mo.hardware || mo.place || mo.save || mo.span;
   bool save_only = mo.save && !file && !code && !interactive && !debug && !check_only;
   if (model && !save_only && (interactive || debug || check_only || (!file && !code)))
     return bad_usage("%s", "the cost model options need a program run as a script (FILE or -c CODE)");

@@ -140,9 +140,10 @@ static void svg_axis(Buf *b, double span, double x0, double w, double y) {
   }
 }
 
-bool trace_svg(const Timeline *T, const char *title, const char *path) {
+bool trace_svg(const Timeline *T, const char *title, const char *path, double min_span) {
   int64_t ndev = tl_ndevices(T);
   double span = tl_makespan(T);
+  if (span < min_span) span = min_span;
   if (span <= 0) span = 1e-9;
   double w = SVG_W - LABEL_W - 20, top = 34;
   double h = top + (double)ndev * (2 * LANE_H + DEV_GAP) + 40;

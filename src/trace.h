@@ -20,6 +20,8 @@
 
 /* Write the trace to `path`.  false (errno set) when the file cannot be written. */
 bool trace_json(const Timeline *T, const char *title, const char *path);
-bool trace_svg(const Timeline *T, const char *title, const char *path);
+/* The SVG's time axis spans at least min_span seconds (two runs drawn to
+   one scale). */
+bool trace_svg(const Timeline *T, const char *title, const char *path, double min_span);
 
 #endif
