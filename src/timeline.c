@@ -840,6 +840,17 @@ double tl_makespan(const Timeline *T) {
 void tl_event_name(const IrStmt *st, char *out, size_t n) {
   Str src = st->sp.file >= 0 ? diag_line_text(st->sp.file, st->line) : str_c("");
   while (src.n && (*src.p == ' ' || *src.p == '\t')) src.p++, src.n--;
+  char quote = 0;                 /* without a trailing comment */
+  for (int i = 0; i < src.n; i++) {
+    char c = src.p[i];
+    if (quote) quote = c == quote ? 0 : quote;
+    else if (c == '\'' || c == '"') quote = c;
+    else if (c == '#') {
+      src.n = i;
+      break;
+    }
+  }
+  while (src.n && (src.p[src.n - 1] == ' ' || src.p[src.n - 1] == '\t')) src.n--;
   while (src.n && (src.p[src.n - 1] == ' ' || src.p[src.n - 1] == '\r')) src.n--;
   if (src.n > 72) src.n = 72;
   if (src.n) snprintf(out, n, "%d: %.*s", st->line, src.n, src.p);
@@ -863,7 +874,8 @@ static void fmt_bytes(char *out, size_t n, double b) {
   else if (b < 1e3) snprintf(out, n, "%.0f B", b);
   else if (b < 1e6) snprintf(out, n, "%.4g kB", b / 1e3);
   else if (b < 1e9) snprintf(out, n, "%.4g MB", b / 1e6);
-  else snprintf(out, n, "%.4g GB", b / 1e9);
+  else if (b < 1e12) snprintf(out, n, "%.4g GB", b / 1e9);
+  else snprintf(out, n, "%.4g TB", b / 1e12);
 }
 
 /* One row of the device table: a range of devices whose numbers print the same. */
@@ -928,9 +940,18 @@ static void report_lines(Timeline *T, FILE *out, double total) {
   fprintf(out, "per line, hottest first:\n");
   fprintf(out, "  %5s %7s %11s %6s %11s %11s %-8s %s\n", "line", "runs", "time", "share", "coll bytes", "waited",
           "limit", "source");
+  int shown = 0;
+  double rest = 0;
+  long nrest = 0;
   for (int i = 0; i < T->nlines; i++) {
     LineStat *l = &T->lines[i];
     if (l->time == 0 && l->bytes == 0) continue;
+    if (shown == 40) {           /* the cold tail in one line */
+      rest += l->time;
+      nrest++;
+      continue;
+    }
+    shown++;
     int best = 0;
     for (int k = 1; k < 5; k++)
       if (l->by_limit[k] > l->by_limit[best]) best = k;
@@ -942,6 +963,12 @@ static void report_lines(Timeline *T, FILE *out, double total) {
     const char *text = strchr(src, ':') ? strchr(src, ':') + 2 : src;
     fprintf(out, "  %5d %7ld %11s %5.1f%% %11s %11s %-8s %s\n", l->line, l->calls, t,
             total > 0 ? 100 * l->time / total : 0, b, l->wait > 0 ? w : "-", cost_limit_name((CostLimit)best), text);
+  }
+  if (nrest) {
+    char t[24];
+    fmt_time(t, sizeof t, rest);
+    fprintf(out, "  and %ld more line%s: %s, %.1f%%\n", nrest, nrest == 1 ? "" : "s", t,
+            total > 0 ? 100 * rest / total : 0);
   }
 }
 
