@@ -478,13 +478,8 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
     if (c.time > 0) {
       double start = ready > T->cfree[d] ? ready : T->cfree[d];
       double gap = start - T->cfree[d];
-      if (gap > 0) {
-        double ov = 0;
-        if (bind >= 0 && T->bufs[bind].cend >= 0) {
-          double lo = T->bufs[bind].cstart > T->cfree[d] ? T->bufs[bind].cstart : T->cfree[d];
-          double hi = T->bufs[bind].cend < start ? T->bufs[bind].cend : start;
-          ov = hi > lo ? hi - lo : 0;
-        }
+      if (gap > 0) {               /* waiting for a collective's result: exposed */
+        double ov = bind >= 0 && T->bufs[bind].cend >= 0 ? gap : 0;
         T->exposed[d] += ov;
         T->idle[d] += gap - ov;
         if (ov > maxwait) maxwait = ov;

@@ -12,8 +12,9 @@
 **     soon as every member of its group has its operand and the stream is
 **     free (cost_collective): XLA's async collectives, started as early as
 **     the data allows, so that independent compute overlaps them.  An
-**     equation that needs a collective's result waits for it: that wait is
-**     the exposed communication.
+**     equation that needs a collective's result waits for it: that wait
+**     (behind earlier collectives, or for slower members, included) is the
+**     exposed communication; a wait for anything else is idle time.
 **   - values are tracked per device: when each becomes ready, and the
 **     bytes it holds in HBM from the equation that makes it until its last
 **     use (a function's results and loop carries pass on; the blocks of a
