@@ -8,32 +8,16 @@
 ** nothing, and one in four has an allocation fail.  The seed corpus is
 ** fuzz/corpus/hw/ (the presets, saved, and descriptions with mistakes).
 */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include "cost.h"
-#include "diag.h"
-#include "err.h"
+#include "fuzz_common.h"
 #include "hw.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-static FILE *sink;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  sink = fopen("/dev/null", "w");
-  return 0;
-}
 
 /* Write hw out and read it back: the same description. */
 static void round_trip(const Hw *hw) {
   char *text = hw_json_text(hw);
   err_defer(mem_free, text);
   Hw again;
-  if (!hw_parse("again.json", text, strlen(text), &again, sink)) {
+  if (!hw_parse("again.json", text, strlen(text), &again, fuzz_sink)) {
     fprintf(stderr, "fuzz_hw: a description written by hw_json_text does not parse:\n%s\n", text);
     abort();
   }
@@ -84,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ErrJmp j;
   if (ERR_TRY(&j)) {
     Hw hw;
-    if (hw_parse("fuzz.json", (const char *)data, size, &hw, sink)) {
+    if (hw_parse("fuzz.json", (const char *)data, size, &hw, fuzz_sink)) {
       round_trip(&hw);
       exercise(&hw);
     }

@@ -1002,6 +1002,7 @@ void tl_report(Timeline *T, FILE *out) {
   fmt_time(t, sizeof t, span);
   fprintf(out, "modelled on %s: %s\n", T->hw.name, t);
   report_places(T, out);
+  if (!T->ndev) fprintf(out, "no shard_map ran: nothing ran on the devices\n");
   if (T->ndev) {
     report_devices(T, out, span);
     report_memory(T, out);
