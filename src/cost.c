@@ -185,8 +185,6 @@ static Cost torus_ppermute(const Hw *hw, const Mesh *mesh, const HwPlace *pl, co
   double *load = mem_calloc(sizeof(double) * (size_t)(nodes * nd * 2));
   const Attrs *at = st->at;
   const IntList *perm = &at->l[0];
-  int64_t p = 1;
-  for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];
   double maxhops = 0, maxload = 0;
   int64_t coords[SHM_MAXAXES];
   for (int64_t dev = 0; dev < mesh->ndev; dev++) {
@@ -230,7 +228,6 @@ static Cost torus_ppermute(const Hw *hw, const Mesh *mesh, const HwPlace *pl, co
     }
   }
   mem_free(load);
-  (void)p;
   return bound(maxload / hw->link_bw, maxhops * hw->hop_latency, maxhops, n_in, false);
 }
 
@@ -264,21 +261,20 @@ static Cost switch_ppermute(const Hw *hw, const Mesh *mesh, const IrStmt *st, do
   return bound(n_in / bw, cross ? hw->net_latency : hw->hop_latency, 1, n_in, true);
 }
 
-/* The nodes a switch group spans, from its members' device numbers. */
+/* The nodes the group of device 0 spans (every group spans as many):
+   its members are numbered row-major over the mesh, the last device
+   being the sum of (size - 1) * stride over the named axes. */
 static int64_t switch_nodes(const Hw *hw, const Mesh *mesh, const Attrs *at) {
-  /* the group of device 0: members vary along the named axes only */
-  int64_t lo = -1, hi = -1, stride = 1, span = 0;
+  int64_t stride = 1, last = 0, p = 1;
   for (int a = mesh->naxes - 1; a >= 0; a--) {
-    bool named = false;
-    for (int k = 0; k < at->naxes; k++) named |= at->axes[k] == a;
-    if (named) span += (mesh->size[a] - 1) * stride;
+    for (int k = 0; k < at->naxes; k++)
+      if (at->axes[k] == a) {
+        last += (mesh->size[a] - 1) * stride;
+        p *= mesh->size[a];
+      }
     stride *= mesh->size[a];
   }
-  lo = 0;
-  hi = span;
-  int64_t p = 1;
-  for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];
-  int64_t nodes = hi / hw->node_size - lo / hw->node_size + 1;
+  int64_t nodes = last / hw->node_size + 1;
   return nodes > p ? p : nodes;
 }
 

@@ -142,11 +142,12 @@ void hw_list(FILE *out) {
   for (int i = 0; i < NPRESETS; i++) {
     const Hw *h = &presets[i];
     char topo[64];
-    if (h->topo == HW_TORUS)
-      snprintf(topo, sizeof topo, "%dD torus, pod %lld%s%lld%s%.0lld", h->ndims, (long long)h->pod[0], "x",
-               (long long)h->pod[1], h->ndims > 2 ? "x" : "", h->ndims > 2 ? (long long)h->pod[2] : 0);
-    else
+    if (h->topo == HW_TORUS) {
+      int n = snprintf(topo, sizeof topo, "%dD torus, pod %lld", h->ndims, (long long)h->pod[0]);
+      for (int d = 1; d < h->ndims; d++) n += snprintf(topo + n, sizeof topo - (size_t)n, "x%lld", (long long)h->pod[d]);
+    } else {
       snprintf(topo, sizeof topo, "NVLink nodes of %lld, InfiniBand between", (long long)h->node_size);
+    }
     fprintf(out, "%-8s  %s peak %.3g FLOP/s, HBM %.3g B/s, %.0f GB; %s\n", h->name, h->peak[0].dtype,
             h->peak[0].flops, h->hbm_bw, h->hbm_bytes / 1e9, topo);
   }
@@ -239,9 +240,7 @@ static int64_t count(Reader *r, json_t *o, const char *key, bool need, int64_t m
     return 0;
   }
   if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max) {
-    char what[64];
-    snprintf(what, sizeof what, "%s", key);
-    complain_key(r, key, "\"%s\" must be a positive integer", what);
+    complain_key(r, key, "\"%s\" must be a positive integer", key);
     return 0;
   }
   return (int64_t)json_integer_value(v);

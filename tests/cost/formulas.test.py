@@ -97,6 +97,22 @@ def main():
           'all-reduce over 2 H100 nodes: the slower of NVLink and 8 x 400 Gb/s InfiniBand')
     torus('h100', [('i', 16)], 'ppermute[axis_name=i, shift=1] x', blk, n / H100_NET + NET_LAT,
           'a ppermute that crosses nodes: over InfiniBand')
+    # -- the other presets and primitives
+    torus('tpu-v6e', [('X', 16), ('Y', 16)], 'all_gather[axis_name=X, axis=0, tiled=True] x', blk,
+          max(15 / 16 * 16 * n / (2 * 9e10), 8 * LAT), 'v6e: a ring of 16 at 9e10 B/s a link')
+    torus('tpu-v5p', [('X', 4), ('Y', 4), ('Z', 4)], 'psum[axes=(X, Y)] x', blk,
+          max(2 * 15 / 16 * n / (2 * 2 * 9e10), 2 * 4 * LAT), 'v5p cube: an all-reduce over two rings')
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'pmean[axes=Y] x', blk,
+          max(2 * 15 / 16 * n / (2 * V5E_W), 16 * LAT), 'pmean costs what psum costs')
+    torus('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather_invariant[axis_name=Y, axis=0, tiled=True] x', blk,
+          max(3 / 4 * 4 * n / V5E_W, 3 * LAT), 'all_gather_invariant costs what all_gather costs')
+    torus('tpu-v5e', [('X', 16), ('Y', 8)], 'all_gather[axis_name=(X, Y), axis=0, tiled=True] x', blk,
+          max(127 / 128 * 128 * n / (2 * V5E_W + V5E_W), (8 + 7) * LAT), 'a ring of 16 and a line of 8 together')
+    torus('a100', [('i', 8)], 'psum_scatter[axis_name=i, scatter_dimension=0, tiled=True] x', blk,
+          7 / 8 * n / A100_NV + 7 * NV_LAT, 'ring reduce-scatter on 8 A100s')
+    torus('a100', [('n', 2), ('g', 8)], 'all_to_all[axis_name=(n, g), split_axis=0, concat_axis=0, tiled=True] x',
+          blk, max(7 / 16 * n / A100_NV, n * 8 / 16 / 25e9) + NET_LAT,
+          'all-to-all over 2 A100 nodes: half of each block leaves the node')
     # -- local rooflines
     local_checks()
     print('%d formulas checked' % checks)
