@@ -36,6 +36,7 @@ typedef struct SFrame {
   const IrStmt *site;
   const Mesh *mesh;
   int64_t nd;                 /* devices (1 at top level) */
+  int nslots;
   int32_t **slots;            /* per variable slot: a buf per device, or NULL */
   double *gate;               /* per device: nothing starts before */
   uint8_t *active;            /* running devices (NULL: all) */
@@ -235,7 +236,7 @@ static void loop_free(Timeline *T, SFrame *F, Loop *L) {
 static void frame_pop(Timeline *T) {
   SFrame *F = T->stack;
   T->stack = F->below;
-  for (int i = 0; i < F->fn->nslots; i++) slot_free(T, F->slots[i], F->nd);
+  for (int i = 0; i < F->nslots; i++) slot_free(T, F->slots[i], F->nd);
   for (int i = 0; i < F->nholds; i++) slot_free(T, F->holds[i], F->nd);
   while (F->loop) {
     Loop *L = F->loop;
@@ -258,6 +259,7 @@ static SFrame *frame_push(Timeline *T, const void *key, IrFunc *fn, const Mesh *
   F->fn = fn;
   F->mesh = mesh;
   F->nd = mesh ? mesh->ndev : 1;
+  F->nslots = fn->nslots;
   F->slots = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nslots ? fn->nslots : 1));
   F->gate = tl_get(T, sizeof(double) * (size_t)F->nd);
   if (active && mesh) {

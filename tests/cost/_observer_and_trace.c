@@ -81,9 +81,9 @@ static void run(const char *path, bool observe, bool traced, Counts *c, char *ou
   FILE *mem = fmemopen(out, n, "w");
   tl_report(T, mem);
   fclose(mem);
+  tl_free(T);
   eval_free(I);
   check_free(C);
-  tl_free(T);
   diag_reset();
 }
 
