@@ -303,10 +303,18 @@ static double atom_ready(Timeline *T, SFrame *F, const IrAtom *a, int64_t d, int
 /* A slot holding what atom a holds on F's devices (a literal: empty bufs
    ready at the gate). */
 static int32_t *atom_slot(Timeline *T, SFrame *F, const IrAtom *a, const double *gate) {
-  int32_t *s = a->var ? lookup(F, a->var) : NULL;
-  if (s) return slot_copy(T, s, F->nd);
+  SFrame *owner = F;
+  while (a->var && owner && owner->fn != a->var->owner) owner = owner->up;
+  int32_t *s = a->var && owner ? owner->slots[a->var->slot] : NULL;
+  if (s && owner->nd == F->nd) return slot_copy(T, s, F->nd);
+  /* a literal, or a top-level value a body reads (a constant of the
+     device program): ready when the gate opens, or when the host made it */
+  double host = s && s[0] >= 0 ? T->bufs[s[0]].ready : 0;
   int32_t *c = slot_new(T, F->nd);
-  for (int64_t d = 0; d < F->nd; d++) c[d] = buf_new(T, -1, 0, gate ? gate[d] : 0);
+  for (int64_t d = 0; d < F->nd; d++) {
+    double g = gate ? gate[d] : 0;
+    c[d] = buf_new(T, -1, 0, host > g ? host : g);
+  }
   return c;
 }
 
