@@ -200,7 +200,7 @@ bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
-
+/* The bytes one member sends under the ring algorithms (coll.h). */
 double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
   double f = p > 0 ? (double)(p - 1) / (double)p : 0;
   switch (prim) {
