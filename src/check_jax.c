@@ -306,11 +306,16 @@ void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     return;
   }
   for (int i = 0; i < s->nparams; i++) {       /* the rest (devices, backend, name...) change nothing */
+    if (!prim_accepts(P_XLA_PMAP, s->params[i]->key)) continue;   /* reported as unknown */
     char *key = arena_strndup(&cx->C->prog.arena, s->params[i]->key.p, (size_t)s->params[i]->key.n);
     rule_get(r, key);
   }
   rule_get(r, "out_axes");
   FuncDef *fd = check_func_param(cx, r, "call_jaxpr", rule_get(r, "call_jaxpr"));
+  if (!rule_unused(r, "axis_name axis_size call_jaxpr mapped_invars in_axes out_axes")) {
+    check_bind_bad(cx, s);
+    return;
+  }
   Type *args = fd ? call_args(cx, s, in, n) : NULL;
   if (!args) { check_bind_bad(cx, s); return; }
   Mesh *m = NEW(cx->C, Mesh);

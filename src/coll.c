@@ -213,3 +213,14 @@ bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
+/* The bytes one member sends under the ring algorithms (coll.h). */
+double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
+  double f = p > 0 ? (double)(p - 1) / (double)p : 0;
+  switch (prim) {
+  case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: return 2 * f * n_in;
+  case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: return f * n_out;
+  case P_PSUM_SCATTER: case P_ALL_TO_ALL: return f * n_in;
+  case P_PPERMUTE: return n_in;
+  default: return 0;
+  }
+}

@@ -19,6 +19,7 @@ struct Interp {
   long steps, max_steps;
   EvalTrace trace;
   void *trace_data;
+  EvalObserver obs;        /* obs.data NULL: none */
   bool abandon;            /* eval_abandon: unwind without a message */
   bool release_top;        /* eval_release_top: a script's top level drops values too */
 };
@@ -135,12 +136,15 @@ static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
 
 static void run_body(Interp *I, Frame *F);
 
-/* Call fn with argument values (borrowed); results are new references. */
-static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp) {
+/* Call fn with argument values (borrowed); results are new references.
+   `site`: the statement calling it (for the observer). */
+static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp, IrStmt *site) {
   Frame *F = frame_new(I, fn, caller, sp);
   for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
+  if (I->obs.data) I->obs.call(I->obs.data, F, site);
   run_body(I, F);
   if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
+  if (I->obs.data) I->obs.ret(I->obs.data, F, site);
   for (int i = 0; i < fn->nouts; i++) {
     const IrAtom *o = &fn->outs[i];
     outs[i] = o->lit ? val_of(o->lit) : val_ref(value_of(F, o->var));
@@ -343,7 +347,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       if (d >= 0) arr_drop_dim(v->blk[b], d);
     }
   }
-  call_fn(I, F, body, args, outs, &bs);
+  call_fn(I, F, body, args, outs, &bs, st);
   for (int i = 0; i < nout; i++) {
     const Spec *spc = &sm->out[i];
     Val *v = outs[i];
@@ -453,7 +457,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   if (uniform >= 0 || !idx) {
     if (uniform < 0) uniform = 0;
     if (uniform >= nb) uniform = nb - 1;
-    call_fn(I, F, st->at->fns[uniform], args, res, sp);
+    call_fn(I, F, st->at->fns[uniform], args, res, sp, st);
     for (int j = 0; j < nout; j++) {
       /* widen to the result's mask (the index's variance) without copies */
       uint32_t R = st->out[j]->t.vma;
@@ -480,7 +484,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
       if (count) {
         Space bsp = *sp;
         bsp.active = act;
-        call_fn(I, F, st->at->fns[k], args, res, &bsp);
+        call_fn(I, F, st->at->fns[k], args, res, &bsp, st);
         for (int j = 0; j < nout; j++) {
           merge_into(sp, out[j], res[j], act);
           val_unref(res[j]);
@@ -566,7 +570,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
-    call_fn(I, F, body, args, next, &lsp);
+    call_fn(I, F, body, args, next, &lsp, st);
     val_unref(index[0]);
     index[0] = NULL;
     for (int k = 0; k < n; k++) {
@@ -608,7 +612,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     step(I, &lsp);
     for (int k = 0; k < cn; k++) cargs[k] = all[k];
     for (int k = 0; k < n; k++) cargs[cn + k] = carry[k];
-    call_fn(I, F, cf, cargs, pv, &lsp);
+    call_fn(I, F, cf, cargs, pv, &lsp, st);
     Val *pred = pv[0];
     bool varying = pred->mask != 0;
     if (!varying) {
@@ -630,7 +634,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     }
     for (int k = 0; k < bn; k++) bargs[k] = all[cn + k];
     for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
-    call_fn(I, F, bf, bargs, next, &lsp);
+    call_fn(I, F, bf, bargs, next, &lsp, st);
     for (int k = 0; k < n; k++) {
       /* instances that have stopped keep their carry */
       next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
@@ -687,7 +691,7 @@ static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
     step(I, sp);
     for (int k = 0; k < nc + ncar; k++) args[k] = val_ref(all[k]);
     for (int k = 0; k < nx; k++) args[nc + ncar + k] = val_slice(xs[k], t);
-    call_fn(I, F, body, args, res, sp);
+    call_fn(I, F, body, args, res, sp, st);
     for (int k = 0; k < n; k++) {
       val_unref(args[k]);
       args[k] = NULL;
@@ -726,7 +730,7 @@ static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
 static void exec_call(Interp *I, Frame *F, IrStmt *st) {
   Val **args = atom_vals(F, st->in, st->nin);
   Val **outs = vals_new(st->nout);
-  call_fn(I, F, st->callee, args, outs, &F->space);
+  call_fn(I, F, st->callee, args, outs, &F->space, st);
   for (int j = 0; j < st->nout; j++) {
     set_slot(F, st->out[j], outs[j]);
     outs[j] = NULL;
@@ -881,8 +885,10 @@ static void run_body(Interp *I, Frame *F) {
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
+    if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     exec_stmt(I, F, st);
+    if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);
   }
@@ -953,8 +959,10 @@ bool eval_run_to(Interp *I, int start, int to) {
       I->cur = T;
       I->steps = 0;
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
+      if (I->obs.data) I->obs.before(I->obs.data, T, st, i);
       T->release_at = I->release_top && !I->trace ? i : -1;
       exec_stmt(I, T, st);
+      if (I->obs.data) I->obs.after(I->obs.data, T, st, i);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
       else if (T->release_at >= 0) drop_dead(T, st);
     }
@@ -994,6 +1002,11 @@ void eval_set_trace(Interp *I, EvalTrace trace, void *data) {
 
 Frame *eval_top(Interp *I) { return I->top; }
 
+void eval_set_observer(Interp *I, const EvalObserver *obs) {
+  if (obs) I->obs = *obs;
+  else memset(&I->obs, 0, sizeof I->obs);
+}
+
 void eval_abandon(Interp *I) {
   I->abandon = true;
   err_throw("abandoned");
@@ -1009,7 +1022,7 @@ bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *w
   ErrJmp j;
   if (ERR_TRY(&j)) {
     I->cur = F;
-    call_fn(I, F, fn, NULL, outs, &F->space);
+    call_fn(I, F, fn, NULL, outs, &F->space, NULL);
     err_end(&j);
   } else {
     ok = false;

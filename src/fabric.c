@@ -5,6 +5,7 @@
 */
 #include <math.h>
 #include <stdio.h>
+#include "coll.h"
 #include "err.h"
 #include "fabric.h"
 #include "par.h"
@@ -478,7 +479,7 @@ static void exec_pbroadcast(Coll *c) {
 static void exec_reduce(Coll *c) {
   for (int64_t o = 0; o < c->nouter; o++)
     if (!skip_group(c, o)) c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
-  double each = 2.0 * (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -493,7 +494,7 @@ static void exec_all_gather(Coll *c) {
       arr_unref(g);
     }
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_out;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -530,7 +531,7 @@ static void exec_psum_scatter(Coll *c) {
     }
     arr_unref(sum);
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -574,8 +575,10 @@ static void exec_ppermute(Coll *c) {
       if (!got[k]) *member_slot(c, o, k) = arr_zeros((DType)c->outt->dt, c->outt->rank, c->outt->shape);
     mem_free(got);
   }
-  /* every pair moves one block; devices that send nothing send 0 */
-  double each = c->devices ? c->n_in * (double)np * (double)c->nouter / (double)c->devices : 0;
+  /* every pair of every group moves one block (devices along the axes
+     the operand does not vary over hold copies, and each sends its own);
+     averaged over the members, devices that send nothing sending 0 */
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out) * (double)np / (double)c->p;
   account(c->prim, c->devices, each, each);
 }
 
@@ -613,7 +616,7 @@ static void exec_all_to_all(Coll *c) {
       *member_slot(c, o, k) = r;
     }
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
