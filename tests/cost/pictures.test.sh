@@ -6,7 +6,7 @@ set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for ex in matmul_allgather_8k collective_matmul_8k; do
-  "$SHMAPI" --abstract --trace "$tmp/$ex.svg" --trace-span 740e-6 "examples/$ex.shm"
+  "$SHMAPI" --abstract --trace "$tmp/$ex.svg" --trace-span 460e-6 "examples/$ex.shm"
   if ! cmp -s "$tmp/$ex.svg" "docs/img/$ex.svg"; then
     echo "docs/img/$ex.svg is not what shmapi draws now:"
     diff "docs/img/$ex.svg" "$tmp/$ex.svg" | head -20

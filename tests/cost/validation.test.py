@@ -25,11 +25,6 @@ def coll(hw, axes, line, block, dtype='f32'):
     return one_duration(trace(collective_program(axes, line, block, dtype), hw), LINE)
 
 
-def has_bf16():
-    rc, _, _ = run('x = full[shape=(2,), value=1.0, dtype=bf16]\n', expect_ok=False)
-    return rc == 0
-
-
 def limit_of(hw, B, D, F, dtype):
     prog = ('mesh m = {i: 1}\n'
             'a = full[shape=(%d, %d), value=1.0, dtype=%s]\n'
@@ -48,25 +43,8 @@ def limit_of(hw, B, D, F, dtype):
 
 def critical_batch(hw):
     """The smallest batch B at which a [B, D] @ [D, F] matmul with large D, F
-    is compute-bound (the scaling book's rule: bf16 operands).  Without a
-    bf16 dtype in shm, the same roofline with f32 operands on the preset
-    with its f32 peak set to its bf16 peak (--save-hardware, edited): every
-    byte count doubles, so the threshold is twice the bf16 one."""
-    dtype = 'bf16' if has_bf16() else 'f32'
-    if dtype == 'f32':
-        import json
-        import tempfile
-        fd, path = tempfile.mkstemp(suffix='.json')
-        os.close(fd)
-        run('', '--hardware', hw, '--save-hardware', path)
-        desc = json.load(open(path))
-        desc['peak_flops']['f32'] = desc['peak_flops']['bf16']
-        json.dump(desc, open(path, 'w'))
-        try:
-            return _critical(path, dtype) / 2
-        finally:
-            os.unlink(path)
-    return _critical(hw, dtype)
+    is compute-bound (the scaling book's rule: bf16 operands)."""
+    return _critical(hw, 'bf16')
 
 
 def _critical(hw, dtype):
@@ -94,10 +72,9 @@ def report_numbers(path, *args):
 
 
 def modelled():
-    blk = (512, 4096)                     # f32: the bytes of the book's bf16[512, 8192] blocks
-    n = 4 * 512 * 4096
     v = {}
-    v['V1'] = us(coll('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', blk))
+    v['V1'] = us(coll('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', (512, 8192),
+                      'bf16'))
     v['V2'] = us(coll('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', (64, 128)))
     ag16 = coll('tpu-v5e', [('X', 16), ('Y', 16)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', (128, 4096))
     v['V3'] = us(ag16)
@@ -120,7 +97,6 @@ def modelled():
     v['V11'] = ag_exposed / ag_comm
     v['V12'] = ag_total / cm_total
     assert cm_exposed < cm_comm, 'the collective matmul hides some of its communication'
-    del n
     return v
 
 
