@@ -7,6 +7,7 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "fabmpi.h"
 #include "npy.h"
 #include "format.h"
 
@@ -22,6 +23,7 @@ struct Interp {
   EvalObserver obs;        /* obs.data NULL: none */
   bool abandon;            /* eval_abandon: unwind without a message */
   bool release_top;        /* eval_release_top: a script's top level drops values too */
+  int64_t sub;             /* the branch or iteration of the next call_fn (fmpi_path_enter) */
 };
 
 /* ---- frames ------------------------------------------------------------------ */
@@ -142,7 +144,10 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
   Frame *F = frame_new(I, fn, caller, sp);
   for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
   if (I->obs.data) I->obs.call(I->obs.data, F, site);
+  fmpi_path_enter(I->sub);
+  I->sub = 0;
   run_body(I, F);
+  fmpi_path_leave();
   if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
   if (I->obs.data) I->obs.ret(I->obs.data, F, site);
   for (int i = 0; i < fn->nouts; i++) {
@@ -268,7 +273,7 @@ static void exec_local(Frame *F, IrStmt *st) {
     opv[i] = st->in[i].lit ? NULL : value_of(F, st->in[i].var);
     if (!opv[i]) ins[i] = st->in[i].lit;
   }
-  if (nb > 1 && nout == 1 && nin <= 2 && !sp->active && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
+  if (nb > 1 && nout == 1 && nin <= 2 && fab_all_here(sp) && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
   mem_scope_begin();
@@ -319,6 +324,42 @@ static Type pmap_view(const Type *t, int d) {
   return v;
 }
 
+/* Does rank q own an instance holding block b of `mask`? */
+static bool rank_holds(const Mesh *m, int q, uint32_t mask, int64_t b) {
+  int64_t lo, hi;
+  fmpi_range(m->ndev, q, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++)
+    if (val_block_of(m, mask, i) == b) return true;
+  return false;
+}
+
+/* Under several ranks: every rank gets the blocks of a body's result v
+   that assembling it per out_specs (mask `spec`) reads, each sent by the
+   owner of the first instance that holds it. */
+static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const IrAtom *out) {
+  int n = fmpi_size();
+  int64_t nb = val_nblk(m, spec);
+  int *ranks = scratch(sizeof(int) * (size_t)n);
+  uint8_t *done = scratch((size_t)v->nblk);
+  FmpiMove *mv = scratch(sizeof(FmpiMove) * (size_t)(nb * n + 1));
+  int nmv = 0;
+  for (int q = 0; q < n; q++) ranks[q] = q;
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t inst = val_first_inst(m, spec, b), vb = val_block_of(m, v->mask, inst);
+    if (done[vb]) continue;
+    done[vb] = 1;
+    int from = fmpi_owner(m->ndev, inst);
+    for (int q = 0; q < n; q++)
+      if (q != from && !rank_holds(m, q, v->mask, vb)) mv[nmv++] = (FmpiMove){from, q, &v->blk[vb]};
+  }
+  const Type *t = out->lit ? NULL : &out->var->t;
+  Array *lit = out->lit;
+  fmpi_exchange(ranks, n, mv, nmv, (DType)(t ? t->dt : lit->dt), t ? t->rank : lit->rank, t ? t->shape : lit->shape);
+  scratch_free(mv);
+  scratch_free(done);
+  scratch_free(ranks);
+}
+
 /* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
@@ -326,6 +367,8 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   const Mesh *m = sm->mesh;
   Space bs = {m, m->ndev, NULL};
   int nin = st->nin, nout = st->nout;
+  int64_t lo = 0, hi = m->ndev;           /* the instances of this rank */
+  if (fmpi_size() > 1) fmpi_range(m->ndev, fmpi_rank(), &lo, &hi);
   Val **args = vals_new(nin + nout);
   Val **outs = args + nin;
   int64_t coords[SHM_MAXAXES];
@@ -338,19 +381,30 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     int64_t nb = val_nblk(m, spc->mask);
     Val *v = val_new(spc->mask, nb);
     args[i] = v;
+    uint8_t *need = needed_blocks(&bs, spc->mask, nb);     /* (under ranks: this rank's blocks) */
     for (int64_t b = 0; b < nb; b++) {
       if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
+      if (need && !need[b]) continue;
       val_coords(m, val_first_inst(m, spc->mask, b), coords);
       int64_t start[SHM_MAXRANK];
       block_start(m, spc, coords, bt.shape, bt.rank, start);
       v->blk[b] = arr_block(g, start, bt.shape);
       if (d >= 0) arr_drop_dim(v->blk[b], d);
     }
+    scratch_free(need);
   }
-  call_fn(I, F, body, args, outs, &bs, st);
+  if (lo < hi) {
+    call_fn(I, F, body, args, outs, &bs, st);
+  } else {                 /* a rank owning none of the mesh's instances */
+    for (int i = 0; i < nout; i++) {
+      uint32_t R = body->outs[i].var ? body->outs[i].var->t.vma : 0;
+      outs[i] = val_new(R, val_nblk(m, R));
+    }
+  }
   for (int i = 0; i < nout; i++) {
     const Spec *spc = &sm->out[i];
     Val *v = outs[i];
+    if (fmpi_size() > 1) share_blocks(m, v, spc->mask, &body->outs[i]);
     const Type *gt = &st->out[i]->t;
     Val *gv = val_new(0, 1);
     set_slot(F, st->out[i], gv);
@@ -404,7 +458,7 @@ static uint8_t *narrow(const Space *sp, Val *v, int64_t want, bool is_pred, int6
   uint8_t *act = scratch((size_t)sp->ninst);
   *count = 0;
   for (int64_t i = 0; i < sp->ninst; i++) {
-    bool on = !sp->active || sp->active[i];
+    bool on = fab_runs(sp, i);
     if (on) {
       int64_t x = scalar_at(sp, v, i);
       if (is_pred) on = x != 0;
@@ -457,6 +511,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   if (uniform >= 0 || !idx) {
     if (uniform < 0) uniform = 0;
     if (uniform >= nb) uniform = nb - 1;
+    I->sub = uniform;
     call_fn(I, F, st->at->fns[uniform], args, res, sp, st);
     for (int j = 0; j < nout; j++) {
       /* widen to the result's mask (the index's variance) without copies */
@@ -484,6 +539,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
       if (count) {
         Space bsp = *sp;
         bsp.active = act;
+        I->sub = k;
         call_fn(I, F, st->at->fns[k], args, res, &bsp, st);
         for (int j = 0; j < nout; j++) {
           merge_into(sp, out[j], res[j], act);
@@ -543,7 +599,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
      block no running instance holds runs no iteration) */
   uint8_t *seen = scratch((size_t)ni);
   for (int64_t d = 0; d < sp->ninst; d++) {
-    if (sp->active && !sp->active[d]) continue;
+    if (!fab_runs(sp, d)) continue;
     int64_t b = val_block_of(sp->mesh, it->vma, d);
     if (seen[b]) continue;
     seen[b] = 1;
@@ -561,7 +617,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       act = scratch((size_t)sp->ninst);
       for (int64_t d = 0; d < sp->ninst; d++) {
         int64_t b = val_block_of(sp->mesh, it->vma, d);
-        act[d] = (!sp->active || sp->active[d]) && t < hi[b] - lo[b];
+        act[d] = fab_runs(sp, d) && t < hi[b] - lo[b];
       }
       lsp.active = act;
     }
@@ -570,6 +626,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
+    I->sub = t;
     call_fn(I, F, body, args, next, &lsp, st);
     val_unref(index[0]);
     index[0] = NULL;
@@ -608,10 +665,11 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   Val **pv = vals_new(1);
   uint8_t *act = NULL;
   Space lsp = *sp;
-  for (;;) {
+  for (int64_t iter = 0;; iter++) {
     step(I, &lsp);
     for (int k = 0; k < cn; k++) cargs[k] = all[k];
     for (int k = 0; k < n; k++) cargs[cn + k] = carry[k];
+    I->sub = 2 * iter;
     call_fn(I, F, cf, cargs, pv, &lsp, st);
     Val *pred = pv[0];
     bool varying = pred->mask != 0;
@@ -634,6 +692,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     }
     for (int k = 0; k < bn; k++) bargs[k] = all[cn + k];
     for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
+    I->sub = 2 * iter + 1;
     call_fn(I, F, bf, bargs, next, &lsp, st);
     for (int k = 0; k < n; k++) {
       /* instances that have stopped keep their carry */
@@ -683,7 +742,10 @@ static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
   for (int k = ncar; k < nout; k++) {
     const Type *t = &st->out[k]->t;
     Val *v = ys[k] = val_new(t->vma, val_nblk(sp->mesh, t->vma));
-    for (int64_t b = 0; b < v->nblk; b++) v->blk[b] = arr_new((DType)t->dt, t->rank, t->shape);
+    uint8_t *need = needed_blocks(sp, t->vma, v->nblk);
+    for (int64_t b = 0; b < v->nblk; b++)
+      if (!need || need[b]) v->blk[b] = arr_new((DType)t->dt, t->rank, t->shape);
+    scratch_free(need);
   }
   Val **args = vals_new(n + 1), **res = vals_new(nout + 1);
   for (int64_t s0 = 0; s0 < len; s0++) {
@@ -691,6 +753,7 @@ static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
     step(I, sp);
     for (int k = 0; k < nc + ncar; k++) args[k] = val_ref(all[k]);
     for (int k = 0; k < nx; k++) args[nc + ncar + k] = val_slice(xs[k], t);
+    I->sub = s0;
     call_fn(I, F, body, args, res, sp, st);
     for (int k = 0; k < n; k++) {
       val_unref(args[k]);
@@ -741,6 +804,18 @@ static void exec_call(Interp *I, Frame *F, IrStmt *st) {
 
 /* ---- print ---------------------------------------------------------------------------- */
 
+/* Device d's part of a printed value: its header line and its block. */
+static void device_part(Buf *b, const Mesh *m, Val *v, int64_t d) {
+  int64_t coords[SHM_MAXAXES];
+  val_coords(m, d, coords);
+  buf_printf(b, "On device %lld at mesh coordinates (", (long long)d);
+  for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
+  buf_puts(b, m->naxes == 1 ? ",) = (" : ") = (");
+  for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)coords[k]);
+  buf_puts(b, m->naxes == 1 ? ",):\n" : "):\n");
+  fmt_array(b, v->blk[val_block_of(m, v->mask, d)]);
+}
+
 void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
   const Mesh *m = sp->mesh;
   if (!m) {
@@ -748,19 +823,12 @@ void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
     return;
   }
   if (!at_line_start) buf_putc(b, '\n');
-  int64_t coords[SHM_MAXAXES];
   bool first = true;
   for (int64_t d = 0; d < m->ndev; d++) {
-    if (sp->active && !sp->active[d]) continue;
+    if (!fab_runs(sp, d)) continue;
     if (!first) buf_putc(b, '\n');
     first = false;
-    val_coords(m, d, coords);
-    buf_printf(b, "On device %lld at mesh coordinates (", (long long)d);
-    for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
-    buf_puts(b, m->naxes == 1 ? ",) = (" : ") = (");
-    for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)coords[k]);
-    buf_puts(b, m->naxes == 1 ? ",):\n" : "):\n");
-    fmt_array(b, v->blk[val_block_of(m, v->mask, d)]);
+    device_part(b, m, v, d);
   }
 }
 
@@ -768,7 +836,46 @@ void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
    a value prints as one block per device, on lines of its own. */
 static void release_buf(void *b) { buf_free(b); }
 
+/* Under several ranks a print is an output event (fabmpi.h): its text
+   and each device's part apart, merged with the other ranks' on rank 0.
+   At the top level rank 0 alone records it. */
+static void print_event(Frame *F, IrStmt *st) {
+  const Mesh *m = F->space.mesh;
+  if (!m && fmpi_rank() != 0) return;
+  Buf b = {0};
+  err_defer(release_buf, &b);
+  fmpi_out_begin();
+  bool after_blocks = false;
+  for (int i = 0; i < st->nitems; i++) {
+    IrPrintItem *it = &st->items[i];
+    bool blocks = it->atom.var && m;
+    buf_reset(&b);
+    if (i) buf_putc(&b, blocks || after_blocks ? '\n' : ' ');
+    after_blocks = blocks;
+    if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
+    else if (it->atom.lit) fmt_array(&b, it->atom.lit);
+    else if (!m) fmt_array(&b, value_of(F, it->atom.var)->blk[0]);
+    if (b.n) fmpi_out_text(b.p, b.n);
+    if (!blocks) continue;
+    Val *v = value_of(F, it->atom.var);
+    for (int64_t d = 0; d < m->ndev; d++) {
+      if (!fab_runs(&F->space, d)) continue;
+      buf_reset(&b);
+      device_part(&b, m, v, d);
+      fmpi_out_device(d, b.p, b.n);
+    }
+  }
+  fmpi_out_text("\n", 1);
+  fmpi_out_end();
+  err_undefer(&b);
+  buf_free(&b);
+}
+
 static void exec_print(Frame *F, IrStmt *st) {
+  if (fmpi_size() > 1) {
+    print_event(F, st);
+    return;
+  }
   Buf b = {0};
   err_defer(release_buf, &b);
   bool after_blocks = false;
@@ -812,9 +919,16 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     exec_print(F, st);
     break;
   case IS_SHOW:
-    fputs(st->text, stdout);
+    if (fmpi_size() == 1) {
+      fputs(st->text, stdout);
+    } else if (F->space.mesh || fmpi_rank() == 0) {
+      fmpi_out_begin();
+      fmpi_out_text(st->text, strlen(st->text));
+      fmpi_out_end();
+    }
     break;
   case IS_SAVE: {
+    if (fmpi_rank() != 0) break;        /* under several ranks, rank 0 writes the file */
     char err[NPY_ERRLEN];
     Array *a = st->in[0].lit ? st->in[0].lit : value_of(F, st->in[0].var)->blk[0];
     if (!npy_save(st->path, a, err)) err_throw("%s", err);
@@ -887,6 +1001,7 @@ static void run_body(Interp *I, Frame *F) {
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
+    fmpi_path_stmt(i);
     exec_stmt(I, F, st);
     if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
@@ -943,6 +1058,15 @@ static void devices_text(const Space *sp, char *out, size_t n) {
   snprintf(out + len, n - len, ")");
 }
 
+/* The end of a top-level statement under several ranks (fmpi_sync): its
+   output merged and written by rank 0, the statistics' records counted
+   there; false when any rank failed. */
+static bool sync_ranks(const char *err) {
+  bool ok = fmpi_sync(err, fab_stats_records(), fab_stats_merge);
+  fab_stats_records_done();
+  return ok;
+}
+
 bool eval_run_to(Interp *I, int start, int to) {
   Frame *T = I->top;
   if (T->nslots < I->main->nslots) {
@@ -961,10 +1085,17 @@ bool eval_run_to(Interp *I, int start, int to) {
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
       if (I->obs.data) I->obs.before(I->obs.data, T, st, i);
       T->release_at = I->release_top && !I->trace ? i : -1;
+      fmpi_path_reset();
+      fmpi_path_stmt(i);
+      I->sub = 0;
       exec_stmt(I, T, st);
       if (I->obs.data) I->obs.after(I->obs.data, T, st, i);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
       else if (T->release_at >= 0) drop_dead(T, st);
+      if (fmpi_size() > 1 && !sync_ranks(NULL)) {
+        err_end(&j);
+        return false;
+      }
     }
     err_end(&j);
     fflush(stdout);
@@ -989,7 +1120,22 @@ bool eval_run_to(Interp *I, int start, int to) {
   IrStmt *st = inner ? inner : i < I->main->nbody ? I->main->body[i] : NULL;
   char msg[1400];
   snprintf(msg, sizeof msg, "%s%s", err_message(), strstr(err_message(), " (on ") ? "" : where);
-  diag_print(stderr, st ? st->whole : span_none(), "error", msg);
+  if (fmpi_size() == 1) {
+    diag_print(stderr, st ? st->whole : span_none(), "error", msg);
+    return false;
+  }
+  /* under several ranks rank 0 reports the first failure (of the run's
+     order) once; a rank that only stopped because another failed has
+     nothing to say */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = fmpi_abandoned() ? NULL : open_memstream(&text, &len);
+  if (f) {
+    diag_print(f, st ? st->whole : span_none(), "error", msg);
+    fclose(f);
+  }
+  sync_ranks(text ? text : fmpi_abandoned() ? NULL : msg);
+  free(text);
   return false;
 }
 

@@ -4,9 +4,11 @@
 ** rules are in coll.c.)
 */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include "coll.h"
 #include "err.h"
+#include "fabmpi.h"
 #include "fabric.h"
 #include "par.h"
 
@@ -22,10 +24,17 @@ typedef struct Stat {
 } Stat;
 
 static Stat stats[P_COUNT];
+/* Under several ranks: one record per call of this rank since the last
+   sync (its place in the run, the primitive, this rank's instances, the
+   bytes each sends and receives), merged on rank 0 into `stats`. */
+static Buf records;
 
-void fab_stats_reset(void) { memset(stats, 0, sizeof stats); }
+void fab_stats_reset(void) {
+  memset(stats, 0, sizeof stats);
+  buf_reset(&records);
+}
 
-static void account(int prim, long devices, double sent_each, double recv_each) {
+static void count_call(int prim, long devices, double sent_each, double recv_each) {
   Stat *s = &stats[prim];
   s->calls++;
   s->devices += devices;
@@ -33,6 +42,63 @@ static void account(int prim, long devices, double sent_each, double recv_each) 
   s->sent += sent_each * (double)devices;
   s->recv += recv_each * (double)devices;
   s->per_dev_sent += sent_each;
+}
+
+static void account(int prim, long devices, double sent_each, double recv_each) {
+  if (fmpi_size() == 1) {
+    count_call(prim, devices, sent_each, recv_each);
+    return;
+  }
+  fmpi_path_put(&records);
+  int64_t p = prim, d = devices;
+  double x[2] = {sent_each, recv_each};
+  buf_put(&records, (const char *)&p, sizeof p);
+  buf_put(&records, (const char *)&d, sizeof d);
+  buf_put(&records, (const char *)x, sizeof x);
+}
+
+const Buf *fab_stats_records(void) { return &records; }
+
+void fab_stats_records_done(void) { buf_reset(&records); }
+
+/* A record as read back on rank 0. */
+typedef struct Rec {
+  const int64_t *key;
+  int64_t nkey, prim, devices;
+  double sent, recv;
+} Rec;
+
+static int rec_cmp(const void *x, const void *y) {
+  const Rec *a = x, *b = y;
+  for (int64_t i = 0; i < a->nkey && i < b->nkey; i++)
+    if (a->key[i] != b->key[i]) return a->key[i] < b->key[i] ? -1 : 1;
+  if (a->nkey != b->nkey) return a->nkey < b->nkey ? -1 : 1;
+  return a->prim < b->prim ? -1 : a->prim > b->prim;
+}
+
+void fab_stats_merge(const char *const *p, const size_t *n, int nranks) {
+  Rec *rec = NULL;
+  int nrec = 0, cap = 0;
+  for (int r = 0; r < nranks; r++)
+    for (const char *q = p[r], *end = p[r] + n[r]; q < end;) {
+      VEC_GROW(rec, cap, nrec + 1);
+      Rec *e = &rec[nrec++];
+      memcpy(&e->nkey, q, 8);
+      e->key = (const int64_t *)(q + 8);
+      q += 8 + 8 * e->nkey;
+      memcpy(&e->prim, q, 8);
+      memcpy(&e->devices, q + 8, 8);
+      memcpy(&e->sent, q + 16, 8);
+      memcpy(&e->recv, q + 24, 8);
+      q += 32;
+    }
+  qsort(rec, (size_t)nrec, sizeof *rec, rec_cmp);
+  for (int a = 0, b; a < nrec; a = b) {       /* one call: the records of one place */
+    long devices = 0;
+    for (b = a; b < nrec && !rec_cmp(&rec[a], &rec[b]); b++) devices += (long)rec[b].devices;
+    count_call((int)rec[a].prim, devices, rec[a].sent, rec[a].recv);
+  }
+  mem_free(rec);
 }
 
 static void human(char *out, size_t n, double bytes) {
@@ -62,6 +128,10 @@ void fab_stats_print(FILE *out) {
   human(a, sizeof a, per);
   human(b, sizeof b, total);
   fprintf(out, "%-22s %7ld %8s %14s %14s\n", "total", calls, "", a, b);
+  if (fmpi_size() > 1) {
+    human(b, sizeof b, fmpi_bytes_crossed());
+    fprintf(out, "across %d ranks, %s crossed between them\n", fmpi_size(), b);
+  }
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
@@ -97,11 +167,17 @@ static int64_t group_size(const Mesh *m, const Attrs *at) {
   return p;
 }
 
+bool fab_runs(const Space *sp, int64_t inst) {
+  return (!sp->active || sp->active[inst]) && (!sp->mesh || fmpi_local(sp->mesh->ndev, inst));
+}
+
+bool fab_all_here(const Space *sp) { return !sp->active && (!sp->mesh || fmpi_size() == 1); }
+
 uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
-  if (!sp->active) return NULL;
+  if (fab_all_here(sp)) return NULL;
   uint8_t *need = mem_calloc((size_t)nb);
   for (int64_t i = 0; i < sp->ninst; i++)
-    if (sp->active[i]) need[val_block_of(sp->mesh, mask, i)] = 1;
+    if (fab_runs(sp, i)) need[val_block_of(sp->mesh, mask, i)] = 1;
   return need;
 }
 
@@ -401,12 +477,17 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
   if (!sp->active) return;
   const Mesh *m = sp->mesh;
   uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~at->axmask;
-  int64_t p = group_size(m, at), ngroups = val_nblk(m, rest), g = -1;
-  int64_t *count = mem_calloc(sizeof(int64_t) * (size_t)ngroups);   /* running members per group */
-  for (int64_t d = 0; d < sp->ninst; d++)
+  int64_t ngroups = val_nblk(m, rest), g = -1;
+  /* running members per group, and members per group (those of this
+     rank: the others' paths are their own to check) */
+  int64_t *count = mem_calloc(sizeof(int64_t) * (size_t)(2 * ngroups)), *here = count + ngroups;
+  for (int64_t d = 0; d < sp->ninst; d++) {
+    if (!fmpi_local(m->ndev, d)) continue;
     if (sp->active[d]) count[val_block_of(m, rest, d)]++;
+    here[val_block_of(m, rest, d)]++;
+  }
   for (int64_t k = 0; k < ngroups && g < 0; k++)
-    if (count[k] && count[k] < p) g = k;
+    if (count[k] && count[k] < here[k]) g = k;
   mem_free(count);
   if (g >= 0) {
     char axes[128] = "", reached[160] = "", missed[160] = "";
@@ -416,7 +497,7 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
       snprintf(axes + len, sizeof axes - len, "%s%.*s", k ? ", " : "", m->axis[at->axes[k]].n, m->axis[at->axes[k]].p);
     }
     for (int64_t e = 0; e < sp->ninst; e++)
-      if (val_block_of(m, rest, e) == g) {
+      if (val_block_of(m, rest, e) == g && fmpi_local(m->ndev, e)) {
         if (sp->active[e]) list_device(reached, sizeof reached, &nr, e);
         else list_device(missed, sizeof missed, &nm, e);
       }
@@ -538,15 +619,11 @@ static void exec_psum_scatter(Coll *c) {
 /* pscatter: the operand is invariant along the axes; each member keeps
    its chunk (a local slice, nothing moves). */
 static void exec_pscatter(Coll *c) {
-  const Space *sp = c->sp;
   uint32_t R = c->out->mask;
+  uint8_t *need = fab_needed(c->sp, R, c->out->nblk);     /* (the caller's memory scope frees it on an error) */
   for (int64_t b = 0; b < c->out->nblk; b++) {
     decode(c->m, R, b, c->coords);
-    if (sp->active && !sp->active[val_first_inst(c->m, R, b)]) {
-      bool any = false;
-      for (int64_t i = 0; i < sp->ninst && !any; i++) any = sp->active[i] && val_block_of(c->m, R, i) == b;
-      if (!any) continue;
-    }
+    if (need && !need[b]) continue;
     int64_t k = 0;
     for (int j = 0; j < c->at->naxes; j++) k = k * c->m->size[c->at->axes[j]] + c->coords[c->at->axes[j]];
     Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
@@ -555,6 +632,7 @@ static void exec_pscatter(Coll *c) {
     if (!c->at->b[0]) squeeze_dim(ch, d);
     c->out->blk[b] = ch;
   }
+  mem_free(need);
   account(c->prim, c->devices, 0, 0);
 }
 
@@ -629,6 +707,88 @@ static const CollFn coll_exec[P_COUNT] = {
 
 bool fab_is_collective(int prim) { return prim >= 0 && prim < P_COUNT && coll_exec[prim]; }
 
+/* ---- groups that span ranks -------------------------------------------------------------- */
+
+/* Does member k of a ppermute's group send to a member that rank q owns? */
+static bool permute_sends_to(const Coll *c, const int64_t *inst, int64_t k, int q) {
+  const IntList *perm = &c->at->l[0];
+  for (int i = 0; i + 1 < perm->n; i += 2)
+    if (perm->v[i] == k && fmpi_owner(c->m->ndev, inst[perm->v[i + 1]]) == q) return true;
+  return false;
+}
+
+/* Group g (a block of the mask of the axes not named: its members are
+   instances) when it spans ranks and some member here runs: the operand
+   blocks of its members that other ranks hold, moved into `full`. */
+static void fill_group(Coll *c, Val *full, uint32_t rest, int64_t g, int64_t *inst, int *ranks, FmpiMove *mv) {
+  const Mesh *m = c->m;
+  int me = fmpi_rank(), nr = 0;
+  bool runs = false, spans = false;
+  Array *like = NULL;
+  decode(m, rest, g, c->coords);
+  for (int64_t k = 0; k < c->p; k++) {
+    member_coords(m, c->at, k, c->coords);
+    inst[k] = encode(m, (1u << m->naxes) - 1u, c->coords);
+    int o = fmpi_owner(m->ndev, inst[k]);
+    if (o == me && fab_runs(c->sp, inst[k])) {
+      runs = true;
+      like = c->in->blk[val_block_of(m, c->in->mask, inst[k])];
+    }
+    spans |= o != me;
+    int at = 0;                                  /* the ranks of the group, ascending */
+    while (at < nr && ranks[at] < o) at++;
+    if (at == nr || ranks[at] != o) {
+      memmove(ranks + at + 1, ranks + at, sizeof(int) * (size_t)(nr - at));
+      ranks[at] = o;
+      nr++;
+    }
+  }
+  if (!runs || !spans) return;
+  int nmv = 0;
+  for (int64_t k = 0; k < c->p; k++) {
+    int from = fmpi_owner(m->ndev, inst[k]);
+    for (int q = 0; q < nr; q++) {
+      if (ranks[q] == from) continue;
+      if (c->prim == P_PPERMUTE ? !permute_sends_to(c, inst, k, ranks[q]) : false) continue;
+      mv[nmv++] = (FmpiMove){from, ranks[q], &full->blk[val_block_of(m, c->in->mask, inst[k])]};
+    }
+  }
+  fmpi_exchange(ranks, nr, mv, nmv, (DType)like->dt, like->rank, like->shape);
+}
+
+/* The operand with the blocks of the members other ranks hold, for
+   every group that spans ranks and runs here (in ascending order of the
+   groups, on every rank alike). */
+static Val *fill_remote(Coll *c) {
+  const Mesh *m = c->m;
+  Val *full = val_new(c->in->mask, c->in->nblk);
+  for (int64_t b = 0; b < full->nblk; b++) full->blk[b] = arr_ref(c->in->blk[b]);
+  err_defer(release_val, full);
+  uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~c->at->axmask;
+  int64_t ng = val_nblk(m, rest);
+  int64_t *inst = mem_alloc(sizeof(int64_t) * (size_t)c->p);
+  int *ranks = mem_alloc(sizeof(int) * (size_t)c->p);
+  FmpiMove *mv = mem_alloc(sizeof(FmpiMove) * (size_t)(c->p * c->p + 1));
+  for (int64_t g = 0; g < ng; g++) fill_group(c, full, rest, g, inst, ranks, mv);
+  mem_free(mv);
+  mem_free(ranks);
+  mem_free(inst);
+  err_undefer(full);
+  return full;
+}
+
+/* Drop the result blocks no instance running here needs (the fabric
+   computes a group's result for all its members). */
+static void trim(const Space *sp, Val *out) {
+  uint8_t *need = fab_needed(sp, out->mask, out->nblk);
+  for (int64_t b = 0; need && b < out->nblk; b++)
+    if (!need[b]) {
+      arr_unref(out->blk[b]);
+      out->blk[b] = NULL;
+    }
+  mem_free(need);
+}
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
   Coll c;
   memset(&c, 0, sizeof c);
@@ -645,7 +805,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   /* on a runtime error, drop the references `out` took; the caller's
      memory scope (mem.h) frees the rest */
   err_defer(release_val, c.out);
-  for (int64_t i = 0; i < sp->ninst; i++) c.devices += !sp->active || sp->active[i];
+  for (int64_t i = 0; i < sp->ninst; i++) c.devices += fab_runs(sp, i);
   if (in) {
     for (int64_t b = 0; b < in->nblk && c.n_in == 0; b++)
       if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);
@@ -654,7 +814,18 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     c.need = fab_needed(sp, c.outer, c.nouter);
   }
   c.n_out = nbytes_of(outt);
+  bool spread = fmpi_size() > 1 && in && vrule_communicates(prim_table[prim].vrule);
+  if (spread) {
+    c.in = fill_remote(&c);
+    c.donate = false;
+    err_defer(release_val, c.in);
+  }
   coll_exec[prim](&c);
+  if (spread) {
+    err_undefer(c.in);
+    val_unref(c.in);
+  }
+  if (fmpi_size() > 1) trim(sp, c.out);
   mem_free(c.need);
   err_undefer(c.out);
   return c.out;

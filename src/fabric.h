@@ -1,6 +1,9 @@
 /*
-** fabric.h — the in-process fabric: the one module through which
-** instances of a shard_map exchange data.
+** fabric.h — the fabric: the one module through which instances of a
+** shard_map exchange data.  Under several ranks (fabmpi.h) each rank runs
+** the instances it owns; a group of a collective that spans ranks has its
+** members' operand blocks moved by fabmpi.c first, then its result is
+** computed here as in one process, in the same fixed order.
 **
 ** Every collective is a synchronisation point: the evaluator walks the
 ** equation once for all instances and hands the operand (one Val, a block
@@ -21,6 +24,7 @@
 #define SHM_FABRIC_H
 
 #include <stdio.h>
+#include "buf.h"
 #include "prims.h"
 #include "value.h"
 
@@ -32,8 +36,14 @@ typedef struct Space {
   const uint8_t *active;
 } Space;
 
-/* Which blocks of a value of mask `mask` (nb of them) some running
-   instance holds: a new array of flags (mem_free it), NULL when all run. */
+/* Whether instance `inst` runs here: it is running (sp->active) and this
+   rank owns it (fabmpi.h; always, in one process). */
+bool fab_runs(const Space *sp, int64_t inst);
+/* Whether every instance runs here (no branch, one rank or top level). */
+bool fab_all_here(const Space *sp);
+/* Which blocks of a value of mask `mask` (nb of them) some instance
+   running here holds: a new array of flags (mem_free it), NULL when all
+   instances run here. */
 uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb);
 /* Is `prim` one of the collectives the fabric runs? */
 bool fab_is_collective(int prim);
@@ -47,5 +57,11 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);
 void fab_stats_print(FILE *out);
+/* Under several ranks the calls are counted on rank 0: each rank's
+   records since the last sync (fmpi_sync's extra bytes), forgotten with
+   fab_stats_records_done, and rank 0's merge of every rank's. */
+const Buf *fab_stats_records(void);
+void fab_stats_records_done(void);
+void fab_stats_merge(const char *const *p, const size_t *n, int nranks);
 
 #endif

@@ -9,6 +9,7 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "fabmpi.h"
 #include "parse.h"
 #include "repl.h"
 #include "trace.h"
@@ -29,6 +30,8 @@ static const char usage[] =
     "  --stats                  after the run, print the communication each collective would take\n"
     "  --max-memory BYTES       limit the memory a program may use (suffixes K, M, G)\n"
     "  --max-steps N            stop after N loop iterations in one statement\n"
+    "  --ranks R                run on R processes: mpirun -np R shmapi ... (needs Open MPI;\n"
+    "                           README.md, \"Running across machines\")\n"
     "\n"
     "the cost model (docs/cost.md):\n"
     "  --time                   after the run, print its modelled time on real hardware: per device\n"
@@ -125,7 +128,37 @@ static bool model_output(Timeline *T, const ModelOpts *mo, const char *title) {
   return true;
 }
 
+static int run(int argc, char **argv);
+
+/* --ranks R: the value, or -1 when absent (0 after a bad value); the
+   option is taken out of argv. */
+static int take_ranks(int *argc, char **argv) {
+  for (int i = 1; i < *argc; i++) {
+    if (strcmp(argv[i], "--ranks")) continue;
+    int r = 0;
+    if (i + 1 < *argc) {
+      char *end;
+      long v = strtol(argv[i + 1], &end, 10);
+      if (end != argv[i + 1] && !*end && v >= 1 && v <= 4096) r = (int)v;
+    }
+    int k = i + 1 < *argc ? 2 : 1;
+    for (int j = i; j + k <= *argc; j++) argv[j] = argv[j + k];
+    *argc -= k;
+    return r;
+  }
+  return -1;
+}
+
 int main(int argc, char **argv) {
+  int ranks = take_ranks(&argc, argv);
+  if (ranks == 0) return bad_usage("%s", "--ranks needs a number of processes from 1 to 4096");
+  if (ranks > 1) return fmpi_launch(ranks, argc, argv);
+  int st = fmpi_init(&argc, &argv);
+  if (st) return st;
+  return fmpi_finish(run(argc, argv));
+}
+
+static int run(int argc, char **argv) {
   mem_set_limit(default_memory_limit());
   /* Debug switch: make the Nth allocation fail (tests/limits/fail_alloc.test.sh). */
   const char *fail = getenv("SHMAPI_FAIL_ALLOC");
@@ -180,6 +213,12 @@ int main(int argc, char **argv) {
   if (model && !save_only && (interactive || debug || check_only || (!file && !code)))
     return bad_usage("%s", "the cost model options need a program run as a script (FILE or -c CODE)");
   if ((check_only || interactive || debug) && !file) return bad_usage("%s", "this mode needs a FILE");
+  if (fmpi_size() > 1 && (interactive || debug || (!file && !code)))
+    return bad_usage("%s", "the REPL and the debugger run in one process: not under mpirun or --ranks");
+  /* (--abstract runs nothing: every rank walks the program alike, rank 0
+     alone is heard) */
+  if (fmpi_size() > 1 && model && !mo.abstract)
+    return bad_usage("%s", "the cost model of a run watches one process: use --abstract, or run without ranks");
 
   ReplOptions ro = {stats, max_steps, debug};
   if (!file && !code && !save_only) return repl_main(NULL, &ro);
@@ -226,7 +265,7 @@ int main(int argc, char **argv) {
           }
           fab_stats_reset();
           ok = eval_run(I, 0);
-          if (ok && stats) fab_stats_print(stdout);
+          if (ok && stats && fmpi_rank() == 0) fab_stats_print(stdout);
         }
         if (ok && T) ok = model_output(T, &mo, file ? file : "<command line>");
         status = ok ? 0 : 1;

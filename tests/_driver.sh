@@ -7,7 +7,7 @@
 # links SOURCE with build/libLIB.a for each LIB (in that order) into OUT,
 # with the sanitizers when the libraries were built with them (the second
 # CI run); exits 77 (skip) when a library is missing, 1 when the driver
-# does not build.
+# does not build.  A build with MPI links MPI's libraries too.
 build_driver() {
   local out=$1 src=$2 build libs=() extra=() flags=()
   shift 2
@@ -24,6 +24,11 @@ build_driver() {
   # (through a file: with pipefail, grep -q closing the pipe early would fail nm)
   nm "${libs[0]}" >"$out.syms" 2>/dev/null || true
   if grep -q __asan_ "$out.syms"; then flags+=(-fsanitize=address,undefined); fi
+  # the fabric of a build with MPI (src/fabmpi.c) needs MPI's libraries
+  nm "${libs[@]}" >"$out.syms" 2>/dev/null || true
+  if grep -q ' U MPI_' "$out.syms"; then
+    extra+=($(pkg-config --libs ompi-c 2>/dev/null || pkg-config --libs mpi 2>/dev/null || echo -lmpi))
+  fi
   if ! cc -std=c11 -D_GNU_SOURCE -g "${flags[@]}" -Isrc -I"$build" "$src" "${libs[@]}" "${extra[@]}" \
        -lm -ldl -lpthread -o "$out" >"$out.log" 2>&1; then
     echo "cannot build the driver:"
