@@ -27,6 +27,7 @@ import os
 import platform
 import re
 import select
+import shutil
 import signal
 import statistics
 import subprocess
@@ -221,6 +222,7 @@ class Suite:
     def __init__(self, a):
         self.shm = a.shmapi
         self.ref = a.ref
+        self.allreduce = a.allreduce
         self.reps = a.reps
         self.rows = []
         self.failed = []
@@ -406,6 +408,55 @@ class Suite:
         self.row("P() f32[1M], 10 ops, 4096 instances", a, "same on 1 instance", b, b / a,
                  "≤ 2× slower (≥ 0.5×)", b / a >= 0.5, max(rss))
 
+    # -- across ranks (mpirun -np 4)
+    def mpirun(self):
+        if not self.allreduce or not shutil.which("mpirun"):
+            raise Failure("needs mpirun and bench/ref/allreduce.c built with mpicc (Open MPI: bench/run installs it)")
+        cmd = ["mpirun", "-np", "4", "--quiet", "--oversubscribe", "--bind-to", "none"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        return cmd
+
+    def ranks_memory(self):
+        mpirun = self.mpirun()
+        wl = os.path.join(WL, "ranks_memory.shm")
+        _, t1, err1, rc1, rss1, wall1 = run_marked(self.ref, [self.shm, wl])
+        _, t4, err4, rc4, rss4, wall4 = run_marked(self.ref, mpirun + [self.shm, wl])
+        if rc1 or rc4:
+            raise Failure(f"ranks_memory.shm exited {rc1} / {rc4} under 4 ranks:\n{(err1 + err4)[-800:]}")
+        want = sum(float(k) * k * 16777216 for k in range(8))
+        for name, text in (("one process", t1), ("4 ranks", t4)):
+            got = numbers(text)
+            if len(got) != 1 or abs(got[0] - want) > 1e-6 * want:
+                raise Failure(f"ranks_memory.shm ({name}) printed {text.strip()!r}, want {want:g}")
+        self.row("peak RSS, 8 dev × 2 × 64 MiB, 4 ranks", wall4, "1 process", wall1, rss1 / rss4,
+                 "rank < 1/3 of 1 process", rss4 < rss1 / 3, rss4,
+                 f"largest rank (the wait4 peak of mpirun's children) {rss4 / 1024:.0f} MiB vs one process "
+                 f"{rss1 / 1024:.0f} MiB = {rss4 / rss1:.2f}; times whole runs")
+
+    def ranks_psum(self):
+        mpirun = self.mpirun()
+        wl = os.path.join(WL, "ranks_psum.shm")
+        shm, refs, rss = [], [], []
+        for warm in self.rounds():
+            st, text, err, rc, r, _ = run_marked(self.ref, mpirun + [self.shm, wl])
+            if rc:
+                raise Failure(f"ranks_psum.shm under 4 ranks exited {rc}:\n{err[-800:]}")
+            out = run_plain(mpirun + [self.allreduce, "1048576", "10"])
+            if warm:
+                continue
+            if not all(k in st for k in "abc"):
+                raise Failure(f"ranks_psum.shm: markers missing in {text[-300:]!r}")
+            a, b, c = st["a"][0], st["b"][0], st["c"][0]
+            shm.append(max(((c - b) - (b - a)) / 10, RESOLUTION))
+            refs.append(float(out.split()[0]))
+            rss.append(r)
+        if numbers(text).tolist() != [6.0] * 4 + [12.0] * 4:
+            raise Failure(f"ranks_psum.shm printed {text[-200:]!r}")
+        a, b = med(shm), med(refs)
+        self.row("psum 4 MiB f32 across 4 ranks", a, "MPI_Allreduce, same bytes", b, b / a, "≥ 0.5×",
+                 b / a >= 0.5, max(rss), "one psum: (statement with ten psums − the same without) / 10")
+
     # -- start-up
     def startup(self):
         shm, true = [], []
@@ -428,6 +479,8 @@ class Suite:
         self.guarded("replicated", self.replicated)
         self.guarded("model_70b", self.model_70b)
         self.guarded("startup", self.startup)
+        self.guarded("ranks_memory", self.ranks_memory)
+        self.guarded("ranks_psum", self.ranks_psum)
 
 
 # ---- the report -------------------------------------------------------------------
@@ -526,9 +579,10 @@ def main():
     ap.add_argument("--shmapi", required=True)
     ap.add_argument("--ref", required=True)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--allreduce", help="bench/ref/allreduce.c built with mpicc (the ranks rows)")
     ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
                                   "nowhere with --only)")
-    ap.add_argument("--only", help="comma-separated subset: matmul,collectives,small,big,replicated,model,startup")
+    ap.add_argument("--only", help="comma-separated subset: matmul,collectives,small,big,replicated,model,startup,ranks")
     a = ap.parse_args()
     started = time.time()
     s = Suite(a)
@@ -550,6 +604,9 @@ def main():
             s.guarded("model_70b", s.model_70b)
         if "startup" in names:
             s.guarded("startup", s.startup)
+        if "ranks" in names:
+            s.guarded("ranks_memory", s.ranks_memory)
+            s.guarded("ranks_psum", s.ranks_psum)
     else:
         s.run_all()
     out = a.out or (None if a.only else os.path.join(HERE, "RESULTS.md"))

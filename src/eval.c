@@ -341,7 +341,7 @@ static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const IrAtom *out
   int64_t nb = val_nblk(m, spec);
   int *ranks = scratch(sizeof(int) * (size_t)n);
   uint8_t *done = scratch((size_t)v->nblk);
-  FmpiMove *mv = scratch(sizeof(FmpiMove) * (size_t)(nb * n + 1));
+  FabBlockMove *mv = scratch(sizeof(FabBlockMove) * (size_t)(nb * n + 1));
   int nmv = 0;
   for (int q = 0; q < n; q++) ranks[q] = q;
   for (int64_t b = 0; b < nb; b++) {
@@ -350,11 +350,12 @@ static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const IrAtom *out
     done[vb] = 1;
     int from = fmpi_owner(m->ndev, inst);
     for (int q = 0; q < n; q++)
-      if (q != from && !rank_holds(m, q, v->mask, vb)) mv[nmv++] = (FmpiMove){from, q, &v->blk[vb]};
+      if (q != from && !rank_holds(m, q, v->mask, vb)) mv[nmv++] = (FabBlockMove){from, q, &v->blk[vb]};
   }
   const Type *t = out->lit ? NULL : &out->var->t;
   Array *lit = out->lit;
-  fmpi_exchange(ranks, n, mv, nmv, (DType)(t ? t->dt : lit->dt), t ? t->rank : lit->rank, t ? t->shape : lit->shape);
+  fab_move_blocks(ranks, n, mv, nmv, (DType)(t ? t->dt : lit->dt), t ? t->rank : lit->rank,
+                  t ? t->shape : lit->shape);
   scratch_free(mv);
   scratch_free(done);
   scratch_free(ranks);

@@ -422,12 +422,10 @@ static MPI_Comm comm_for(const int *ranks, int n) {
 
 /* The exchange's scratch, released by a runtime error too. */
 typedef struct Xch {
-  int n, nmv;
+  int n;
   int *scount, *rcount, *disp, *len;
   MPI_Datatype *stype, *rtype;
   MPI_Aint *addr;
-  Array **into;              /* per move to this rank: the array it is received into */
-  bool *temp;                /* ... which is a copy dropped afterwards */
 } Xch;
 
 static void xch_free(void *p) {
@@ -436,23 +434,20 @@ static void xch_free(void *p) {
     if (x->stype[q] != MPI_BYTE) MPI_Type_free(&x->stype[q]);
     if (x->rtype[q] != MPI_BYTE) MPI_Type_free(&x->rtype[q]);
   }
-  for (int i = 0; i < x->nmv; i++)
-    if (x->temp[i]) arr_unref(x->into[i]);
   mem_free(x->scount);
 }
 
-/* An MPI type for the blocks that go from `from` to `to`, at their
-   addresses: one message per peer, straight from and into the arrays. */
-static MPI_Datatype blocks_type(Xch *x, const FmpiMove *mv, int from, int to) {
+/* An MPI type for the bytes that go from `from` to `to`, at their
+   addresses (one message per pair of ranks). */
+static MPI_Datatype moves_type(Xch *x, const FmpiMove *mv, int nmv, int from, int to) {
   int k = 0;
-  for (int i = 0; i < x->nmv; i++) {
-    if (mv[i].from != from || mv[i].to != to) continue;
-    Array *a = to == my_rank ? x->into[i] : *mv[i].slot;
-    size_t nb = arr_nbytes(a);
-    if (nb > INT_MAX) err_throw("a block of %zu bytes is too large to move between ranks (2 GiB at most)", nb);
-    if (from == my_rank) sent_bytes += (double)nb;
-    x->len[k] = (int)nb;
-    MPI_Get_address(a->data, &x->addr[k]);
+  for (int i = 0; i < nmv; i++) {
+    if (mv[i].from != from || mv[i].to != to || !mv[i].bytes) continue;
+    if (mv[i].bytes > INT_MAX) err_throw("%zu bytes in one piece are too many to move between ranks (2 GiB at most)",
+                                        mv[i].bytes);
+    if (from == my_rank) sent_bytes += (double)mv[i].bytes;
+    x->len[k] = (int)mv[i].bytes;
+    MPI_Get_address(from == my_rank ? mv[i].src : mv[i].dst, &x->addr[k]);
     k++;
   }
   if (!k) return MPI_BYTE;
@@ -462,13 +457,12 @@ static MPI_Datatype blocks_type(Xch *x, const FmpiMove *mv, int from, int to) {
   return t;
 }
 
-void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv, DType dt, int rank,
-                   const int64_t *shape) {
+void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv) {
   MPI_Comm comm = comm_for(ranks, n);
   Xch x;
   memset(&x, 0, sizeof x);
   size_t ints = sizeof(int) * (size_t)(3 * n + nmv + 1), types = sizeof(MPI_Datatype) * (size_t)(2 * n);
-  char *mem = mem_calloc(ints + types + (sizeof(MPI_Aint) + sizeof(Array *) + 1) * (size_t)(nmv + 1));
+  char *mem = mem_calloc(ints + types + sizeof(MPI_Aint) * (size_t)(nmv + 1));
   x.scount = (int *)mem;
   x.rcount = x.scount + n;
   x.disp = x.rcount + n;
@@ -476,24 +470,12 @@ void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv, DType d
   x.stype = (MPI_Datatype *)(mem + ints);
   x.rtype = x.stype + n;
   x.addr = (MPI_Aint *)(x.rtype + n);
-  x.into = (Array **)(x.addr + nmv + 1);
-  x.temp = (bool *)(x.into + nmv + 1);
   for (int q = 0; q < n; q++) x.stype[q] = x.rtype[q] = MPI_BYTE;
   x.n = n;
   err_defer(xch_free, &x);
-  x.nmv = nmv;
-  /* where the received blocks go: a new array in the slot, or a copy
-     dropped afterwards when this rank already holds the block */
-  for (int i = 0; i < nmv; i++) {
-    if (mv[i].to != my_rank) continue;
-    Array *a = arr_new(dt, rank, shape);
-    x.into[i] = a;
-    if (!*mv[i].slot) *mv[i].slot = a;
-    else x.temp[i] = true;
-  }
   for (int q = 0; q < n; q++) {
-    x.stype[q] = blocks_type(&x, mv, my_rank, ranks[q]);
-    x.rtype[q] = blocks_type(&x, mv, ranks[q], my_rank);
+    x.stype[q] = moves_type(&x, mv, nmv, my_rank, ranks[q]);
+    x.rtype[q] = moves_type(&x, mv, nmv, ranks[q], my_rank);
     x.scount[q] = x.stype[q] != MPI_BYTE;
     x.rcount[q] = x.rtype[q] != MPI_BYTE;
   }
@@ -708,9 +690,8 @@ bool fmpi_abandoned(void) { return false; }
 double fmpi_bytes_crossed(void) { return 0; }
 
 /* With one rank nothing crosses ranks: fabric.c never asks. */
-void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv, DType dt, int rank,
-                   const int64_t *shape) {
-  (void)ranks, (void)n, (void)mv, (void)nmv, (void)dt, (void)rank, (void)shape;
+void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv) {
+  (void)ranks, (void)n, (void)mv, (void)nmv;
   err_throw("internal error: an exchange between ranks without MPI");
 }
 

@@ -55,18 +55,18 @@ static inline bool fmpi_local(int64_t ndev, int64_t inst) {
   return fmpi_size() == 1 || fmpi_owner(ndev, inst) == fmpi_rank();
 }
 
-/* One block moving from rank `from` to rank `to`; at `from` *slot holds
-   it, at `to` a new array is received into *slot when that is NULL (else
-   the copy is dropped). */
+/* Bytes moving from rank `from` to rank `to`: at `from` they are read at
+   `src`, at `to` written at `dst` (each rank fills in only its side). */
 typedef struct FmpiMove {
   int from, to;
-  Array **slot;
+  const void *src;
+  void *dst;
+  size_t bytes;
 } FmpiMove;
-/* Move blocks (all of dtype dt and shape `shape`) among the ranks
-   `ranks` (ascending, this one among them).  Every rank of the set calls
-   it with the same moves in the same order. */
-void fmpi_exchange(const int *ranks, int nranks, const FmpiMove *mv, int nmv, DType dt, int rank,
-                   const int64_t *shape);
+/* Do the moves among the ranks `ranks` (ascending, this one among them),
+   one message per pair of ranks, straight from and into place.  Every
+   rank of the set calls it with the same moves in the same order. */
+void fmpi_exchange(const int *ranks, int nranks, const FmpiMove *mv, int nmv);
 /* Bytes this rank has sent to other ranks since the start; on rank 0
    after a sync, the bytes all ranks have sent. */
 double fmpi_bytes_sent(void);

@@ -333,6 +333,17 @@ static bool reusable(Array *const *blk, int64_t p, bool donate) {
   return true;
 }
 
+/* pmean's sum divided by the group size (consumes acc). */
+static Array *mean_of(Array *acc, int64_t p) {
+  if (!dtype_is_float((DType)acc->dt) && !dtype_is_complex((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
+    Array *f = arr_convert(acc, DT_F32);
+    arr_unref(acc);
+    acc = f;
+  }
+  divide(acc, p);
+  return acc;
+}
+
 /* Sum (max, min, mean) of the group's blocks, members in ascending order. */
 static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p,
                            bool donate) {
@@ -345,15 +356,7 @@ static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, ui
   RangeJob rj = {prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, acc->size};
   par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
   mem_free(blk);
-  if (prim == P_PMEAN) {
-    if (!dtype_is_float((DType)acc->dt) && !dtype_is_complex((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
-      Array *f = arr_convert(acc, DT_F32);
-      arr_unref(acc);
-      acc = f;
-    }
-    divide(acc, p);
-  }
-  return acc;
+  return prim == P_PMEAN ? mean_of(acc, p) : acc;
 }
 
 /* ---- execution -------------------------------------------------------------------------- */
@@ -459,6 +462,8 @@ static double nbytes_of(const Type *t) {
 
 static void release_val(void *v) { val_unref(v); }
 
+static void release_arr(void *a) { arr_unref(a); }
+
 /* Append device d to a list such as "0, 1, 5" (at most a few, then "..."). */
 static void list_device(char *buf, size_t cap, int *n, int64_t d) {
   size_t len = strlen(buf);
@@ -558,8 +563,9 @@ static void exec_pbroadcast(Coll *c) {
 
 /* psum, pmax, pmin, pmean: an all-reduce per group. */
 static void exec_reduce(Coll *c) {
-  for (int64_t o = 0; o < c->nouter; o++)
-    if (!skip_group(c, o)) c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
+  for (int64_t o = 0; o < c->nouter; o++)      /* (groups spanning ranks are done: reduce_spanning) */
+    if (!skip_group(c, o) && !c->out->blk[o])
+      c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
@@ -709,6 +715,160 @@ bool fab_is_collective(int prim) { return prim >= 0 && prim < P_COUNT && coll_ex
 
 /* ---- groups that span ranks -------------------------------------------------------------- */
 
+/* The arrays received by fab_move_blocks, released by a runtime error. */
+typedef struct Got {
+  Array **a;
+  int n;
+} Got;
+
+static void got_free(void *p) {
+  Got *g = p;
+  for (int i = 0; i < g->n; i++) arr_unref(g->a[i]);
+  mem_free(g->a);
+}
+
+void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n, DType dt, int rank,
+                     const int64_t *shape) {
+  int me = fmpi_rank();
+  FmpiMove *mv = mem_calloc(sizeof(FmpiMove) * (size_t)(n + 1));
+  Got temps = {mem_calloc(sizeof(Array *) * (size_t)(n + 1)), 0};
+  err_defer(got_free, &temps);
+  for (int i = 0; i < n; i++) {
+    mv[i] = (FmpiMove){bm[i].from, bm[i].to, NULL, NULL, 0};
+    Array *a = NULL;
+    if (bm[i].from == me) a = *bm[i].slot;
+    else if (bm[i].to == me) {
+      /* a new array in the slot, or a copy dropped afterwards when this
+         rank already holds the block */
+      a = arr_new(dt, rank, shape);
+      if (!*bm[i].slot) *bm[i].slot = a;
+      else temps.a[temps.n++] = a;
+      mv[i].dst = a->data;
+    }
+    if (a) mv[i].bytes = arr_nbytes(a);
+    if (bm[i].from == me) mv[i].src = a->data;
+  }
+  fmpi_exchange(ranks, nranks, mv, n);
+  err_undefer(&temps);
+  got_free(&temps);
+  mem_free(mv);
+}
+
+/* The members (instances) of group g (a block of `rest`, the mask of the
+   axes not named) and the ranks owning them (ascending, *nr of them);
+   whether one of them runs here, its operand block in *like. */
+static bool group_members(Coll *c, uint32_t rest, int64_t g, int64_t *inst, int *ranks, int *nr, Array **like) {
+  const Mesh *m = c->m;
+  int me = fmpi_rank();
+  bool runs = false;
+  *nr = 0;
+  decode(m, rest, g, c->coords);
+  for (int64_t k = 0; k < c->p; k++) {
+    member_coords(m, c->at, k, c->coords);
+    inst[k] = encode(m, (1u << m->naxes) - 1u, c->coords);
+    int o = fmpi_owner(m->ndev, inst[k]);
+    if (o == me && fab_runs(c->sp, inst[k])) {
+      runs = true;
+      *like = c->in->blk[val_block_of(m, c->in->mask, inst[k])];
+    }
+    int at = 0;
+    while (at < *nr && ranks[at] < o) at++;
+    if (at == *nr || ranks[at] != o) {
+      memmove(ranks + at + 1, ranks + at, sizeof(int) * (size_t)(*nr - at));
+      ranks[at] = o;
+      (*nr)++;
+    }
+  }
+  return runs;
+}
+
+/* A reduction's scratch across ranks, released by a runtime error too. */
+typedef struct Span2 {
+  FmpiMove *mv;
+  char *buf;
+  Array *hdr, **src;
+} Span2;
+
+static void span_free(void *p) {
+  Span2 *s = p;
+  mem_free(s->mv);
+  mem_free(s->buf);
+  mem_free(s->hdr);
+  mem_free(s->src);
+}
+
+/* psum (pmax, pmin, pmean) of a group whose members live on the ranks
+   `ranks`: each of them reduces a slice of the elements -- every member's
+   piece of it, added in member order, as reduce_group adds them -- then
+   the slices are shared: the bytes of the one-process result, for about
+   what a ring all-reduce moves. */
+static Array *reduce_spanning(Coll *c, const int64_t *inst, const int *ranks, int nr, Array *like) {
+  int me = fmpi_rank(), mi = 0;
+  while (ranks[mi] != me) mi++;
+  DType dt = (DType)like->dt;
+  size_t es = dtype_sizes[dt];
+  int64_t E = like->size, lo = E * mi / nr, hi = E * (mi + 1) / nr, p = c->p;
+  Span2 s = {mem_calloc(sizeof(FmpiMove) * (size_t)(p * nr + nr * nr + 1)),
+             mem_alloc((size_t)(p * (hi - lo)) * es + 1), mem_calloc(sizeof(Array) * (size_t)p),
+             mem_calloc(sizeof(Array *) * (size_t)p)};
+  err_defer(span_free, &s);
+  int n = 0;
+  for (int64_t k = 0; k < p; k++) {      /* slice q of member k's block goes to ranks[q] */
+    int from = fmpi_owner(c->m->ndev, inst[k]);
+    Array *b = from == me ? c->in->blk[val_block_of(c->m, c->in->mask, inst[k])] : NULL;
+    if (from == me) s.src[k] = b;
+    else {               /* viewed through a header indexed like the block */
+      s.hdr[k] = *like;
+      s.hdr[k].data = s.buf + (size_t)(k * (hi - lo)) * es - (size_t)lo * es;
+      s.src[k] = &s.hdr[k];
+    }
+    for (int q = 0; q < nr; q++) {
+      if (ranks[q] == from) continue;
+      int64_t ql = E * q / nr, qh = E * (q + 1) / nr;
+      s.mv[n++] = (FmpiMove){from, ranks[q], b ? (char *)b->data + ql * es : NULL,
+                             ranks[q] == me ? s.buf + (size_t)(k * (hi - lo)) * es : NULL, (size_t)(qh - ql) * es};
+    }
+  }
+  fmpi_exchange(ranks, nr, s.mv, n);
+  Array *acc = arr_new(dt, like->rank, like->shape);
+  err_defer(release_arr, acc);
+  reduce_into(c->prim == P_PMEAN ? P_PSUM : c->prim, dt, (char *)acc->data + lo * (int64_t)es, s.src, p, lo, hi - lo);
+  n = 0;
+  for (int q = 0; q < nr; q++)           /* every slice to every other rank of the group */
+    for (int r = 0; r < nr; r++) {
+      if (r == q) continue;
+      int64_t ql = E * q / nr, qh = E * (q + 1) / nr;
+      char *at = (char *)acc->data + ql * (int64_t)es;
+      s.mv[n++] = (FmpiMove){ranks[q], ranks[r], at, at, (size_t)(qh - ql) * es};
+    }
+  fmpi_exchange(ranks, nr, s.mv, n);
+  err_undefer(acc);
+  err_undefer(&s);
+  span_free(&s);
+  return c->prim == P_PMEAN ? mean_of(acc, p) : acc;
+}
+
+/* The reductions of the groups that span ranks and run here, in
+   ascending order of the groups (on every rank alike). */
+static void reduce_remote(Coll *c) {
+  const Mesh *m = c->m;
+  uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~c->at->axmask;
+  int64_t ng = val_nblk(m, rest);
+  int64_t *inst = mem_alloc(sizeof(int64_t) * (size_t)c->p);
+  int *ranks = mem_alloc(sizeof(int) * (size_t)c->p);
+  for (int64_t g = 0; g < ng; g++) {
+    int nr;
+    Array *like = NULL;
+    if (!group_members(c, rest, g, inst, ranks, &nr, &like) || nr == 1) continue;
+    Array *r = reduce_spanning(c, inst, ranks, nr, like);
+    Array **slot = &c->out->blk[val_block_of(m, c->out->mask, inst[0])];
+    if (*slot) arr_unref(r);     /* (another group of copies made it) */
+    else *slot = r;
+  }
+  mem_free(ranks);
+  mem_free(inst);
+}
+
 /* Does member k of a ppermute's group send to a member that rank q owns? */
 static bool permute_sends_to(const Coll *c, const int64_t *inst, int64_t k, int q) {
   const IntList *perm = &c->at->l[0];
@@ -720,40 +880,19 @@ static bool permute_sends_to(const Coll *c, const int64_t *inst, int64_t k, int 
 /* Group g (a block of the mask of the axes not named: its members are
    instances) when it spans ranks and some member here runs: the operand
    blocks of its members that other ranks hold, moved into `full`. */
-static void fill_group(Coll *c, Val *full, uint32_t rest, int64_t g, int64_t *inst, int *ranks, FmpiMove *mv) {
-  const Mesh *m = c->m;
-  int me = fmpi_rank(), nr = 0;
-  bool runs = false, spans = false;
+static void fill_group(Coll *c, Val *full, uint32_t rest, int64_t g, int64_t *inst, int *ranks, FabBlockMove *mv) {
+  int nr, nmv = 0;
   Array *like = NULL;
-  decode(m, rest, g, c->coords);
+  if (!group_members(c, rest, g, inst, ranks, &nr, &like) || nr == 1) return;
   for (int64_t k = 0; k < c->p; k++) {
-    member_coords(m, c->at, k, c->coords);
-    inst[k] = encode(m, (1u << m->naxes) - 1u, c->coords);
-    int o = fmpi_owner(m->ndev, inst[k]);
-    if (o == me && fab_runs(c->sp, inst[k])) {
-      runs = true;
-      like = c->in->blk[val_block_of(m, c->in->mask, inst[k])];
-    }
-    spans |= o != me;
-    int at = 0;                                  /* the ranks of the group, ascending */
-    while (at < nr && ranks[at] < o) at++;
-    if (at == nr || ranks[at] != o) {
-      memmove(ranks + at + 1, ranks + at, sizeof(int) * (size_t)(nr - at));
-      ranks[at] = o;
-      nr++;
-    }
-  }
-  if (!runs || !spans) return;
-  int nmv = 0;
-  for (int64_t k = 0; k < c->p; k++) {
-    int from = fmpi_owner(m->ndev, inst[k]);
+    int from = fmpi_owner(c->m->ndev, inst[k]);
     for (int q = 0; q < nr; q++) {
       if (ranks[q] == from) continue;
-      if (c->prim == P_PPERMUTE ? !permute_sends_to(c, inst, k, ranks[q]) : false) continue;
-      mv[nmv++] = (FmpiMove){from, ranks[q], &full->blk[val_block_of(m, c->in->mask, inst[k])]};
+      if (c->prim == P_PPERMUTE && !permute_sends_to(c, inst, k, ranks[q])) continue;
+      mv[nmv++] = (FabBlockMove){from, ranks[q], &full->blk[val_block_of(c->m, c->in->mask, inst[k])]};
     }
   }
-  fmpi_exchange(ranks, nr, mv, nmv, (DType)like->dt, like->rank, like->shape);
+  fab_move_blocks(ranks, nr, mv, nmv, (DType)like->dt, like->rank, like->shape);
 }
 
 /* The operand with the blocks of the members other ranks hold, for
@@ -768,7 +907,7 @@ static Val *fill_remote(Coll *c) {
   int64_t ng = val_nblk(m, rest);
   int64_t *inst = mem_alloc(sizeof(int64_t) * (size_t)c->p);
   int *ranks = mem_alloc(sizeof(int) * (size_t)c->p);
-  FmpiMove *mv = mem_alloc(sizeof(FmpiMove) * (size_t)(c->p * c->p + 1));
+  FabBlockMove *mv = mem_alloc(sizeof(FabBlockMove) * (size_t)(c->p * c->p + 1));
   for (int64_t g = 0; g < ng; g++) fill_group(c, full, rest, g, inst, ranks, mv);
   mem_free(mv);
   mem_free(ranks);
@@ -815,7 +954,11 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   }
   c.n_out = nbytes_of(outt);
   bool spread = fmpi_size() > 1 && in && vrule_communicates(prim_table[prim].vrule);
-  if (spread) {
+  bool reduction = prim_table[prim].vrule == VR_REDUCE;
+  if (spread && reduction) {
+    reduce_remote(&c);
+    spread = false;
+  } else if (spread) {
     c.in = fill_remote(&c);
     c.donate = false;
     err_defer(release_val, c.in);

@@ -54,6 +54,17 @@ bool fab_is_collective(int prim);
    that nothing else references, instead of new memory. */
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate);
 
+/* Whole blocks moving between ranks (fabmpi.h): at `from` *slot holds
+   the block; at `to` a new array of dtype dt and shape `shape` is
+   received into *slot when that is NULL (else the copy is dropped).
+   Every rank of `ranks` calls it with the same moves. */
+typedef struct FabBlockMove {
+  int from, to;
+  Array **slot;
+} FabBlockMove;
+void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n, DType dt, int rank,
+                     const int64_t *shape);
+
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);
 void fab_stats_print(FILE *out);
