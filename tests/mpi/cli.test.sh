@@ -1,0 +1,100 @@
+# The command line under ranks: --ranks R runs mpirun and prints the
+# one-process output; a runtime error on one rank is reported once, with
+# exit status 1; a rank killed in the middle of a run stops the others
+# (no hang); the modes that run in one process refuse ranks.  Skips
+# without mpirun or with a shmapi built without MPI.
+# timeout: 300
+set -euo pipefail
+command -v mpirun >/dev/null || { echo "skip: mpirun is not on PATH"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/tests/mpi/lsan.supp"
+root=(); [[ $(id -u) == 0 ]] && root=(--allow-run-as-root)
+mpi=(mpirun --quiet --oversubscribe --bind-to none "${root[@]}")
+
+if "$SHMAPI" --ranks 2 -c 'print 1' 2>"$tmp/err" | grep -q .; then :; else
+  grep -q "built without MPI" "$tmp/err" && { echo "skip: $SHMAPI was built without MPI"; exit 77; }
+  cat "$tmp/err"; exit 1
+fi
+
+# --ranks: the one-process bytes
+"$SHMAPI" examples/tour.shm >"$tmp/one"
+"$SHMAPI" --ranks 3 examples/tour.shm >"$tmp/three"
+cmp "$tmp/one" "$tmp/three"
+
+# an error inside a body, on device 2 only (rank 1 of 2): once, exit 1
+cat >"$tmp/bad.shm" <<'SHM'
+mesh m = {i: 4}
+@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]
+def f(x) {
+  print "before", x
+  k = axis_index[axes=i]
+  n = while[cond_jaxpr={ lambda ; a:i32[]{i} b:i32[]. let c:bool[]{i} = ne a 2 in (c,) },
+            body_jaxpr={ lambda ; a:i32[]{i} b:i32[]. let in (a, b) }] k 0
+  y = psum[axes=i] x
+  print "after", y
+  return x
+}
+z = f [1, 2, 3, 4]
+print "not reached"
+SHM
+set +e
+"$SHMAPI" --max-steps 20 "$tmp/bad.shm" >"$tmp/one.out" 2>"$tmp/one.err"; one=$?
+"${mpi[@]}" -np 2 "$SHMAPI" --max-steps 20 "$tmp/bad.shm" >"$tmp/two.out" 2>"$tmp/two.err"; two=$?
+set -e
+[[ $one == 1 && $two != 0 ]] || { echo "exit statuses $one and $two"; exit 1; }
+cmp "$tmp/one.out" "$tmp/two.out"
+cmp "$tmp/one.err" "$tmp/two.err"
+[[ $(grep -c "error:" "$tmp/two.err") == 1 ]]
+
+# a rank killed while the others wait for it: the run ends, non-zero
+cat >"$tmp/long.shm" <<'SHM'
+mesh m = {i: 2}
+def step(t:i32[], c:f32[]) {
+  d = pbroadcast[axes=(i,)] c
+  e = psum[axes=i] d
+  return e
+}
+@shard_map[mesh=m, in_specs=(), out_specs=P()]
+def f() {
+  n = fori_loop[lower=0, upper=100000000, body=step] 1.0
+  return n
+}
+r = f
+SHM
+start=$(date +%s)
+SHMAPI_MPI_TIMEOUT=60 "${mpi[@]}" -np 2 "$SHMAPI" "$tmp/long.shm" >/dev/null 2>"$tmp/long.err" &
+run=$!
+victim=
+for _ in $(seq 100); do
+  sleep 0.2
+  victim=$(pgrep -P "$run" | tail -n 1 || true)       # a rank: a child of mpirun
+  [[ -n $victim ]] && break
+done
+[[ -n $victim ]] || { echo "no rank started"; exit 1; }
+sleep 1
+kill -9 "$victim"
+set +e
+wait "$run"; status=$?
+set -e
+[[ $status != 0 ]] || { echo "the run survived a dead rank"; exit 1; }
+(( $(date +%s) - start < 120 )) || { echo "the run took too long to stop"; exit 1; }
+
+# one-process modes refuse ranks
+set +e
+"${mpi[@]}" -np 2 "$SHMAPI" --time examples/psum.shm >/dev/null 2>"$tmp/time.err"; s1=$?
+"${mpi[@]}" -np 2 "$SHMAPI" --debug examples/psum.shm >/dev/null 2>"$tmp/debug.err" </dev/null; s2=$?
+"$SHMAPI" --ranks 0 examples/psum.shm 2>"$tmp/zero.err"; s3=$?
+set -e
+[[ $s1 == 2 && $s2 == 2 && $s3 == 2 ]] || { echo "statuses $s1 $s2 $s3"; exit 1; }
+grep -q "the cost model of a run watches one process" "$tmp/time.err"
+grep -q "the REPL and the debugger run in one process" "$tmp/debug.err"
+grep -q -- "--ranks needs a number of processes" "$tmp/zero.err"
+
+# --stats: the one-process table, and the bytes that crossed ranks
+"$SHMAPI" --stats examples/psum.shm >"$tmp/s1"
+"${mpi[@]}" -np 2 "$SHMAPI" --stats examples/psum.shm >"$tmp/s2"
+grep -v "crossed between them" "$tmp/s2" | cmp - "$tmp/s1"
+grep -q "^across 2 ranks, .* crossed between them$" "$tmp/s2"
+echo ok
