@@ -85,7 +85,7 @@ static void put_i64(Buf *b, int64_t x) { buf_put(b, (const char *)&x, sizeof x);
 
 void fmpi_path_put(Buf *b) {
   put_i64(b, pathn);
-  buf_put(b, (const char *)path, sizeof(int64_t) * (size_t)pathn);
+  if (pathn) buf_put(b, (const char *)path, sizeof(int64_t) * (size_t)pathn);
 }
 
 /* ---- output events ------------------------------------------------------------------
@@ -111,7 +111,7 @@ void fmpi_out_begin(void) {
 void fmpi_out_text(const char *p, size_t n) {
   put_i64(&outlog, 0);
   put_i64(&outlog, (int64_t)n);
-  buf_put(&outlog, p, n);
+  if (n) buf_put(&outlog, p, n);
   part_kind = 0;
   patch_i64(&outlog, ev_nparts_at, ++ev_nparts);
 }
@@ -127,11 +127,18 @@ void fmpi_out_device(int64_t dev, const char *p, size_t n) {
   }
   put_i64(&outlog, dev);
   put_i64(&outlog, (int64_t)n);
-  buf_put(&outlog, p, n);
+  if (n) buf_put(&outlog, p, n);
   patch_i64(&outlog, dev_count_at, ++dev_count);
 }
 
 void fmpi_out_end(void) { part_kind = -1; }
+
+void fmpi_release(void) {
+  mem_free(path);
+  path = NULL;
+  pathn = pathcap = 0;
+  buf_free(&outlog);
+}
 
 #ifdef SHM_HAVE_MPI
 
@@ -164,8 +171,12 @@ typedef struct Ev {
 
 /* Lexicographic order of paths (a prefix first). */
 static int key_cmp(const int64_t *a, int64_t na, const int64_t *b, int64_t nb) {
-  for (int64_t i = 0; i < na && i < nb; i++)
-    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  for (int64_t i = 0; i < na && i < nb; i++) {
+    int64_t x, y;                 /* (read as bytes: a path in a message need not be aligned) */
+    memcpy(&x, (const char *)a + 8 * i, 8);
+    memcpy(&y, (const char *)b + 8 * i, 8);
+    if (x != y) return x < y ? -1 : 1;
+  }
   return na < nb ? -1 : na > nb;
 }
 
@@ -235,7 +246,7 @@ static void write_merged(FILE *out, Ev *e, int n) {
         ndp++;
       }
     }
-    qsort(dp, (size_t)ndp, sizeof *dp, dev_cmp);
+    if (ndp) qsort(dp, (size_t)ndp, sizeof *dp, dev_cmp);
     for (int d = 0; d < ndp; d++) {
       if (d) fputc('\n', out);
       fwrite(dp[d].p, 1, (size_t)dp[d].n, out);
@@ -247,7 +258,7 @@ static void write_merged(FILE *out, Ev *e, int n) {
 /* Write every event before the place `cut` (NULL: all), in the run's
    order; events of one place from several ranks are one print. */
 static void write_events(FILE *out, Ev *evs, int nev, const int64_t *cut, int64_t ncut) {
-  qsort(evs, (size_t)nev, sizeof *evs, ev_cmp);
+  if (nev) qsort(evs, (size_t)nev, sizeof *evs, ev_cmp);
   for (int a = 0, b; a < nev; a = b) {
     for (b = a + 1; b < nev && !key_cmp(evs[a].key, evs[a].nkey, evs[b].key, evs[b].nkey); b++) {}
     if (cut && key_cmp(evs[a].key, evs[a].nkey, cut, ncut) >= 0) break;
@@ -354,8 +365,7 @@ int fmpi_finish(int status) {
   free(seen);
   free(note_req);
   free(rank_sent);
-  mem_free(path);
-  buf_free(&outlog);
+  fmpi_release();
   return status;
 }
 
@@ -461,7 +471,8 @@ void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv) {
   MPI_Comm comm = comm_for(ranks, n);
   Xch x;
   memset(&x, 0, sizeof x);
-  size_t ints = sizeof(int) * (size_t)(3 * n + nmv + 1), types = sizeof(MPI_Datatype) * (size_t)(2 * n);
+  size_t ints = (sizeof(int) * (size_t)(3 * n + nmv + 1) + 15) & ~(size_t)15;   /* (the pointers after: aligned) */
+  size_t types = sizeof(MPI_Datatype) * (size_t)(2 * n);
   char *mem = mem_calloc(ints + types + sizeof(MPI_Aint) * (size_t)(nmv + 1));
   x.scount = (int *)mem;
   x.rcount = x.scount + n;
@@ -579,13 +590,15 @@ bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge) {
   memcpy(&bits, &sent_bytes, sizeof bits);
   put_i64(&b, bits);
   put_i64(&b, (int64_t)outlog.n);
-  buf_put(&b, outlog.p, outlog.n);
+  if (outlog.n) buf_put(&b, outlog.p, outlog.n);
   put_i64(&b, extra ? (int64_t)extra->n : 0);
-  if (extra) buf_put(&b, extra->p, extra->n);
+  if (extra && extra->n) buf_put(&b, extra->p, extra->n);
   long long mine = (long long)b.n;
-  long long *len = mem_calloc(sizeof(long long) * (size_t)nranks);
-  int64_t *status = mem_calloc(sizeof(int64_t) * (size_t)nranks);
-  int *cnt = mem_calloc(sizeof(int) * (size_t)(2 * nranks));
+  /* (one block, released by an error too: lengths, statuses, counts) */
+  long long *len = mem_calloc((sizeof(long long) + sizeof(int64_t) + 2 * sizeof(int)) * (size_t)nranks);
+  err_defer(mem_free, len);
+  int64_t *status = (int64_t *)(len + nranks);
+  int *cnt = (int *)(status + nranks);
   MPI_Request req;
   check(MPI_Igather(&mine, 1, MPI_LONG_LONG, len, 1, MPI_LONG_LONG, 0, synccomm, &req));
   wait_req(&req, false);
@@ -599,6 +612,7 @@ bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge) {
     }
     if (total > INT_MAX) die("more than 2 GiB of output in one statement");
     all = mem_alloc((size_t)total + 1);
+    err_defer(mem_free, all);
   }
   check(MPI_Igatherv(b.p, (int)mine, MPI_BYTE, all, cnt, cnt + nranks, MPI_BYTE, 0, synccomm, &req));
   wait_req(&req, false);
@@ -608,9 +622,9 @@ bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge) {
   drain_notices(status);
   bool ok = true;
   for (int r = 0; r < nranks; r++) ok &= status[r] == 0;
+  if (all) err_undefer(all);
   mem_free(all);
-  mem_free(cnt);
-  mem_free(status);
+  err_undefer(len);
   mem_free(len);
   err_undefer(&b);
   buf_free(&b);

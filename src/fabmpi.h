@@ -36,6 +36,8 @@
 /* Start MPI when started by mpirun.  Returns 0, or an exit status after
    printing why not (a build without MPI under mpirun). */
 int fmpi_init(int *argc, char ***argv);
+/* Release the memory the output log and the place keep (at the end). */
+void fmpi_release(void);
 /* Leave MPI (when started); returns status. */
 int fmpi_finish(int status);
 /* `--ranks R`: run this command again under mpirun on R processes.

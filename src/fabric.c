@@ -59,6 +59,8 @@ static void account(int prim, long devices, double sent_each, double recv_each) 
 
 const Buf *fab_stats_records(void) { return &records; }
 
+void fab_stats_release(void) { buf_free(&records); }
+
 void fab_stats_records_done(void) { buf_reset(&records); }
 
 /* A record as read back on rank 0. */
@@ -70,8 +72,12 @@ typedef struct Rec {
 
 static int rec_cmp(const void *x, const void *y) {
   const Rec *a = x, *b = y;
-  for (int64_t i = 0; i < a->nkey && i < b->nkey; i++)
-    if (a->key[i] != b->key[i]) return a->key[i] < b->key[i] ? -1 : 1;
+  for (int64_t i = 0; i < a->nkey && i < b->nkey; i++) {
+    int64_t x, y;                 /* (read as bytes: a record in a message need not be aligned) */
+    memcpy(&x, (const char *)a->key + 8 * i, 8);
+    memcpy(&y, (const char *)b->key + 8 * i, 8);
+    if (x != y) return x < y ? -1 : 1;
+  }
   if (a->nkey != b->nkey) return a->nkey < b->nkey ? -1 : 1;
   return a->prim < b->prim ? -1 : a->prim > b->prim;
 }
@@ -92,7 +98,7 @@ void fab_stats_merge(const char *const *p, const size_t *n, int nranks) {
       memcpy(&e->recv, q + 24, 8);
       q += 32;
     }
-  qsort(rec, (size_t)nrec, sizeof *rec, rec_cmp);
+  if (nrec) qsort(rec, (size_t)nrec, sizeof *rec, rec_cmp);
   for (int a = 0, b; a < nrec; a = b) {       /* one call: the records of one place */
     long devices = 0;
     for (b = a; b < nrec && !rec_cmp(&rec[a], &rec[b]); b++) devices += (long)rec[b].devices;
@@ -715,24 +721,28 @@ bool fab_is_collective(int prim) { return prim >= 0 && prim < P_COUNT && coll_ex
 
 /* ---- groups that span ranks -------------------------------------------------------------- */
 
-/* The arrays received by fab_move_blocks, released by a runtime error. */
+/* fab_move_blocks's moves and the copies it drops, released by a
+   runtime error too. */
 typedef struct Got {
   Array **a;
   int n;
+  FmpiMove *mv;
 } Got;
 
 static void got_free(void *p) {
   Got *g = p;
   for (int i = 0; i < g->n; i++) arr_unref(g->a[i]);
   mem_free(g->a);
+  mem_free(g->mv);
 }
 
 void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n, DType dt, int rank,
                      const int64_t *shape) {
   int me = fmpi_rank();
-  FmpiMove *mv = mem_calloc(sizeof(FmpiMove) * (size_t)(n + 1));
-  Got temps = {mem_calloc(sizeof(Array *) * (size_t)(n + 1)), 0};
+  Got temps = {NULL, 0, NULL};
   err_defer(got_free, &temps);
+  temps.a = mem_calloc(sizeof(Array *) * (size_t)(n + 1));
+  FmpiMove *mv = temps.mv = mem_calloc(sizeof(FmpiMove) * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     mv[i] = (FmpiMove){bm[i].from, bm[i].to, NULL, NULL, 0};
     Array *a = NULL;
@@ -751,7 +761,6 @@ void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n
   fmpi_exchange(ranks, nranks, mv, n);
   err_undefer(&temps);
   got_free(&temps);
-  mem_free(mv);
 }
 
 /* The members (instances) of group g (a block of `rest`, the mask of the

@@ -73,6 +73,7 @@ void fab_stats_print(FILE *out);
    fab_stats_records_done, and rank 0's merge of every rank's. */
 const Buf *fab_stats_records(void);
 void fab_stats_records_done(void);
+void fab_stats_release(void);          /* their memory, at the end */
 void fab_stats_merge(const char *const *p, const size_t *n, int nranks);
 
 #endif

@@ -282,6 +282,8 @@ static int run(int argc, char **argv) {
   check_free(C);
   diag_reset();
   /* Under the allocation-failure switch, everything must be back. */
+  fmpi_release();
+  fab_stats_release();
   if (fail && mem_in_use()) {
     fprintf(stderr, "shmapi: internal error: %zu bytes not released\n", mem_in_use());
     return 3;

@@ -45,20 +45,25 @@ def mpirun_cmd(np_):
     return cmd
 
 
-def env():
+def env(mpi):
     e = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
     # one machine: shared memory between the ranks, no network probing
     e.setdefault('OMPI_MCA_btl', 'self,vader')
     e.setdefault('OMPI_MCA_pml', 'ob1')
-    # under the sanitizers: Open MPI's own allocations live until exit
-    supp = os.path.join(ROOT, 'tests', 'mpi', 'lsan.supp')
-    e['LSAN_OPTIONS'] = ('%s:suppressions=%s' % (e.get('LSAN_OPTIONS', ''), supp)).lstrip(':')
+    if mpi:
+        # Under the sanitizers Open MPI's plugins leave allocations that
+        # LeakSanitizer cannot name (their modules are unloaded by exit):
+        # leaks are checked by shmapi itself instead, which with
+        # SHMAPI_FAIL_ALLOC=0 (no failure injected) exits 3 unless every
+        # byte it allocated was released.
+        e['ASAN_OPTIONS'] = (e.get('ASAN_OPTIONS', '') + ':detect_leaks=0').lstrip(':')
+    e['SHMAPI_FAIL_ALLOC'] = '0'
     return e
 
 
 def run(cmd, timeout):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                       env=env(), timeout=timeout, cwd=ROOT)
+                       env=env(cmd[0] == 'mpirun'), timeout=timeout, cwd=ROOT)
     return p.returncode, p.stdout, p.stderr
 
 
