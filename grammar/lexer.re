@@ -133,7 +133,10 @@ void lex_next(Lexer *L, Tok *t) {
       "," { TOK(TK_COMMA); }
       ":" { TOK(TK_COLON); }
       "=" { TOK(TK_EQ); }
+      "..." { TOK(TK_ELLIPSIS); }
       "." { TOK(TK_DOT); }
+      "<" { TOK(TK_LT); }
+      ">" { TOK(TK_GT); }
       "@" { TOK(TK_AT); }
       ";" { TOK(TK_SEMI); }
       * { L->error = "unexpected character"; TOK(TK_ILLEGAL); }

@@ -69,6 +69,24 @@ AstParam *ast_param(Parser *P, Tok key, PVal *v) {
   return p;
 }
 
+/* A dictionary {k: v, ...}: the entries list holds key, value, key, value. */
+PVal *ast_pv_dict(Parser *P, Tok open, AstList *entries, Tok close) {
+  PVal *v = pv(P, PV_DICT, span_join(open.sp, close.sp));
+  v->n = entries->n / 2;
+  v->keys = arena_alloc(P->arena, sizeof(PVal *) * (size_t)(v->n ? v->n : 1));
+  v->items = arena_alloc(P->arena, sizeof(PVal *) * (size_t)(v->n ? v->n : 1));
+  for (int i = 0; i < v->n; i++) {
+    v->keys[i] = entries->v[2 * i];
+    v->items[i] = entries->v[2 * i + 1];
+  }
+  return v;
+}
+
+AstList *ast_pv_entry(Parser *P, AstList *entries, PVal *key, PVal *value) {
+  ast_list_add(P, entries, key);
+  return ast_list_add(P, entries, value);
+}
+
 /* ---- types, binders, literals ---------------------------------------------- */
 
 AstList *ast_dim(Parser *P, AstList *dims, Tok t) {
@@ -97,6 +115,26 @@ AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close)
   for (int i = 0; i < axes->n && t->naxes < SHM_MAXAXES; i++) {
     Tok *a = axes->v[i];
     t->axes[t->naxes++] = a->text;
+  }
+  return t;
+}
+
+/* One `name:size` of a named shape: a pair of tokens. */
+AstList *ast_named_dim(Parser *P, AstList *dims, Tok name, Tok size) {
+  ast_dim(P, dims, name);
+  return ast_dim(P, dims, size);
+}
+
+AstType *ast_type_named(Parser *P, AstType *t, AstList *dims, Tok open, Tok close) {
+  (void)P;
+  t->has_named = true;
+  t->named_sp = span_join(open.sp, close.sp);
+  t->sp = span_join(t->sp, close.sp);
+  for (int i = 0; i + 1 < dims->n; i += 2) {
+    if (t->nnamed == SHM_MAXAXES) { t->rank_overflow = true; break; }
+    Tok *a = dims->v[i], *s = dims->v[i + 1];
+    t->named[t->nnamed] = a->text;
+    t->named_size[t->nnamed++] = s->ival;
   }
   return t;
 }
@@ -296,6 +334,18 @@ AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok 
   f->target_sp = target.sp;
   f->end_line = end_line(target);
   return f;
+}
+
+AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names) {
+  fn->nstatics = names->n;
+  fn->statics = arena_alloc(P->arena, sizeof(Str) * (size_t)names->n);
+  fn->statics_sp = arena_alloc(P->arena, sizeof(Span) * (size_t)names->n);
+  for (int i = 0; i < names->n; i++) {
+    Tok *t = names->v[i];
+    fn->statics[i] = t->text;
+    fn->statics_sp[i] = t->sp;
+  }
+  return fn;
 }
 
 AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn) {

@@ -35,7 +35,9 @@ typedef struct AstList {
 
 typedef enum PVKind {
   PV_INT, PV_FLOAT, PV_STR, PV_NAME, PV_NONE, PV_BOOL,
-  PV_TUPLE, PV_LIST, PV_SPEC, PV_FUNC
+  PV_TUPLE, PV_LIST, PV_SPEC, PV_FUNC,
+  PV_DICT,               /* {key: value, ...}: keys[i] maps to items[i] */
+  PV_ELLIPSIS            /* ... (xmap's [batch, ...]) */
 } PVKind;
 
 struct AstFunc;
@@ -46,7 +48,8 @@ typedef struct PVal {
   int64_t i;             /* PV_INT, PV_BOOL */
   double f;              /* PV_FLOAT */
   Str s;                 /* PV_STR (decoded), PV_NAME */
-  struct PVal **items;   /* PV_TUPLE, PV_LIST, PV_SPEC */
+  struct PVal **items;   /* PV_TUPLE, PV_LIST, PV_SPEC, PV_DICT (the values) */
+  struct PVal **keys;    /* PV_DICT */
   int n;
   bool paren_only;       /* PV_TUPLE written `(x)`: one item, no comma */
   struct AstFunc *fn;    /* PV_FUNC: a nested `{ lambda ; ... }` */
@@ -70,6 +73,12 @@ typedef struct AstType {
   int naxes;
   Str axes[SHM_MAXAXES];
   Span axes_sp;
+  /* a named shape `<batch:20, ...>` (xmap bodies) */
+  bool has_named;
+  int nnamed;
+  Str named[SHM_MAXAXES];
+  int64_t named_size[SHM_MAXAXES];
+  Span named_sp;
 } AstType;
 
 typedef struct AstBinder {
@@ -180,6 +189,10 @@ typedef struct AstFunc {
   AstParam **tparams;
   int ntparams;
   int end_line;          /* last line, for `longlist` */
+  /* static parameters `def f[axis, n](...)`, given at each call as f[axis=i, n=2] */
+  Str *statics;
+  Span *statics_sp;
+  int nstatics;
 } AstFunc;
 
 /* ---- the parse context (Lemon's %extra_context) -------------------------- */
@@ -208,6 +221,12 @@ PVal *ast_pv_const(Parser *P, Tok t, PVKind k, int64_t v);
 PVal *ast_pv_seq(Parser *P, PVKind k, Tok open, AstList *items, Tok close, bool comma);
 PVal *ast_pv_func(Parser *P, struct AstFunc *fn);
 AstParam *ast_param(Parser *P, Tok key, PVal *v);
+/* pmap and xmap: dictionaries, named shapes, static parameters. */
+PVal *ast_pv_dict(Parser *P, Tok open, AstList *entries, Tok close);
+AstList *ast_pv_entry(Parser *P, AstList *entries, PVal *key, PVal *value);
+AstType *ast_type_named(Parser *P, AstType *t, AstList *dims, Tok open, Tok close);
+AstList *ast_named_dim(Parser *P, AstList *dims, Tok name, Tok size);
+AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names);
 
 AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
 AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close);

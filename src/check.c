@@ -43,16 +43,22 @@ IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s) {
   return st;
 }
 
-void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh) {
+void check_call_note_s(Span call, const FuncDef *fd, const char *statics, const Type *args, int nargs,
+                       const Mesh *mesh) {
   Buf b = {0};
   err_defer(buf_release, &b);
   for (int i = 0; i < nargs; i++) {
     if (i) buf_puts(&b, ", ");
     show_type(&b, &args[i], mesh);
   }
-  diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
+  diag_note(call, "in this call of %.*s%s%s%s with (%s)", fd->name.n, fd->name.p, statics ? "[" : "",
+            statics ? statics : "", statics ? "]" : "", buf_cstr(&b));
   err_undefer(&b);
   buf_free(&b);
+}
+
+void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh) {
+  check_call_note_s(call, fd, NULL, args, nargs, mesh);
 }
 
 const char *check_unbound(Binding *scope, BindKind want, Str name) {
@@ -428,18 +434,13 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
   bool silent;
   if (!check_resolve_args(cx, s, in, &silent)) { check_bind_bad(cx, s); return; }
-  if (s->nparams) {
-    diag_error(s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", fd->name.n, fd->name.p);
-    check_bind_bad(cx, s);
-    return;
-  }
   Type *at = NEWN(cx->C, Type, s->nargs);
   for (int k = 0; k < s->nargs; k++) {
     in[k].t.weak = false;
     at[k] = in[k].t;
   }
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
-  IrFunc *f = check_instantiate(cx, fd, at, s->nargs, s->callee_sp);
+  IrFunc *f = stat_instantiate_call(cx, s, fd, at, s->nargs);
   if (!f) { check_bind_bad(cx, s); return; }
   IrStmt *st = check_new_eqn(cx, s);
   st->callee = f;
@@ -454,6 +455,7 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
 }
 
 static void check_eqn(Ctx *cx, AstStmt *s) {
+  s = stat_subst_stmt(cx, s);
   Binding *b = check_lookup(cx->scope, B_FUNC, s->callee);
   if (b) { check_call(cx, s, b->fn); return; }
   int prim = prim_lookup(s->callee);
@@ -839,8 +841,20 @@ static bool same_types(const Type *a, const Type *b, int n) {
   return true;
 }
 
+static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics,
+                           const uint32_t *outvma, int noutvma, Span call);
+
 IrFunc *check_instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
-  return check_instantiate_w(cx, fd, args, nargs, NULL, 0, call);
+  return instantiate(cx, fd, args, nargs, NULL, NULL, 0, call);
+}
+
+IrFunc *check_instantiate_s(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics, Span call) {
+  return instantiate(cx, fd, args, nargs, statics, NULL, 0, call);
+}
+
+IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                            int noutvma, Span call) {
+  return instantiate(cx, fd, args, nargs, NULL, outvma, noutvma, call);
 }
 
 static bool same_outvma(const Instance *i, const uint32_t *outvma, int n) {
@@ -912,18 +926,28 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
    results are widened to those variance sets by pbroadcasts at its end
    (a cond branch or a loop body whose result varies over fewer axes than
    the construct's), so the instance is a distinct one. */
-IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
-                             int noutvma, Span call) {
+static bool same_key(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Check a function for argument types and static values (NULL: none):
+   check_instantiate_w and check_instantiate_s. */
+static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics,
+                           const uint32_t *outvma, int noutvma, Span call) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
   Mesh *mesh = cx->mesh;
+  char *skey = stat_key(C, af, statics);
+  if (af->nstatics && !statics) {
+    diag_error(call, "%.*s takes static parameters: it is called as %.*s[%.*s=...] ..., not passed as a function",
+               fd->name.n, fd->name.p, fd->name.n, fd->name.p, af->statics[0].n, af->statics[0].p);
+    return NULL;
+  }
   /* a checked instance is reused; one that failed is checked again, so
      that each statement calling it reports why (a REPL input after the
      one that first failed; in a file the repeated errors, at the same
      places, are printed once) */
   for (Instance *i = fd->inst; i; i = i->next)
     if (i->ir && i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs) &&
-        same_outvma(i, outvma, noutvma) && i->lenient == (C->lenient > 0))
+        same_outvma(i, outvma, noutvma) && i->lenient == (C->lenient > 0) && same_key(i->skey, skey))
       return i->ir;
   if (af->form == FN_TRANSPOSE) return transpose_instance(cx, fd, args, nargs, call);
   if (af->nparams != nargs) {
@@ -942,14 +966,16 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
   }
   if (af->has_deco) return smap_instance(cx, fd, args, nargs, call);
   Instance *inst = check_new_instance(cx, args, nargs);
+  inst->skey = skey;
   if (outvma) {
     inst->outvma = NEWN(C, uint32_t, noutvma);
     memcpy(inst->outvma, outvma, sizeof(uint32_t) * (size_t)noutvma);
     inst->noutvma = noutvma;
   }
   IrFunc *f = check_new_func(C, fd, mesh);
+  f->statics = skey;
   Ctx sub;
-  check_ctx_init(&sub, C, f, fd->scope, mesh, cx->ctrl, af->sp.file);
+  check_ctx_init(&sub, C, f, stat_bind(C, fd->scope, af, statics), mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
@@ -966,7 +992,7 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
   }
   if (diag_count() != errs) ok = false;
   if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0))
-    check_call_note(call, fd, args, nargs, mesh);
+    check_call_note_s(call, fd, skey, args, nargs, mesh);
   inst->ir = ok ? f : NULL;
   inst->next = fd->inst;
   fd->inst = inst;
@@ -987,6 +1013,14 @@ static void check_def(Ctx *cx, AstStmt *s) {
   if (af->form == FN_TRANSPOSE) {
     transpose_define(cx, fd);
     return;
+  }
+  if (af->has_deco && af->nstatics) {
+    diag_error(af->statics_sp[0], "a decorated function takes no static parameters (its decorator's parameters "
+               "are fixed where it is defined)");
+    AstFunc *plain = NEW(cx->C, AstFunc);     /* checked as if it had none */
+    *plain = *af;
+    plain->nstatics = 0;
+    fd->ast = af = plain;
   }
   if (af->has_deco) {
     smap_define(cx, fd);

@@ -16,7 +16,7 @@
 #include "prims.h"
 #include "rule.h"
 
-typedef enum { B_VAR, B_FUNC, B_MESH } BindKind;
+typedef enum { B_VAR, B_FUNC, B_MESH, B_STATIC } BindKind;
 
 struct FuncDef;
 
@@ -26,6 +26,7 @@ typedef struct Binding {
   IrVar *var;
   struct FuncDef *fn;
   Mesh *mesh;
+  PVal *pv;                /* B_STATIC: the value a call gave (NULL while resolving) */
   struct Binding *next;
 } Binding;
 
@@ -38,6 +39,7 @@ typedef struct Instance {
   int noutvma;
   IrFunc *ir;              /* NULL when the instance failed to check */
   bool lenient;            /* checked in a loop's trial round (Checker.lenient) */
+  char *skey;              /* the static parameters' values, "axis=i, n=2", or NULL */
   struct Instance *next;
 } Instance;
 
@@ -103,6 +105,9 @@ typedef struct Ctx {
 IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s);
 /* "in this call of F with (types)": the note after an error in F's body. */
 void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh);
+/* The same for a call that gave static values ("axis=i"; NULL: none). */
+void check_call_note_s(Span call, const FuncDef *fd, const char *statics, const Type *args, int nargs,
+                       const Mesh *mesh);
 /* The message (a format taking the name as %.*s) for a name used as a
    value (want B_VAR) or shown as a function (B_FUNC) but not bound so. */
 const char *check_unbound(Binding *scope, BindKind want, Str name);
@@ -137,6 +142,9 @@ void check_mesh(Ctx *cx, AstStmt *s);
 bool check_all_annotated(const AstFunc *f);
 /* Check a function for argument types (cached per types). */
 IrFunc *check_instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
+/* The same, with the values of the function's static parameters (NULL
+   when it has none). */
+IrFunc *check_instantiate_s(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics, Span call);
 /* The same, its results widened to `outvma` (cond branches, loop bodies). */
 IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
                             int noutvma, Span call);
@@ -173,6 +181,23 @@ void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
 /* A @shard_map def whose parameters are all annotated: checked where defined. */
 void smap_define(Ctx *cx, FuncDef *fd);
+
+/* ---- check_static.c: static parameters of user functions ------------------ */
+/* Parameters with the bare names of static parameters in scope replaced
+   by their values (ps itself when none is mentioned). */
+AstParam **stat_subst_params(Ctx *cx, AstParam **ps, int n);
+/* A statement with its parameters substituted so (s itself when unchanged). */
+AstStmt *stat_subst_stmt(Ctx *cx, AstStmt *s);
+/* The static values a call `f[k=v, ...]` gives, in the order of f's
+   declaration (*out NULL for a function without static parameters);
+   false after an error (unknown, repeated or missing ones). */
+bool stat_call_values(Ctx *cx, FuncDef *fd, AstParam **ps, int n, Span call, PVal ***out);
+/* Bind a function's static parameters to values in front of scope. */
+Binding *stat_bind(Checker *C, Binding *scope, const AstFunc *af, PVal **vals);
+/* The values as text, "axis=i, n=2" (the instance key; NULL when none). */
+char *stat_key(Checker *C, const AstFunc *af, PVal **vals);
+/* Check a call `f[statics] args` of a function: its instance. */
+IrFunc *stat_instantiate_call(Ctx *cx, AstStmt *s, FuncDef *fd, const Type *args, int nargs);
 
 /* ---- check_resolve.c: functions never checked ------------------------------ */
 /* Record a def, for resolve_unchecked. */

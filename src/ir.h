@@ -194,6 +194,7 @@ typedef struct IrFunc {
   int ncaptured, capcaptured;
   bool is_shard_map_wrapper;
   struct IrFunc *scope_as;     /* a transpose runs where the function it came from would */
+  const char *statics;         /* the static parameters it was checked for, "axis=i", or NULL */
   int end_line;
   bool drops_planned;          /* IrVar.last is set for its variables (eval.c) */
 } IrFunc;

@@ -184,6 +184,17 @@ static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, i
     if (at && v->i < at->nfns) show_fn(S, at->fns[v->i], indent);
     else buf_puts(b, "<function>");
     break;
+  case PV_DICT:
+    buf_putc(b, '{');
+    for (int i = 0; i < v->n; i++) {
+      if (i) buf_puts(b, ", ");
+      show_pv(S, v->keys[i], at, mesh, indent + 2);
+      buf_puts(b, ": ");
+      show_pv(S, v->items[i], at, mesh, indent + 2);
+    }
+    buf_putc(b, '}');
+    break;
+  case PV_ELLIPSIS: buf_puts(b, "..."); break;
   }
 }
 
@@ -287,7 +298,12 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
       show_binder(S, st->out[i], mesh);
     }
     buf_puts(b, " = ");
-    if (st->prim < 0) buf_puts(b, cname);
+    if (st->prim < 0) {
+      buf_puts(b, cname);
+      /* a function printed as a nested def is the instance itself */
+      const IrFunc *c = st->callee;
+      if (c->statics && (!c->parent || !c->parent->parent)) buf_printf(b, "[%s]", c->statics);
+    }
     else {
       buf_puts(b, prim_table[st->prim].name);
       show_params(S, st, mesh, indent);
@@ -348,6 +364,16 @@ static void show_fn(Show *S, const IrFunc *f, int indent) {
 
 static void release_show(void *S) { show_free(S); }
 
+void show_param_value(Buf *b, const PVal *v) {
+  Show S;
+  memset(&S, 0, sizeof S);
+  S.b = b;
+  err_defer(release_show, &S);
+  show_pv(&S, v, NULL, NULL, 0);
+  err_undefer(&S);
+  show_free(&S);
+}
+
 void show_func(Buf *b, const IrFunc *f, const char *name) {
   Show S;
   memset(&S, 0, sizeof S);
@@ -375,6 +401,7 @@ void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
       show_binder(&S, st->out[i], mesh);
     }
     buf_printf(b, " = %s", st->callee->name);
+    if (st->callee->statics) buf_printf(b, "[%s]", st->callee->statics);
     for (int i = 0; i < st->nin; i++) {
       buf_putc(b, ' ');
       show_atom(&S, &st->in[i], mesh);

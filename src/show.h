@@ -14,6 +14,8 @@ void show_type(Buf *b, const Type *t, const Mesh *mesh);
 void show_vma(Buf *b, uint32_t vma, const Mesh *mesh);
 /* A variance set as messages write it: `{i, j}`. */
 void show_vma_message(Buf *b, uint32_t vma, const Mesh *mesh);
+/* A parameter value as show prints it (functions excepted). */
+void show_param_value(Buf *b, const PVal *v);
 /* `def NAME = { lambda ... }` for a checked function, ending in a newline. */
 void show_func(Buf *b, const IrFunc *f, const char *name);
 /* One statement of a function as show_func prints it, ending in a newline
