@@ -172,6 +172,8 @@ static void array_release(void *a) { arr_unref(a); }
 
 /* ---- annotations ------------------------------------------------------------- */
 
+static bool check_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma);
+
 /* Resolve a written type; false after an error. */
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
@@ -210,6 +212,42 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
       t->vma |= 1u << k;
     }
   }
+  if (at->has_named) return check_named_shape(cx, at, t, has_vma);
+  return true;
+}
+
+/* A named shape `<batch:20, ...>`: the named axes of the xmap body a type
+   stands in, with their sizes. */
+static bool check_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
+  const Mesh *m = cx ? cx->mesh : NULL;
+  if (!m || !m->named) {
+    diag_error(at->named_sp, "a named shape <...> stands only inside an xmap body, whose named axes it names");
+    return false;
+  }
+  if (at->has_vma) {
+    diag_error(at->named_sp, "a type has a variance set {...} or a named shape <...>, not both");
+    return false;
+  }
+  for (int i = 0; i < at->nnamed; i++) {
+    int k = -1;
+    for (int a = 0; a < m->naxes; a++)
+      if (str_eq(m->axis[a], at->named[i])) k = a;
+    if (k < 0) {
+      diag_error(at->named_sp, "'%.*s' is not a named axis of this xmap", at->named[i].n, at->named[i].p);
+      return false;
+    }
+    if (at->named_size[i] != m->size[k]) {
+      diag_error(at->named_sp, "named axis %.*s has size %lld, not %lld", at->named[i].n, at->named[i].p,
+                 (long long)m->size[k], (long long)at->named_size[i]);
+      return false;
+    }
+    if (t->vma & (1u << k)) {
+      diag_error(at->named_sp, "named axis %.*s appears twice in a named shape", at->named[i].n, at->named[i].p);
+      return false;
+    }
+    t->vma |= 1u << k;
+  }
+  *has_vma = true;
   return true;
 }
 
@@ -346,6 +384,19 @@ static void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nou
   }
 }
 
+void check_bind_outs_as(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
+  check_bind_outs(cx, s, st, outt, nout, what);
+}
+
+void check_bind_alias(Ctx *cx, AstBinder *b, IrAtom a) {
+  Type t = a.t;
+  if (!check_annotation(cx, b, &t, "the pmap")) t = check_bad_type();
+  if (str_eqc(b->name, "_")) return;
+  if (!t.bad) a.var->name = b->name;
+  cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
+  cx->scope->var = t.bad ? emit_var(EM(cx), b->name, t, b->sp) : a.var;
+}
+
 void check_bind_bad(Ctx *cx, AstStmt *s) {
   for (int i = 0; i < s->nouts; i++) {
     AstBinder *b = s->outs[i];
@@ -440,6 +491,15 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
     at[k] = in[k].t;
   }
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
+  if (cx->mesh && fd->ast->has_deco && str_eqc(fd->ast->deco, "pmap")) {
+    if (s->nparams) {
+      diag_error(s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", fd->name.n, fd->name.p);
+      check_bind_bad(cx, s);
+    } else {
+      pmap_nested_call(cx, s, fd, in);
+    }
+    return;
+  }
   IrFunc *f = stat_instantiate_call(cx, s, fd, at, s->nargs);
   if (!f) { check_bind_bad(cx, s); return; }
   IrStmt *st = check_new_eqn(cx, s);
@@ -456,6 +516,7 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
 
 static void check_eqn(Ctx *cx, AstStmt *s) {
   s = stat_subst_stmt(cx, s);
+  if (xmap_desugar(cx, s)) return;
   Binding *b = check_lookup(cx->scope, B_FUNC, s->callee);
   if (b) { check_call(cx, s, b->fn); return; }
   int prim = prim_lookup(s->callee);
@@ -799,7 +860,7 @@ static void check_body(Ctx *cx, AstStmt **body, int n) {
 }
 
 /* Resolve a function's results (readable: the return; lambda: `in (...)`). */
-static bool resolve_outs(Ctx *cx, AstFunc *af) {
+static bool resolve_results(Ctx *cx, AstFunc *af, IrAtom **outp, int *noutp) {
   AstArg **outs;
   int n;
   Span where;
@@ -819,20 +880,70 @@ static bool resolve_outs(Ctx *cx, AstFunc *af) {
     }
   }
   (void)where;
-  IrFunc *f = cx->fn;
-  f->outs = NEWN(cx->C, IrAtom, n);
-  f->nouts = n;
+  IrAtom *res = NEWN(cx->C, IrAtom, n);
   bool ok = true;
   for (int i = 0; i < n; i++) {
-    if (!check_resolve_arg(cx, outs[i], &f->outs[i])) { ok = false; break; }   /* one error per statement */
-    if (f->outs[i].t.bad) { ok = false; continue; }
-    if (!f->outs[i].var && !f->outs[i].lit) {
-      if (!check_lit_value(cx, &outs[i]->lit, f->outs[i].t.dt, &f->outs[i].lit)) { ok = false; continue; }
-      prog_keep(&cx->C->prog, f->outs[i].lit);
-      f->outs[i].t.weak = false;
+    if (!check_resolve_arg(cx, outs[i], &res[i])) { ok = false; break; }   /* one error per statement */
+    if (res[i].t.bad) { ok = false; continue; }
+    if (!res[i].var && !res[i].lit) {
+      if (!check_lit_value(cx, &outs[i]->lit, res[i].t.dt, &res[i].lit)) { ok = false; continue; }
+      prog_keep(&cx->C->prog, res[i].lit);
+      res[i].t.weak = false;
     }
   }
+  *outp = res;
+  *noutp = n;
   return ok;
+}
+
+static bool resolve_outs(Ctx *cx, AstFunc *af) {
+  return resolve_results(cx, af, &cx->fn->outs, &cx->fn->nouts);
+}
+
+bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call, IrAtom **outs, int *nouts) {
+  Checker *C = cx->C;
+  AstFunc *af = fd->ast;
+  if (af->form == FN_TRANSPOSE || af->nparams != nargs) {
+    diag_error(call, af->form == FN_TRANSPOSE ? "%.*s is a transpose: it cannot be a pmap's body"
+               : "%.*s takes %d argument%s, but %d %s given", fd->name.n, fd->name.p, af->nparams,
+               af->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    return false;
+  }
+  if (fd->checking || C->depth >= MAX_DEPTH) {
+    diag_error(call, fd->checking ? "%.*s calls itself: recursion is not supported (use while or fori_loop)"
+               : "calls nested too deeply at %.*s", fd->name.n, fd->name.p);
+    return false;
+  }
+  Ctx sub;
+  check_ctx_init(&sub, C, cx->fn, fd->scope, cx->mesh, cx->ctrl, af->sp.file);
+  int errs = diag_count();
+  for (int i = 0; i < nargs; i++) {
+    AstBinder *b = af->params[i];
+    Type t = args[i].t, an;
+    bool has_vma;
+    if (b->type && check_resolve_type(&sub, b->type, &an, &has_vma)) {
+      if (!has_vma) an.vma = t.vma;
+      if (!check_types_equal(&an, &t)) {
+        diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1, fd->name.n,
+                   fd->name.p, check_type_text(&sub, &t), b->name.n, b->name.p, check_type_text(&sub, &an));
+        return false;
+      }
+    }
+    if (diag_count() != errs) return false;
+    if (!str_eqc(b->name, "_")) {
+      sub.scope = check_bind(C, sub.scope, B_VAR, b->name);
+      sub.scope->var = args[i].var;
+    }
+  }
+  fd->checking = true;
+  C->depth++;
+  check_body(&sub, af->body, af->nbody);
+  C->depth--;
+  fd->checking = false;
+  if (af->form == FN_READABLE && !sub.ret && diag_count() == errs)
+    diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
+  bool ok = resolve_results(&sub, af, outs, nouts);
+  return ok && diag_count() == errs;
 }
 
 static bool same_types(const Type *a, const Type *b, int n) {
@@ -935,7 +1046,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
   Mesh *mesh = cx->mesh;
-  char *skey = stat_key(C, af, statics);
+  char *skey = af->has_deco ? (statics && statics[0] ? stat_key_mesh(C, statics[0]) : NULL) : stat_key(C, af, statics);
   if (af->nstatics && !statics) {
     diag_error(call, "%.*s takes static parameters: it is called as %.*s[%.*s=...] ..., not passed as a function",
                fd->name.n, fd->name.p, fd->name.n, fd->name.p, af->statics[0].n, af->statics[0].p);
@@ -964,6 +1075,8 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
                fd->name.n, fd->name.p, C->depth + 1, MAX_DEPTH);
     return NULL;
   }
+  if (af->has_deco && str_eqc(af->deco, "xmap")) return xmap_instance(cx, fd, args, nargs, statics ? statics[0] : NULL, call);
+  if (af->has_deco && str_eqc(af->deco, "pmap")) return pmap_instance(cx, fd, args, nargs, call);
   if (af->has_deco) return smap_instance(cx, fd, args, nargs, call);
   Instance *inst = check_new_instance(cx, args, nargs);
   inst->skey = skey;
@@ -1134,6 +1247,7 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_FORI_LOOP: flow_fori(cx, s, in, &r, at); break;
   case P_WHILE: flow_while(cx, s, in, &r, at); break;
   case P_SHARD_MAP: smap_eqn(cx, s, in, &r, at); break;
+  case P_XMAP: xmap_eqn(cx, s, in, &r, at); break;
   default: check_bind_bad(cx, s); break;
   }
 }

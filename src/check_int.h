@@ -148,6 +148,11 @@ IrFunc *check_instantiate_s(Ctx *cx, FuncDef *fd, const Type *args, int nargs, P
 /* The same, its results widened to `outvma` (cond branches, loop bodies). */
 IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
                             int noutvma, Span call);
+/* Check fd's body in place, in cx's function: its parameters bound to
+   `args` (variables), its statements emitted where cx stands, its
+   results into *outs (a pmap's body, which becomes part of a shard_map
+   body).  False after an error. */
+bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call, IrAtom **outs, int *nouts);
 /* Check one statement. */
 void check_stmt(Ctx *cx, AstStmt *s);
 /* `(f32[2], i32[]{i})` for a list of atoms. */
@@ -173,6 +178,11 @@ void flow_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 
 /* ---- check_smap.c: shard_map and its specs --------------------------------- */
+/* The mesh a `mesh=` parameter gives: a mesh's name, or one written
+   inline {i: 8}; NULL after an error. */
+Mesh *smap_mesh_value(Ctx *cx, RuleCtx *r, PVal *v);
+/* A mesh as a parameter value: its name, or inline when it has none. */
+PVal *smap_mesh_pv(Ctx *cx, const Mesh *m);
 /* One partition spec against a mesh; errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
 /* shard_map[f, mesh, in_specs, out_specs, check_vma] args... */
@@ -192,12 +202,78 @@ AstStmt *stat_subst_stmt(Ctx *cx, AstStmt *s);
    declaration (*out NULL for a function without static parameters);
    false after an error (unknown, repeated or missing ones). */
 bool stat_call_values(Ctx *cx, FuncDef *fd, AstParam **ps, int n, Span call, PVal ***out);
+/* The instance key of a call that gives an @xmap function its mesh. */
+char *stat_key_mesh(Checker *C, PVal *mesh);
 /* Bind a function's static parameters to values in front of scope. */
 Binding *stat_bind(Checker *C, Binding *scope, const AstFunc *af, PVal **vals);
 /* The values as text, "axis=i, n=2" (the instance key; NULL when none). */
 char *stat_key(Checker *C, const AstFunc *af, PVal **vals);
 /* Check a call `f[statics] args` of a function: its instance. */
 IrFunc *stat_instantiate_call(Ctx *cx, AstStmt *s, FuncDef *fd, const Type *args, int nargs);
+
+/* ---- check_xmap.c and check_xlower.c: xmap ---------------------------------- */
+/* One named axis of an xmap: its size, and the mesh axes it is split over. */
+typedef struct XAxis {
+  Str name;
+  int64_t size;                /* global */
+  int64_t local;               /* per device: size over its resources' devices */
+  int nres;
+  uint8_t res[SHM_MAXAXES];    /* resource mesh axes, major first */
+  uint32_t resmask;
+} XAxis;
+
+/* The axis mapping of one argument or result: named axis k takes
+   dimension dim[k] (its position in the argument, or in the result). */
+typedef struct XMapping {
+  int n;
+  uint8_t axis[SHM_MAXAXES];   /* index into XPlan.ax */
+  int dim[SHM_MAXAXES];
+  int rank;                    /* the rank a list without `...` asserts, or -1 */
+  PVal *src;                   /* as written, for messages */
+} XMapping;
+
+typedef struct XPlan {
+  int naxes;
+  XAxis ax[SHM_MAXAXES];
+  Mesh *named;                 /* the named axes as a mesh (Mesh.named) */
+  Mesh *mesh;                  /* the resource mesh, or NULL when no axis has resources */
+  XMapping *in, *out;
+  int nin, nout;
+  Span where;                  /* the call, for errors */
+} XPlan;
+
+/* Desugar what a statement of a named-axis (xmap) body or of a shard_map
+   body means in terms of other primitives: a reduction over named axes
+   (reduce_sum[axes=(0, batch)] is reduce_sum over 0 then psum over batch),
+   pdot in a shard_map body (dot_general then psum).  True when s was
+   checked so (or rejected). */
+bool xmap_desugar(Ctx *cx, AstStmt *s);
+/* xmap[f, in_axes, out_axes, axis_sizes, axis_resources, mesh] args... */
+void xmap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* A @xmap def called with global argument types; `mesh` the mesh the
+   call gives (f[mesh=m] x), or NULL. */
+IrFunc *xmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal *mesh, Span call);
+/* Bind a name (annotation checked) to a value made already. */
+void check_bind_alias(Ctx *cx, AstBinder *b, IrAtom a);
+/* Bind an equation's results (count and annotations checked); `what`
+   names the callee in messages. */
+void check_bind_outs_as(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what);
+/* The function that runs a checked xmap body `body` (its parameters the
+   arguments' named-away types): the global arguments in, the global
+   results (types gout) out; named axes with resources become a
+   shard_map over plan->mesh, the others ordinary dimensions.  NULL after
+   an error. */
+IrFunc *xlow_lower(Ctx *cx, XPlan *plan, IrFunc *body, const Type *args, const Type *gout, const char *name,
+                   IrFunc *parent);
+
+/* ---- check_pmap.c: pmap -------------------------------------------------------------- */
+/* A @pmap def called with argument types: at top level a shard_map over
+   a mesh of its one axis; inside a pmap's body the inner map, its axis
+   added to that mesh (nested pmaps give a multi-axis mesh). */
+IrFunc *pmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
+/* A call of a @pmap def inside a pmap's body: its arguments sliced along
+   the new axis, its body in place, its results gathered back. */
+void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in);
 
 /* ---- check_resolve.c: functions never checked ------------------------------ */
 /* Record a def, for resolve_unchecked. */

@@ -317,15 +317,51 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   }
 }
 
+/* Add the axis names a parameter value mentions (names, strings, the
+   values of dictionaries) to m. */
+static void names_into(Mesh *m, const PVal *v, bool values_only) {
+  v = pv_unparen((PVal *)v);
+  if (!v) return;
+  if ((v->k == PV_NAME || v->k == PV_STR) && !values_only) {
+    for (int k = 0; k < m->naxes; k++)
+      if (str_eq(m->axis[k], v->s)) return;
+    if (m->naxes < SHM_MAXAXES) m->axis[m->naxes++] = v->s;
+    return;
+  }
+  if (v->k == PV_DICT)
+    for (int i = 0; i < v->n; i++) names_into(m, values_only ? v->items[i] : v->keys[i], false);
+  if (v->k == PV_TUPLE || v->k == PV_LIST)
+    for (int i = 0; i < v->n; i++) names_into(m, v->items[i], values_only);
+}
+
+/* The axes a @pmap or @xmap body sees: the enclosing pmap's and
+   axis_name; the named axes its in_axes and axis_sizes name. */
+static const Mesh *res_map_mesh(Res *R, const AstFunc *af, const Mesh *outer) {
+  Mesh *m = NEW(R->C, Mesh);
+  bool xmap = str_eqc(af->deco, "xmap");
+  if (!xmap && outer) *m = *outer;
+  m->named = xmap;
+  for (int i = 0; i < af->ndeco_params; i++) {
+    const AstParam *p = af->deco_params[i];
+    if (!xmap && str_eqc(p->key, "axis_name")) names_into(m, p->v, false);
+    if (xmap && str_eqc(p->key, "in_axes")) names_into(m, p->v, true);
+    if (xmap && str_eqc(p->key, "axis_sizes")) names_into(m, p->v, false);
+  }
+  return m;
+}
+
 static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh) {
   Res sub = *R;
   sub.scope = scope;
   sub.mesh = mesh;
   sub.self = af;
   sub.failed = false;
-  if (af->has_deco) {
+  if (af->has_deco && (str_eqc(af->deco, "pmap") || str_eqc(af->deco, "xmap"))) {
+    sub.mesh = res_map_mesh(&sub, af, mesh);
+  } else if (af->has_deco) {
     if (!str_eqc(af->deco, "shard_map")) {
-      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map, @pmap and @xmap)", af->deco.n,
+                 af->deco.p);
       return;
     }
     const PVal *mv = NULL, *iv = NULL, *ov = NULL;

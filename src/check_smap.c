@@ -12,9 +12,47 @@
 
 /* ---- shard_map ----------------------------------------------------------------------------- */
 
-static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
+/* A mesh written inline, {i: 8, j: 2}, as show prints the mesh of a pmap
+   (which has no name). */
+static Mesh *inline_mesh(Ctx *cx, RuleCtx *r, PVal *v) {
+  Mesh *m = NEW(cx->C, Mesh);
+  m->ndev = 1;
+  if (v->n > SHM_MAXAXES) {
+    rule_param_error(r, "mesh", "a mesh has at most %d axes", SHM_MAXAXES);
+    return NULL;
+  }
+  for (int i = 0; i < v->n; i++) {
+    PVal *a = pv_unparen(v->keys[i]), *n = pv_unparen(v->items[i]);
+    if ((a->k != PV_NAME && a->k != PV_STR) || n->k != PV_INT) {
+      rule_param_error(r, "mesh", "a mesh written inline reads {axis: size, ...}");
+      return NULL;
+    }
+    for (int j = 0; j < i; j++)
+      if (str_eq(m->axis[j], a->s)) {
+        rule_param_error(r, "mesh", "mesh axis '%.*s' named twice", a->s.n, a->s.p);
+        return NULL;
+      }
+    if (n->i < 1 || m->ndev > SHM_MAX_INSTANCES / n->i) {
+      rule_param_error(r, "mesh", n->i < 1 ? "mesh axis '%.*s' must have a size of at least 1"
+                                           : "mesh has more than 4194304 devices (axis '%.*s')", a->s.n, a->s.p);
+      return NULL;
+    }
+    m->axis[i] = a->s;
+    m->size[i] = n->i;
+    m->ndev *= n->i;
+  }
+  m->naxes = v->n;
+  return m;
+}
+
+Mesh *smap_mesh_value(Ctx *cx, RuleCtx *r, PVal *v) {
   v = pv_unparen(v);
   if (!v) { rule_missing(r, "mesh"); return NULL; }
+  if (v->k == PV_DICT) {
+    Mesh *m = inline_mesh(cx, r, v);
+    if (!m) r->failed = true;
+    return m;
+  }
   if (v->k != PV_NAME) { rule_param_error(r, "mesh", "parameter 'mesh' must name a mesh"); return NULL; }
   Binding *b = check_lookup(cx->scope, B_MESH, v->s);
   if (!b) {
@@ -23,6 +61,31 @@ static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
     return NULL;
   }
   return b->mesh;
+}
+
+PVal *smap_mesh_pv(Ctx *cx, const Mesh *m) {
+  PVal *v = NEW(cx->C, PVal);
+  v->sp = span_none();
+  if (m->name.n) {
+    v->k = PV_NAME;
+    v->s = m->name;
+    return v;
+  }
+  v->k = PV_DICT;
+  v->n = m->naxes;
+  v->keys = NEWN(cx->C, PVal *, m->naxes);
+  v->items = NEWN(cx->C, PVal *, m->naxes);
+  for (int i = 0; i < m->naxes; i++) {
+    v->keys[i] = NEW(cx->C, PVal);
+    v->keys[i]->k = PV_NAME;
+    v->keys[i]->s = m->axis[i];
+    v->keys[i]->sp = span_none();
+    v->items[i] = NEW(cx->C, PVal);
+    v->items[i]->k = PV_INT;
+    v->items[i]->i = m->size[i];
+    v->items[i]->sp = span_none();
+  }
+  return v;
 }
 
 /* The specs of a parameter: a tuple of P(...), or one P(...) standing for
@@ -218,7 +281,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     rule_error(r, "shard_map inside a shard_map body is not supported");
     return NULL;
   }
-  Mesh *m = mesh_param(cx, r, rule_get(r, "mesh"));
+  Mesh *m = smap_mesh_value(cx, r, rule_get(r, "mesh"));
   if (!m) return NULL;
   PVal **ins, **outs;
   int nin, nout;
@@ -260,10 +323,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   check_add_fn(cx, at, f);
   /* canonical parameters */
   rule_record(r, "f", check_fn_ref(cx, 0));
-  PVal *mv = NEW(cx->C, PVal);
-  mv->k = PV_NAME;
-  mv->s = m->name;
-  rule_record(r, "mesh", mv);
+  rule_record(r, "mesh", smap_mesh_pv(cx, m));
   PVal *it = NEW(cx->C, PVal), *ot = NEW(cx->C, PVal);
   it->k = ot->k = PV_TUPLE;
   it->items = ins; it->n = nin;
@@ -293,7 +353,7 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
   if (!str_eqc(af->deco, "shard_map")) {
-    diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+    diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map, @pmap and @xmap)", af->deco.n, af->deco.p);
     return NULL;
   }
   if (cx->mesh) {      /* as for the equation form: no shard_map inside a body */
@@ -367,14 +427,16 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
    is checked where it is defined: the global types follow from in_specs. */
 void smap_define(Ctx *cx, FuncDef *fd) {
   AstFunc *af = fd->ast;
+  if (str_eqc(af->deco, "pmap") || str_eqc(af->deco, "xmap")) return;   /* checked at each call */
   if (!check_all_annotated(af) || !str_eqc(af->deco, "shard_map")) {
     if (!str_eqc(af->deco, "shard_map"))
-      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map, @pmap and @xmap)", af->deco.n,
+                 af->deco.p);
     return;
   }
   RuleCtx r;
   rule_init(&r, &cx->C->prog.arena, cx->mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
-  Mesh *m = mesh_param(cx, &r, rule_get(&r, "mesh"));
+  Mesh *m = smap_mesh_value(cx, &r, rule_get(&r, "mesh"));
   PVal **ins;
   int nin;
   if (!m || !spec_list(&r, "in_specs", rule_get(&r, "in_specs"), af->nparams, &ins, &nin)) return;

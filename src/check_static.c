@@ -112,6 +112,20 @@ static const char *statics_list(Ctx *cx, const AstFunc *af) {
 bool stat_call_values(Ctx *cx, FuncDef *fd, AstParam **ps, int n, Span call, PVal ***out) {
   const AstFunc *af = fd->ast;
   *out = NULL;
+  if (af->has_deco && str_eqc(af->deco, "xmap")) {       /* f[mesh=m] x: the mesh in scope */
+    for (int i = 0; i < n; i++)
+      if (!str_eqc(ps[i]->key, "mesh")) {
+        diag_error(ps[i]->sp, "%.*s is an xmap: a call gives it only its mesh, as %.*s[mesh=m] ...", fd->name.n,
+                   fd->name.p, fd->name.n, fd->name.p);
+        return false;
+      } else if (i) {
+        diag_error(ps[i]->sp, "parameter 'mesh' given twice");
+        return false;
+      }
+    *out = NEWN(cx->C, PVal *, 1);
+    (*out)[0] = n ? ps[0]->v : NULL;
+    return true;
+  }
   if (!af->nstatics) {
     if (n) {
       diag_error(ps[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", fd->name.n, fd->name.p);
@@ -167,6 +181,17 @@ char *stat_key(Checker *C, const AstFunc *af, PVal **vals) {
     buf_printf(&b, "%s%.*s=", i ? ", " : "", af->statics[i].n, af->statics[i].p);
     show_param_value(&b, vals[i]);
   }
+  char *r = arena_strndup(&C->prog.arena, buf_cstr(&b), (size_t)b.n);
+  err_undefer(&b);
+  buf_free(&b);
+  return r;
+}
+
+char *stat_key_mesh(Checker *C, PVal *mesh) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  buf_puts(&b, "mesh=");
+  show_param_value(&b, mesh);
   char *r = arena_strndup(&C->prog.arena, buf_cstr(&b), (size_t)b.n);
   err_undefer(&b);
   buf_free(&b);

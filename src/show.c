@@ -33,7 +33,18 @@ void show_type(Buf *b, const Type *t, const Mesh *mesh) {
   buf_printf(b, "%s[", dtype_names[t->dt]);
   for (int i = 0; i < t->rank; i++) buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);
   buf_putc(b, ']');
-  if (t->vma && mesh) show_vma(b, t->vma, mesh);
+  if (t->vma && mesh && mesh->named) {       /* a named shape: <batch:20,hidden:512> */
+    buf_putc(b, '<');
+    bool first = true;
+    for (int k = 0; k < mesh->naxes; k++)
+      if (t->vma & (1u << k)) {
+        buf_printf(b, "%s%.*s:%lld", first ? "" : ",", mesh->axis[k].n, mesh->axis[k].p, (long long)mesh->size[k]);
+        first = false;
+      }
+    buf_putc(b, '>');
+  } else if (t->vma && mesh) {
+    show_vma(b, t->vma, mesh);
+  }
 }
 
 /* A float as shm reads it back: shortest round-trip digits, always with a
@@ -125,6 +136,7 @@ static void show_fn(Show *S, const IrFunc *f, int indent);
 
 struct Show {
   Buf *b;
+  bool lowered;                /* print a front end's equation (xmap) as the call of its lowering */
   Names names;
   const IrFunc *defs[64];      /* nested functions already printed */
   char *defnames[64];
@@ -242,9 +254,15 @@ static const IrAtom *fori_bound_operand(const IrStmt *st, const char *key) {
   return NULL;
 }
 
+/* The primitive an equation prints as: xmap for the call of its lowering,
+   unless the lowering is printed; -1 for a call. */
+static int shown_prim(const Show *S, const IrStmt *st) {
+  return st->shown_prim >= 0 && !S->lowered ? st->shown_prim : st->prim;
+}
+
 static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   if (!st->nparams) return;
-  const char *order = prim_table[st->prim].params;
+  const char *order = prim_table[shown_prim(S, st)].params;
   int idx[64], n = st->nparams < 64 ? st->nparams : 64;
   for (int i = 0; i < n; i++) idx[i] = i;
   for (int i = 1; i < n; i++)       /* stable insertion sort by table order */
@@ -292,20 +310,21 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   buf_printf(b, "%*s", indent, "");
   switch (st->k) {
   case IS_EQN: {
-    const char *cname = st->prim < 0 ? callee_name(S, st->callee, indent) : NULL;
+    int prim = shown_prim(S, st);
+    const char *cname = prim < 0 ? callee_name(S, st->callee, indent) : NULL;
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');
       show_binder(S, st->out[i], mesh);
     }
     buf_puts(b, " = ");
-    if (st->prim < 0) {
+    if (prim < 0) {
       buf_puts(b, cname);
       /* a function printed as a nested def is the instance itself */
       const IrFunc *c = st->callee;
       if (c->statics && (!c->parent || !c->parent->parent)) buf_printf(b, "[%s]", c->statics);
     }
     else {
-      buf_puts(b, prim_table[st->prim].name);
+      buf_puts(b, prim_table[prim].name);
       show_params(S, st, mesh, indent);
     }
     for (int i = st->prim == P_FORI_LOOP ? (int)st->at->i[2] : 0; i < st->nin; i++) {
@@ -374,16 +393,41 @@ void show_param_value(Buf *b, const PVal *v) {
   show_free(&S);
 }
 
-void show_func(Buf *b, const IrFunc *f, const char *name) {
+/* The comment before a lowering. */
+static const char *p_lowered_note(const IrFunc *f) {
+  for (int i = 0; i < f->nbody; i++)
+    if (f->body[i]->k == IS_EQN && f->body[i]->shown_prim >= 0 && f->body[i]->callee->is_shard_map_wrapper)
+      return "# lowered to shard_map:\n";
+  return "# lowered (no axis has resources: vectorized, as vmap):\n";
+}
+
+/* Does f call the lowering of a front end's equation (xmap)? */
+static bool has_lowering(const IrFunc *f) {
+  for (int i = 0; i < f->nbody; i++)
+    if (f->body[i]->k == IS_EQN && f->body[i]->shown_prim >= 0) return true;
+  return false;
+}
+
+static void show_def(Buf *b, const IrFunc *f, const char *name, bool lowered) {
   Show S;
   memset(&S, 0, sizeof S);
   S.b = b;
+  S.lowered = lowered;
   err_defer(release_show, &S);
   buf_printf(b, "def %s = ", name);
   show_fn(&S, f, 0);
   buf_putc(b, '\n');
   err_undefer(&S);
   show_free(&S);
+}
+
+void show_func(Buf *b, const IrFunc *f, const char *name) {
+  show_def(b, f, name, false);
+  if (!has_lowering(f)) return;
+  /* an xmap: what runs, a definition of the same function */
+  buf_puts(b, p_lowered_note(f));
+  if (f->is_xmap_wrapper) show_def(b, f->body[0]->callee, name, false);
+  else show_def(b, f, name, true);
 }
 
 void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
