@@ -359,11 +359,14 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     c[k].vma |= ast_param_vma(cx, cfd, (int)cn + k) | ast_param_vma(cx, bfd, (int)bn + k);
   }
   int mark = trial_begin(cx);
+  bool silent = false;
   for (;;) {      /* ends: each round that does not break widens pv or a carry */
     for (int k = 0; k < nc; k++)
       if (!pt[k]) c[k].vma |= pv;
     for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+    int before = diag_mark();
     cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
+    silent = !cf && diag_mark() == before;       /* a failed value, reported where it failed */
     if (!cf || cf->nouts != 1) break;            /* the final check says why */
     if ((cf->outs[0].t.vma | pv) != pv) {
       pv |= cf->outs[0].t.vma;
@@ -379,6 +382,19 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     if (stable) break;
   }
   trial_end(cx, mark);
+  /* A predicate that reads a failed value has no variance to speak of:
+     the functions are still checked, for their own errors, but not their
+     variance annotations, and the loop's results are bad (silently: the
+     failed value's statement has its error). */
+  if (silent) {
+    cx->C->lenient++;
+    for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+    inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
+    inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
+    cx->C->lenient--;
+    check_bind_bad(cx, s);
+    return;
+  }
   /* the functions at the carries' final types, their errors reported */
   for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
   cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
