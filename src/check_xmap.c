@@ -734,7 +734,11 @@ void xmap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   char name[160];
   snprintf(name, sizeof name, "%s_xmap", cx->fn && cx->fn->name && cx->fn != cx->C->main ? cx->fn->name : "main");
   XOut o;
-  if (!build_xmap(cx, r, s->callee_sp, fd, args, s->nargs, NULL, name, cx->fn, &o)) { check_bind_bad(cx, s); return; }
+  if (!build_xmap(cx, r, s->callee_sp, fd, args, s->nargs, NULL, name, cx->fn, &o)) {
+    fd->resolved = true;       /* its errors are the call's: it is not resolved on its own */
+    check_bind_bad(cx, s);
+    return;
+  }
   check_add_fn(cx, at, o.body);
   IrStmt *st = check_new_eqn(cx, s);
   st->callee = o.lowered;

@@ -96,6 +96,7 @@ void emit_capture(Emitter *E, IrVar *v) {
 
 IrAtom emit_lift(Emitter *E, IrAtom a, uint32_t to, Span sp) {
   if ((!a.var && !a.lit) || (a.t.vma | to) == a.t.vma) return a;
+  if (a.var && a.var->owner != E->fn) emit_capture(E, a.var);   /* read from an enclosing function */
   uint32_t add = to & ~a.t.vma;
   IrStmt *st = emit_new_stmt(E, IS_EQN, sp);
   st->prim = P_PBROADCAST;
