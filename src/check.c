@@ -1172,6 +1172,8 @@ static void check_def(Ctx *cx, AstStmt *s) {
     bool ok = true, open = false;
     for (int i = 0; i < af->nparams; i++) {
       bool has_vma;
+      /* a named shape is known only inside an xmap body: checked at its calls */
+      if (af->params[i]->type->has_named && !(cx->mesh && cx->mesh->named)) { open = true; continue; }
       if (!check_resolve_type(cx, af->params[i]->type, &args[i], &has_vma)) ok = false;
       if (cx->mesh && !has_vma) open = true;
     }

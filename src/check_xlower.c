@@ -785,7 +785,8 @@ static IrAtom permute_dim(Low *L, IrAtom x, const Type *ht, int d, const int64_t
    part taken. */
 static void low_ppermute(Low *L, IrStmt *st) {
   if (st->at->naxes != 1) {
-    fail(L, st->sp, "ppermute over several named axes at once is not supported in an xmap body; permute one axis at a time");
+    fail(L, st->sp, "%s over several named axes at once is not supported in an xmap body; permute one axis at a "
+         "time", prim_table[st->prim].name);
     return;
   }
   int k = st->at->axes[0];
@@ -914,7 +915,12 @@ static IrFunc *lower_fn(Low *L, IrFunc *lf) {
   for (Memo *m = *L->memo; m; m = m->next)
     if (m->lf == lf) return m->pf;
   IrProg *P = &L->cx->C->prog;
-  Builder *B = bld_new(P, lf->name, L->top, L->p->mesh, lf->sp);
+  /* a function defined in a function being lowered reads its variables:
+     its lowering stands in that function's lowering (the static link) */
+  IrFunc *parent = L->top;
+  for (Low *o = L; o; o = o->outer)
+    if (o->lf == lf->parent) { parent = bld_func(o->B); break; }
+  Builder *B = bld_new(P, lf->name, parent, L->p->mesh, lf->sp);
   Memo *m = arena_alloc(&P->arena, sizeof *m);
   m->lf = lf;
   m->pf = bld_func(B);
@@ -995,7 +1001,7 @@ static void low_eqn(Low *L, IrStmt *st) {
   case P_PBROADCAST: set(L, st->out[0], get(L, &st->in[0])); break;     /* lazy: constant along the new axes */
   case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: low_reduce(L, st); break;
   case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: low_gather(L, st); break;
-  case P_PPERMUTE: low_ppermute(L, st); break;
+  case P_PPERMUTE: case P_PSHUFFLE: low_ppermute(L, st); break;
   case P_AXIS_INDEX: low_axis_index(L, st); break;
   case P_PDOT: case P_DOT_GENERAL: low_dot(L, st); break;
   case P_COND: case P_WHILE: case P_FORI_LOOP: low_control(L, st); break;

@@ -142,7 +142,7 @@ class Prog:
         ops = [self.op_elem] * 5 + [self.op_unary, self.op_reduce, self.op_reduce, self.op_psum, self.op_psum,
                                     self.op_pmean, self.op_gather, self.op_gather, self.op_ppermute, self.op_ppermute,
                                     self.op_axis_index, self.op_pdot, self.op_dot, self.op_shape, self.op_shape,
-                                    self.op_shape, self.op_select, self.op_fori, self.op_cond]
+                                    self.op_shape, self.op_select, self.op_fori, self.op_cond, self.op_helper]
         for _ in range(10):
             if rng.choice(ops)():
                 return
@@ -390,6 +390,17 @@ class Prog:
             m[i] = np.asarray(c, dtype=x.model[i].dtype)
         named = x.named | w.named if k else x.named | w.named
         self.add(x.dtype, x.shape, named, m, 'fori_loop[lower=0, upper=%d, body=%s] %s' % (k, fn, x.name))
+        return True
+
+    def op_helper(self):
+        """A call of a def that defines a closure over its own variable."""
+        x = self.pick()
+        fn = self.fresh('h')
+        self.lines += ['  def %s(u) {' % fn, '    t = add u u', '    def inner(k, c) {', '      d = add c t',
+                       '      return d', '    }', '    r = fori_loop[lower=0, upper=2, body=inner] u',
+                       '    return r', '  }']
+        m = {i: np.asarray(x.model[i] * x.model[i].dtype.type(5)) for i in self.insts}
+        self.add(x.dtype, x.shape, x.named, m, '%s %s' % (fn, x.name))
         return True
 
     def op_cond(self):
