@@ -798,15 +798,13 @@ IrFunc *xmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal *m
   rule_init(&r, &C->prog.arena, NULL, "xmap", af->deco_sp, af->deco_params, af->ndeco_params);
   Attrs *at = NEW(C, Attrs);
   at->dtype = -1;
-  int errs = diag_count();
   char name[160];
   snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
   XOut o;
-  if (!build_xmap(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, mesh, name, fd->parent, &o)) {
-    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off))
-      check_call_note_s(call, fd, inst->skey, args, nargs, NULL);
+  /* its errors stand at the call, at the decorator, or in the body (whose
+     check notes the call) */
+  if (!build_xmap(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, mesh, name, fd->parent, &o))
     return NULL;
-  }
   check_add_fn(&sub, at, o.body);
   IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);
   st->callee = o.lowered;
