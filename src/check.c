@@ -937,6 +937,7 @@ bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call
                : "calls nested too deeply at %.*s", fd->name.n, fd->name.p);
     return false;
   }
+  fd->resolved = true;         /* checked here: not resolved on its own */
   Ctx sub;
   check_ctx_init(&sub, C, cx->fn, fd->scope, cx->mesh, cx->ctrl, af->sp.file);
   int errs = diag_count();

@@ -111,10 +111,12 @@ static bool mapped_size(Ctx *cx, Span call, PmapSpec *ps, const Type *args) {
     Buf b = {0};
     err_defer(buf_release, &b);
     for (int i = 0; i < ps->nin; i++)
-      if (ps->in_axes[i] == NONE_AXIS) buf_printf(&b, "\n  arg %d has shape %s and is not mapped", i, shape_text(cx, &args[i]));
-      else buf_printf(&b, "\n  arg %d has shape %s and axis %lld is to be mapped", i, shape_text(cx, &args[i]),
-                      (long long)ps->in_axes[i]);
-    diag_error(call, "pmap got inconsistent sizes for array axes to be mapped:%s", buf_cstr(&b));
+      if (ps->in_axes[i] == NONE_AXIS)
+        buf_printf(&b, "%sarg %d has shape %s and is not mapped", i ? "; " : "", i, shape_text(cx, &args[i]));
+      else
+        buf_printf(&b, "%sarg %d has shape %s and axis %lld is to be mapped", i ? "; " : "", i,
+                   shape_text(cx, &args[i]), (long long)ps->in_axes[i]);
+    diag_error(call, "pmap got inconsistent sizes for array axes to be mapped: %s", buf_cstr(&b));
     err_undefer(&b);
     buf_free(&b);
     return false;
@@ -235,6 +237,7 @@ IrFunc *pmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
   m->axis[0] = ps.axis;
   m->size[0] = ps.size;
   m->ndev = ps.size;
+  m->busy = 1u;
   if (ps.size > SHM_MAX_INSTANCES) {
     diag_error(at, "pmap over %lld instances: a mesh has at most %d devices", (long long)ps.size, SHM_MAX_INSTANCES);
     return NULL;
@@ -339,7 +342,12 @@ static int nested_axis(Ctx *cx, Span call, PmapSpec *ps) {
   Mesh *m = cx->mesh;
   for (int k = 0; k < m->naxes; k++)
     if (str_eq(m->axis[k], ps->axis)) {
-      if (m->size[k] == ps->size) return k;
+      if (m->busy & (1u << k)) {
+        diag_error(call, "pmap axis %.*s is already mapped by an enclosing pmap: give the nested pmap another "
+                   "axis_name", ps->axis.n, ps->axis.p);
+        return -1;
+      }
+      if (m->size[k] == ps->size) return k;     /* a sibling pmap's axis, free again */
       diag_error(call, "pmap axis %.*s has size %lld here, but this pmap maps %lld", ps->axis.n, ps->axis.p,
                  (long long)m->size[k], (long long)ps->size);
       return -1;
@@ -412,7 +420,10 @@ void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in) {
   }
   IrAtom *outs;
   int nout;
-  if (!ok || !check_inline(cx, fd, inner, s->nargs, s->callee_sp, &outs, &nout)) {
+  cx->mesh->busy |= 1u << k;
+  bool body_ok = ok && check_inline(cx, fd, inner, s->nargs, s->callee_sp, &outs, &nout);
+  cx->mesh->busy &= ~(1u << k);
+  if (!body_ok) {
     check_bind_bad(cx, s);
     return;
   }
@@ -434,11 +445,21 @@ void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in) {
         bld_const(B, o.lit, &o);
         o.var->name = name;
       }
-    } else {             /* stacked back: each instance gets every index's result */
+    } else if (o.t.vma & (1u << k)) {  /* stacked back: each instance gets every index's result */
       IrAtom e = expand(B, &ok, o, oa[i], name);
       IrParam gp[3] = {one("axis_name", bld_pv_name(B, axis)), one("axis", bld_pv_int(B, oa[i])),
                        one("tiled", bld_pv_bool(B, true))};
       o = emit1(B, &ok, P_ALL_GATHER_INVARIANT, gp, 3, &e, 1, name);
+    } else {             /* the same for every index: stacked copies, made locally */
+      IrAtom e = expand(B, &ok, o, oa[i], name);
+      int64_t shape[SHM_MAXRANK], dims[SHM_MAXRANK];
+      for (int d = 0; d < e.t.rank; d++) {
+        shape[d] = d == oa[i] ? ps.size : e.t.shape[d];
+        dims[d] = d;
+      }
+      IrParam bp[2] = {one("shape", bld_pv_ints(B, shape, e.t.rank)),
+                       one("broadcast_dimensions", bld_pv_ints(B, dims, e.t.rank))};
+      o = emit1(B, &ok, P_BROADCAST_IN_DIM, bp, 2, &e, 1, name);
     }
     outs[i] = o;
   }

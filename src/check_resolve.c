@@ -317,21 +317,22 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   }
 }
 
-/* Add the axis names a parameter value mentions (names, strings, the
-   values of dictionaries) to m. */
-static void names_into(Mesh *m, const PVal *v, bool values_only) {
+/* Add the axis names a parameter value mentions to m: names and strings,
+   in lists and tuples, and in dictionaries their values (dict_values) or
+   their keys. */
+static void names_into(Mesh *m, const PVal *v, bool dict_values) {
   v = pv_unparen((PVal *)v);
   if (!v) return;
-  if ((v->k == PV_NAME || v->k == PV_STR) && !values_only) {
+  if (v->k == PV_NAME || v->k == PV_STR) {
     for (int k = 0; k < m->naxes; k++)
       if (str_eq(m->axis[k], v->s)) return;
     if (m->naxes < SHM_MAXAXES) m->axis[m->naxes++] = v->s;
     return;
   }
   if (v->k == PV_DICT)
-    for (int i = 0; i < v->n; i++) names_into(m, values_only ? v->items[i] : v->keys[i], false);
+    for (int i = 0; i < v->n; i++) names_into(m, dict_values ? v->items[i] : v->keys[i], dict_values);
   if (v->k == PV_TUPLE || v->k == PV_LIST)
-    for (int i = 0; i < v->n; i++) names_into(m, v->items[i], values_only);
+    for (int i = 0; i < v->n; i++) names_into(m, v->items[i], dict_values);
 }
 
 /* The axes a @pmap or @xmap body sees: the enclosing pmap's and

@@ -200,7 +200,9 @@ bool xmap_desugar(Ctx *cx, AstStmt *s) {
   if (prim == P_REDUCE_SUM || prim == P_REDUCE_MAX || prim == P_REDUCE_MIN || prim == P_REDUCE_PROD ||
       prim == P_REDUCE_AND || prim == P_REDUCE_OR || prim == P_REDUCE_XOR || prim == P_ARGMAX || prim == P_ARGMIN)
     return desugar_named_reduce(cx, s, prim);
-  if (prim == P_PSUM_SCATTER || prim == P_ALL_TO_ALL || prim == P_PSCATTER || prim == P_SHARD_MAP || prim == P_XMAP)
+  if (prim == P_SHARD_MAP || prim == P_XMAP)
+    return reject(cx, s, s->callee_sp, "%s inside an xmap body is not supported", prim_table[prim].name);
+  if (prim == P_PSUM_SCATTER || prim == P_ALL_TO_ALL || prim == P_PSCATTER)
     return reject(cx, s, s->callee_sp, "%s is not supported in an xmap body (over named axes shm lowers psum, pmean, "
                   "pmax, pmin, pdot, all_gather, ppermute, pbroadcast and axis_index)", prim_table[prim].name);
   return false;
@@ -367,6 +369,19 @@ static bool parse_sizes(Ctx *cx, RuleCtx *r, XPlan *p) {
   return true;
 }
 
+/* A shape as jax writes it: (7,), (2, 3). */
+static const char *shape_tuple(Ctx *cx, const Type *t) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  buf_putc(&b, '(');
+  for (int d = 0; d < t->rank; d++) buf_printf(&b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  buf_puts(&b, t->rank == 1 ? ",)" : ")");
+  char *r = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
+  err_undefer(&b);
+  buf_free(&b);
+  return r;
+}
+
 /* The sizes of the named axes from the arguments: each argument's mapped
    dimensions, consistent with each other and with axis_sizes. */
 static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
@@ -384,17 +399,10 @@ static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
       XAxis *a = &p->ax[m->axis[j]];
       int64_t s = t->shape[m->dim[j]];
       if (a->size && a->size != s) {
-        Buf sh = {0};
-        err_defer(buf_release, &sh);
-        buf_putc(&sh, '(');
-        for (int d = 0; d < t->rank; d++) buf_printf(&sh, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-        buf_puts(&sh, t->rank == 1 ? ",)" : ")");
         diag_error(p->where, "The size of axis %.*s was previously inferred to be %lld, but found an argument of shape "
                    "%s with in_axes specification %s. Shape mismatch occurs in dimension %d: %lld != %lld",
-                   a->name.n, a->name.p, (long long)a->size, buf_cstr(&sh), repr(cx, m->src), m->dim[j],
+                   a->name.n, a->name.p, (long long)a->size, shape_tuple(cx, t), repr(cx, m->src), m->dim[j],
                    (long long)s, (long long)a->size);
-        err_undefer(&sh);
-        buf_free(&sh);
         return false;
       }
       a->size = s;
@@ -402,7 +410,7 @@ static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
     if (m->rank >= 0 && m->rank != t->rank) {
       diag_error(p->where, "xmap argument has an in_axes specification of %s, which asserts that it should be of rank "
                  "%d, but the argument has rank %d (and shape %s)", repr(cx, m->src), m->rank, t->rank,
-                 check_type_text(cx, t));
+                 shape_tuple(cx, t));
       return false;
     }
   }
@@ -714,7 +722,7 @@ static bool build_xmap(Ctx *cx, RuleCtx *r, Span call, FuncDef *body, const Type
   if (!parse_mappings(cx, r, "out_axes", p, f->nouts, false, &p->out)) return false;
   Type *gout = NEWN(cx->C, Type, f->nouts);
   for (int i = 0; i < f->nouts; i++)
-    if (!result_type(cx, p, &p->out[i], &f->outs[i], name, &gout[i])) return !(r->failed = true);
+    if (!result_type(cx, p, &p->out[i], &f->outs[i], f->name, &gout[i])) return !(r->failed = true);
   IrFunc *low = xlow_lower(cx, p, f, args, gout, name, parent);
   if (!low) return !(r->failed = true);
   canonical_params(cx, r, p, mesh ? smap_mesh_pv(cx, mesh) : NULL);

@@ -93,6 +93,7 @@ typedef struct Mesh {
   int64_t ndev;
   bool named;
   bool pmap;          /* made by a pmap: a pmap nested in its body adds an axis */
+  uint32_t busy;      /* pmap: the axes of the pmaps whose bodies are being checked */
 } Mesh;
 
 struct IrFunc;
