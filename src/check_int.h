@@ -77,6 +77,8 @@ struct Checker {
   int main_file;           /* the file whole_program names (not its imports) */
   int lenient;             /* > 0 in a loop's trial rounds: variance annotations not judged */
   int nheld;               /* tags given to held errors */
+  Str *map_axes;           /* the axes pmaps and xmaps of the program name (not meshes') */
+  int nmap_axes, capmap_axes;
 };
 
 /* The function being checked. */
@@ -277,6 +279,9 @@ IrFunc *pmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
 void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in);
 
 /* ---- check_resolve.c: functions never checked ------------------------------ */
+/* Note an axis a pmap or an xmap defines: a function no statement calls
+   may name it, as it may name a mesh's axes. */
+void resolve_note_axis(Checker *C, Str name);
 /* Record a def, for resolve_unchecked. */
 void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh);
 /* Resolve the defs recorded since `from` that no check reached. */

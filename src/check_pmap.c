@@ -51,7 +51,7 @@ static bool axes_list(RuleCtx *r, const char *key, PVal *v, int n, int64_t *out)
   return true;
 }
 
-static bool read_spec(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
+static bool read_spec_(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
   memset(ps, 0, sizeof *ps);
   PVal *an = pv_unparen(rule_get(r, "axis_name"));
   if (an && an->k != PV_NAME && an->k != PV_STR && an->k != PV_NONE)
@@ -72,6 +72,13 @@ static bool read_spec(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
     ps->size = sz->i;
   }
   return rule_unused(r, "axis_name in_axes out_axes axis_size");
+}
+
+/* The parameters of a @pmap; its axis noted for the resolver. */
+static bool read_spec(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
+  bool ok = read_spec_(cx, r, nargs, ps, depth);
+  if (ok) resolve_note_axis(cx->C, ps->axis);
+  return ok;
 }
 
 /* `(8, 5)`, a shape as JAX's messages write it. */

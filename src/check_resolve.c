@@ -62,8 +62,24 @@ static void res_arg(Res *R, const AstArg *a) {
   if (a->k == ARG_NAME) res_name(R, a->name, a->sp);
 }
 
-/* Is `name` an axis of some mesh the program has? */
+void resolve_note_axis(Checker *C, Str name) {
+  for (int i = 0; i < C->nmap_axes; i++)
+    if (str_eq(C->map_axes[i], name)) return;
+  if (C->nmap_axes == C->capmap_axes) {
+    int nc = C->capmap_axes ? C->capmap_axes * 2 : 16;
+    Str *n = NEWN(C, Str, nc);
+    if (C->nmap_axes) memcpy(n, C->map_axes, sizeof(Str) * (size_t)C->nmap_axes);
+    C->map_axes = n;
+    C->capmap_axes = nc;
+  }
+  C->map_axes[C->nmap_axes++] = name;
+}
+
+/* Is `name` an axis of some mesh the program has, or one a pmap or xmap
+   defines? */
 static bool res_axis_known(Res *R, Str name) {
+  for (int i = 0; i < R->C->nmap_axes; i++)
+    if (str_eq(R->C->map_axes[i], name)) return true;
   for (Binding *b = R->C->top; b; b = b->next)
     if (b->k == B_MESH)
       for (int k = 0; k < b->mesh->naxes; k++)
