@@ -921,6 +921,7 @@ static IrFunc *lower_fn(Low *L, IrFunc *lf) {
   for (Low *o = L; o; o = o->outer)
     if (o->lf == lf->parent) { parent = bld_func(o->B); break; }
   Builder *B = bld_new(P, lf->name, parent, L->p->mesh, lf->sp);
+  bld_func(B)->ast = lf->ast;        /* the debugger shows its source */
   Memo *m = arena_alloc(&P->arena, sizeof *m);
   m->lf = lf;
   m->pf = bld_func(B);
@@ -1167,7 +1168,8 @@ IrFunc *xlow_lower(Ctx *cx, XPlan *p, IrFunc *body, const Type *args, const Type
                    IrFunc *parent) {
   IrProg *P = &cx->C->prog;
   Memo *memo = NULL;
-  Builder *B = bld_new(P, name, parent, p->mesh, p->where);
+  Builder *B = bld_new(P, p->mesh ? body->name : name, parent, p->mesh, p->where);
+  bld_func(B)->ast = body->ast;
   Low L;
   memset(&L, 0, sizeof L);
   L.cx = cx;

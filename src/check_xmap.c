@@ -741,7 +741,7 @@ void xmap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   Type *args = NEWN(cx->C, Type, s->nargs);
   for (int i = 0; i < s->nargs; i++) { in[i].t.weak = false; args[i] = in[i].t; }
   char name[160];
-  snprintf(name, sizeof name, "%s_xmap", cx->fn && cx->fn->name && cx->fn != cx->C->main ? cx->fn->name : "main");
+  snprintf(name, sizeof name, "xmap_%.*s", fd->name.n, fd->name.p);
   XOut o;
   if (!build_xmap(cx, r, s->callee_sp, fd, args, s->nargs, NULL, name, cx->fn, &o)) {
     fd->resolved = true;       /* its errors are the call's: it is not resolved on its own */

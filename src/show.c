@@ -47,6 +47,15 @@ void show_type(Buf *b, const Type *t, const Mesh *mesh) {
   }
 }
 
+void show_var_type(Buf *b, const IrVar *v) {
+  const IrVar *l = v->logical;
+  if (l) {                     /* a value of an xmap body, as its lowering holds it */
+    show_type(b, &l->t, l->owner ? l->owner->mesh : NULL);
+    buf_puts(b, " as ");
+  }
+  show_type(b, &v->t, v->owner ? v->owner->mesh : NULL);
+}
+
 /* A float as shm reads it back: shortest round-trip digits, always with a
    point or exponent. */
 static void show_float(Buf *b, double f, bool is_f32) {

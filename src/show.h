@@ -10,6 +10,9 @@
 
 /* `f32[2,4]{i,j}` (the variance set omitted when empty, or when mesh is NULL). */
 void show_type(Buf *b, const Type *t, const Mesh *mesh);
+/* A variable's type: in the lowering of an xmap, the named type of the
+   value it holds first, `f32[]<batch:128> as f32[16]{x}`. */
+void show_var_type(Buf *b, const IrVar *v);
 /* A variance set `{i,j}` (prints `{}` when empty). */
 void show_vma(Buf *b, uint32_t vma, const Mesh *mesh);
 /* A variance set as messages write it: `{i, j}`. */
