@@ -284,7 +284,10 @@ IrFunc *pmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
   for (int i = 0; i < nout; i++) {
     Str name = outs[i].var ? outs[i].var->name : str_c("y");
     if (oa[i] == NONE_AXIS) {
-      if (!unmapped_ok(&sub, &outs[i], 0, ps.axis, at)) return NULL;
+      if (!unmapped_ok(&sub, &outs[i], 0, ps.axis, at)) {
+        check_call_note(at, fd, args, nargs, NULL);
+        return NULL;
+      }
       body->outs[i] = outs[i];
       gout[i] = outs[i].t;
     } else {
@@ -300,7 +303,10 @@ IrFunc *pmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
      replicated in and out */
   for (int i = 0; i < nout; i++)
     for (int k = 1; k < m->naxes; k++)
-      if (!unmapped_ok(&sub, &body->outs[i], k, m->axis[k], at)) return NULL;
+      if (!unmapped_ok(&sub, &body->outs[i], k, m->axis[k], at)) {
+        check_call_note(at, fd, args, nargs, NULL);
+        return NULL;
+      }
   IrFunc *w = check_new_func(C, fd, NULL);
   w->is_shard_map_wrapper = true;
   Builder *W = bld_attach(&C->prog, w, NULL, af->deco_sp);
