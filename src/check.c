@@ -1264,6 +1264,7 @@ bool check_index_operand(Ctx *cx, IrAtom *a, const AstArg *arg, const char *what
 }
 
 static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
+  touch_fn_params(cx, s);     /* every function it names is used, even if an earlier one fails */
   RuleCtx r;
   rule_init(&r, &cx->C->prog.arena, cx->mesh, prim_table[prim].name, s->callee_sp, s->params, s->nparams);
   Attrs *at = NEW(cx->C, Attrs);

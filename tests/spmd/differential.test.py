@@ -111,14 +111,7 @@ FEATURES = set(KNOWN_FEATURES)
 
 # Known shmapi bugs the generator steers around until they are fixed, so
 # that the test still finds new ones (drop a name when its fix lands).
-WORKAROUNDS = {
-    # after an error, a statement that uses a failed value is skipped
-    # silently, but what hangs on it may still report variance annotations
-    # as wrong (a def whose only use was skipped, with JAX-style narrower
-    # ones; a while whose predicate reads a failed value, its carries then
-    # not lifted): in programs to reject, annotations state no variance sets
-    'cascade_annotations',
-}
+WORKAROUNDS = set()      # known bugs to steer around (none open); --workarounds names them
 CTL_FRACTION = 1 / 3   # share of the programs that use cond, while and fori_loop (CtlGen)
 MAX_BLOCK = 96         # elements of one block the generator lets a value reach
 MAX_GLOBAL = 600       # elements of an assembled result (NumPy summarises > 1000)
@@ -1309,8 +1302,6 @@ class CtlGen(Gen):
         drop = v.vma & slack
         if v.ann == 'full' and drop and 'jax_annotations' in FEATURES and rng.random() < 0.4:
             v.ann_vma = v.vma - (sub_axes(rng, drop) or frozenset([rng.choice(sorted(drop))]))
-        if v.ann == 'full' and self.plant and 'cascade_annotations' in WORKAROUNDS:
-            v.ann = 'shape'
         return v
 
     def add_stmt(self, sc, st):
@@ -1892,8 +1883,7 @@ class CtlGen(Gen):
             extra = sub_axes(rng, budget - c.op.vma, 0.4)
             if not extra:
                 continue
-            if ('loop_widen' in FEATURES and rng.random() < 0.5
-                    and not (self.plant and 'cascade_annotations' in WORKAROUNDS)):
+            if 'loop_widen' in FEATURES and rng.random() < 0.5:
                 seeded.add(n)
                 c.seed = extra
             else:
