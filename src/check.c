@@ -191,8 +191,6 @@ static void array_release(void *a) { arr_unref(a); }
 
 /* ---- annotations ------------------------------------------------------------- */
 
-static bool check_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma);
-
 /* Resolve a written type; false after an error. */
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
@@ -231,42 +229,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
       t->vma |= 1u << k;
     }
   }
-  if (at->has_named) return check_named_shape(cx, at, t, has_vma);
-  return true;
-}
-
-/* A named shape `<batch:20, ...>`: the named axes of the xmap body a type
-   stands in, with their sizes. */
-static bool check_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
-  const Mesh *m = cx ? cx->mesh : NULL;
-  if (!m || !m->named) {
-    diag_error(at->named_sp, "a named shape <...> stands only inside an xmap body, whose named axes it names");
-    return false;
-  }
-  if (at->has_vma) {
-    diag_error(at->named_sp, "a type has a variance set {...} or a named shape <...>, not both");
-    return false;
-  }
-  for (int i = 0; i < at->nnamed; i++) {
-    int k = -1;
-    for (int a = 0; a < m->naxes; a++)
-      if (str_eq(m->axis[a], at->named[i])) k = a;
-    if (k < 0) {
-      diag_error(at->named_sp, "'%.*s' is not a named axis of this xmap", at->named[i].n, at->named[i].p);
-      return false;
-    }
-    if (at->named_size[i] != m->size[k]) {
-      diag_error(at->named_sp, "named axis %.*s has size %lld, not %lld", at->named[i].n, at->named[i].p,
-                 (long long)m->size[k], (long long)at->named_size[i]);
-      return false;
-    }
-    if (t->vma & (1u << k)) {
-      diag_error(at->named_sp, "named axis %.*s appears twice in a named shape", at->named[i].n, at->named[i].p);
-      return false;
-    }
-    t->vma |= 1u << k;
-  }
-  *has_vma = true;
+  if (at->has_named) return xmap_named_shape(cx, at, t, has_vma);
   return true;
 }
 

@@ -251,6 +251,9 @@ typedef struct XPlan {
    pdot in a shard_map body (dot_general then psum).  True when s was
    checked so (or rejected). */
 bool xmap_desugar(Ctx *cx, AstStmt *s);
+/* A type's named shape `<batch:20, ...>`: the named axes of the xmap body
+   it stands in, at their sizes, as its variance set. */
+bool xmap_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma);
 /* xmap[f, in_axes, out_axes, axis_sizes, axis_resources, mesh] args... */
 void xmap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* A @xmap def called with global argument types; `mesh` the mesh the

@@ -208,6 +208,41 @@ bool xmap_desugar(Ctx *cx, AstStmt *s) {
   return false;
 }
 
+/* A named shape `<batch:20, ...>`: the named axes of the xmap body a type
+   stands in, with their sizes. */
+bool xmap_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
+  const Mesh *m = cx ? cx->mesh : NULL;
+  if (!m || !m->named) {
+    diag_error(at->named_sp, "a named shape <...> stands only inside an xmap body, whose named axes it names");
+    return false;
+  }
+  if (at->has_vma) {
+    diag_error(at->named_sp, "a type has a variance set {...} or a named shape <...>, not both");
+    return false;
+  }
+  for (int i = 0; i < at->nnamed; i++) {
+    int k = -1;
+    for (int a = 0; a < m->naxes; a++)
+      if (str_eq(m->axis[a], at->named[i])) k = a;
+    if (k < 0) {
+      diag_error(at->named_sp, "'%.*s' is not a named axis of this xmap", at->named[i].n, at->named[i].p);
+      return false;
+    }
+    if (at->named_size[i] != m->size[k]) {
+      diag_error(at->named_sp, "named axis %.*s has size %lld, not %lld", at->named[i].n, at->named[i].p,
+                 (long long)m->size[k], (long long)at->named_size[i]);
+      return false;
+    }
+    if (t->vma & (1u << k)) {
+      diag_error(at->named_sp, "named axis %.*s appears twice in a named shape", at->named[i].n, at->named[i].p);
+      return false;
+    }
+    t->vma |= 1u << k;
+  }
+  *has_vma = true;
+  return true;
+}
+
 /* ---- the parameters ------------------------------------------------------------------- */
 
 /* `{0: batch}`, `[batch, ...]` as written, for messages. */
