@@ -145,6 +145,18 @@ static char *check_vma_text(Ctx *cx, uint32_t vma) {
   return r;
 }
 
+const char *check_shape_tuple(Ctx *cx, const Type *t) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  buf_putc(&b, '(');
+  for (int d = 0; d < t->rank; d++) buf_printf(&b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  buf_puts(&b, t->rank == 1 ? ",)" : ")");
+  char *r = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
+  err_undefer(&b);
+  buf_free(&b);
+  return r;
+}
+
 Type check_bad_type(void) {
   Type t;
   memset(&t, 0, sizeof t);
@@ -845,6 +857,19 @@ static void check_body(Ctx *cx, AstStmt **body, int n) {
   }
 }
 
+/* Check a def's body in sub (its own statements, recursion guarded); `errs`:
+   the error count before, for the missing return's error. */
+static void check_def_body(Ctx *sub, FuncDef *fd, int errs) {
+  AstFunc *af = fd->ast;
+  fd->checking = true;
+  sub->C->depth++;
+  check_body(sub, af->body, af->nbody);
+  sub->C->depth--;
+  fd->checking = false;
+  if (af->form == FN_READABLE && !sub->ret && diag_count() == errs)
+    diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
+}
+
 /* Resolve a function's results (readable: the return; lambda: `in (...)`). */
 static bool resolve_results(Ctx *cx, AstFunc *af, IrAtom **outp, int *noutp) {
   AstArg **outs;
@@ -922,13 +947,7 @@ bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call
       sub.scope->var = args[i].var;
     }
   }
-  fd->checking = true;
-  C->depth++;
-  check_body(&sub, af->body, af->nbody);
-  C->depth--;
-  fd->checking = false;
-  if (af->form == FN_READABLE && !sub.ret && diag_count() == errs)
-    diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
+  check_def_body(&sub, fd, errs);
   bool ok = resolve_results(&sub, af, outs, nouts);
   return ok && diag_count() == errs;
 }
@@ -1079,13 +1098,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
-    fd->checking = true;
-    C->depth++;
-    check_body(&sub, af->body, af->nbody);
-    C->depth--;
-    fd->checking = false;
-    if (af->form == FN_READABLE && !sub.ret && diag_count() == errs)
-      diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
+    check_def_body(&sub, fd, errs);
     if (!resolve_outs(&sub, af)) ok = false;
     for (int i = 0; ok && outvma && i < f->nouts && i < noutvma; i++)
       if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = emit_lift(EM(&sub), f->outs[i], outvma[i], f->outs[i].sp);

@@ -127,6 +127,8 @@ Binding *check_bind(Checker *C, Binding *next, BindKind k, Str name);
 Binding *check_lookup(Binding *s, BindKind k, Str name);
 /* A type as messages print it (one of four rotating buffers). */
 char *check_type_text(Ctx *cx, const Type *t);
+/* A shape as jax's messages write it: (7,), (2, 3). */
+const char *check_shape_tuple(Ctx *cx, const Type *t);
 /* The type of a binder whose statement failed: accepted silently after. */
 Type check_bad_type(void);
 /* Resolve a written type; false after an error. */
@@ -190,6 +192,20 @@ PVal *smap_mesh_pv(Ctx *cx, const Mesh *m);
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
 /* shard_map[f, mesh, in_specs, out_specs, check_vma] args... */
 void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* The instance of a decorated def (@shard_map, @xmap): a wrapper function
+   of the global arguments whose one equation the decorator makes, and
+   the def's body as a plain def. */
+typedef struct Wrapper {
+  Instance *inst;
+  IrFunc *w;
+  Ctx sub;                 /* checking w */
+  IrAtom *in;              /* w's parameters */
+  FuncDef *body;
+} Wrapper;
+void smap_wrap_begin(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Wrapper *W);
+/* w's one equation st (its operands w's parameters), results of types
+   out named after `named`; the instance done. */
+IrFunc *smap_wrap_end(Wrapper *W, FuncDef *fd, IrStmt *st, const Type *out, const IrAtom *named, int nout);
 /* A @shard_map def called with global argument types. */
 IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
 /* A @shard_map def whose parameters are all annotated: checked where defined. */

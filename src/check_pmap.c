@@ -81,19 +81,6 @@ static bool read_spec(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
   return ok;
 }
 
-/* `(8, 5)`, a shape as JAX's messages write it. */
-static const char *shape_text(Ctx *cx, const Type *t) {
-  Buf b = {0};
-  err_defer(buf_release, &b);
-  buf_putc(&b, '(');
-  for (int d = 0; d < t->rank; d++) buf_printf(&b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-  buf_puts(&b, t->rank == 1 ? ",)" : ")");
-  char *r = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
-  err_undefer(&b);
-  buf_free(&b);
-  return r;
-}
-
 /* The size of the mapped axis: the mapped dimensions agree (and with
    axis_size); negative in_axes count from the end. */
 static bool mapped_size(Ctx *cx, Span call, PmapSpec *ps, const Type *args) {
@@ -107,7 +94,7 @@ static bool mapped_size(Ctx *cx, Span call, PmapSpec *ps, const Type *args) {
       diag_error(call, "pmap was requested to map its argument along axis %lld, which implies that its rank should be "
                  "at least %lld, but is only %d (its shape is %s)", (long long)ps->in_axes[i],
                  (long long)(ps->in_axes[i] >= 0 ? ps->in_axes[i] + 1 : -ps->in_axes[i]), args[i].rank,
-                 shape_text(cx, &args[i]));
+                 check_shape_tuple(cx, &args[i]));
       return false;
     }
     ps->in_axes[i] = d;
@@ -119,10 +106,10 @@ static bool mapped_size(Ctx *cx, Span call, PmapSpec *ps, const Type *args) {
     err_defer(buf_release, &b);
     for (int i = 0; i < ps->nin; i++)
       if (ps->in_axes[i] == NONE_AXIS)
-        buf_printf(&b, "%sarg %d has shape %s and is not mapped", i ? "; " : "", i, shape_text(cx, &args[i]));
+        buf_printf(&b, "%sarg %d has shape %s and is not mapped", i ? "; " : "", i, check_shape_tuple(cx, &args[i]));
       else
         buf_printf(&b, "%sarg %d has shape %s and axis %lld is to be mapped", i ? "; " : "", i,
-                   shape_text(cx, &args[i]), (long long)ps->in_axes[i]);
+                   check_shape_tuple(cx, &args[i]), (long long)ps->in_axes[i]);
     diag_error(call, "pmap got inconsistent sizes for array axes to be mapped: %s", buf_cstr(&b));
     err_undefer(&b);
     buf_free(&b);

@@ -349,6 +349,57 @@ void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
 
 /* A decorated def called with global argument types: a wrapper function
    whose one equation is the shard_map of the body. */
+void smap_wrap_begin(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Wrapper *W) {
+  Checker *C = cx->C;
+  AstFunc *af = fd->ast;
+  W->inst = check_new_instance(cx, args, nargs);
+  W->inst->next = fd->inst;
+  fd->inst = W->inst;
+  IrFunc *w = W->w = check_new_func(C, fd, NULL);
+  check_ctx_init(&W->sub, C, w, fd->scope, NULL, 0, af->sp.file);
+  w->params = NEWN(C, IrVar *, nargs);
+  w->nparams = nargs;
+  W->in = NEWN(C, IrAtom, nargs);
+  for (int i = 0; i < nargs; i++) {
+    w->params[i] = emit_var(EM(&W->sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
+    W->in[i].var = w->params[i];
+    W->in[i].t = args[i];
+    W->in[i].sp = af->sp;
+  }
+  FuncDef *body = W->body = NEW(C, FuncDef);
+  *body = *fd;
+  body->inst = NULL;
+  body->latest = NULL;
+  body->parent = fd->parent;
+  AstFunc *plain = NEW(C, AstFunc);
+  *plain = *af;
+  plain->has_deco = false;
+  body->ast = plain;
+}
+
+IrFunc *smap_wrap_end(Wrapper *W, FuncDef *fd, IrStmt *st, const Type *out, const IrAtom *named, int nout) {
+  Checker *C = W->sub.C;
+  AstFunc *af = fd->ast;
+  IrFunc *w = W->w;
+  st->in = W->in;
+  st->nin = w->nparams;
+  st->out = NEWN(C, IrVar *, nout);
+  st->nout = nout;
+  w->outs = NEWN(C, IrAtom, nout);
+  w->nouts = nout;
+  for (int i = 0; i < nout; i++) {
+    st->out[i] = emit_var(EM(&W->sub), named[i].var && named[i].var->name.n ? named[i].var->name : str_c("y"), out[i],
+                          af->sp);
+    w->outs[i].var = st->out[i];
+    w->outs[i].t = out[i];
+    w->outs[i].sp = af->sp;
+  }
+  emit_stmt(EM(&W->sub), st);
+  W->inst->ir = w;
+  fd->latest = w;
+  return w;
+}
+
 IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
@@ -361,66 +412,28 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
                fd->name.n, fd->name.p);
     return NULL;
   }
-  Instance *inst = check_new_instance(cx, args, nargs);
-  inst->next = fd->inst;
-  fd->inst = inst;
-  IrFunc *w = check_new_func(C, fd, NULL);
-  w->is_shard_map_wrapper = true;
-  Ctx sub;
-  check_ctx_init(&sub, C, w, fd->scope, NULL, 0, af->sp.file);
-  w->params = NEWN(C, IrVar *, nargs);
-  w->nparams = nargs;
-  IrAtom *in = NEWN(C, IrAtom, nargs);
-  for (int i = 0; i < nargs; i++) {
-    w->params[i] = emit_var(EM(&sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
-    in[i].var = w->params[i];
-    in[i].t = args[i];
-    in[i].sp = af->sp;
-  }
-  FuncDef *body = NEW(C, FuncDef);
-  *body = *fd;
-  body->inst = NULL;
-  body->latest = NULL;
-  body->parent = fd->parent;
-  AstFunc *plain = NEW(C, AstFunc);
-  *plain = *af;
-  plain->has_deco = false;
-  body->ast = plain;
+  Wrapper W;
+  smap_wrap_begin(cx, fd, args, nargs, &W);
+  W.w->is_shard_map_wrapper = true;
   RuleCtx r;
-  rule_init(&r, &sub.C->prog.arena, sub.mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
+  rule_init(&r, &C->prog.arena, NULL, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
   Attrs *at = NEW(C, Attrs);
   at->dtype = -1;
   Type *out;
   int nout;
   int errs = diag_count();
-  IrFunc *f = build_shard_map(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, at, &out, &nout);
+  IrFunc *f = build_shard_map(&W.sub, &r, call.file >= 0 ? call : af->sp, W.body, args, nargs, at, &out, &nout);
   if (!f) {
     if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off))
       check_call_note(call, fd, args, nargs, NULL);
     return NULL;
   }
-  IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);
-  st->line = st->line;
+  IrStmt *st = emit_new_stmt(EM(&W.sub), IS_EQN, af->deco_sp);
   st->prim = P_SHARD_MAP;
   st->at = at;
   st->params = r.canon;
   st->nparams = r.ncanon;
-  st->in = in;
-  st->nin = nargs;
-  st->out = NEWN(C, IrVar *, nout);
-  st->nout = nout;
-  w->outs = NEWN(C, IrAtom, nout);
-  w->nouts = nout;
-  for (int i = 0; i < nout; i++) {
-    st->out[i] = emit_var(EM(&sub), f->outs[i].var ? f->outs[i].var->name : str_c("y"), out[i], af->sp);
-    w->outs[i].var = st->out[i];
-    w->outs[i].t = out[i];
-    w->outs[i].sp = af->sp;
-  }
-  emit_stmt(EM(&sub), st);
-  inst->ir = w;
-  fd->latest = w;
-  return w;
+  return smap_wrap_end(&W, fd, st, out, f->outs, nout);
 }
 
 /* A decorated def whose parameters are all annotated (with block types)

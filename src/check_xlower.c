@@ -65,14 +65,10 @@ static void low_body(Low *L);
 /* An error at the statement being lowered; the lowering fails. */
 static void fail(Low *L, Span sp, const char *fmt, ...) SHM_PRINTF(3, 4);
 static void fail(Low *L, Span sp, const char *fmt, ...) {
-  if (L->failed) return;
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_error_once(&L->failed, sp, fmt, ap);
   va_end(ap);
-  diag_error(sp, "%s", msg);
-  L->failed = true;
 }
 
 /* ---- layouts ------------------------------------------------------------------------------ */

@@ -83,12 +83,11 @@ static PVal *param_of(const AstStmt *s, const char *key) {
 /* An error at s: its results bound to the bad type. */
 static bool reject(Ctx *cx, AstStmt *s, Span sp, const char *fmt, ...) SHM_PRINTF(4, 5);
 static bool reject(Ctx *cx, AstStmt *s, Span sp, const char *fmt, ...) {
-  char msg[1024];
+  bool reported = false;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  diag_error_once(&reported, sp, fmt, ap);
   va_end(ap);
-  diag_error(sp, "%s", msg);
   check_bind_bad(cx, s);
   return true;
 }
@@ -404,19 +403,6 @@ static bool parse_sizes(Ctx *cx, RuleCtx *r, XPlan *p) {
   return true;
 }
 
-/* A shape as jax writes it: (7,), (2, 3). */
-static const char *shape_tuple(Ctx *cx, const Type *t) {
-  Buf b = {0};
-  err_defer(buf_release, &b);
-  buf_putc(&b, '(');
-  for (int d = 0; d < t->rank; d++) buf_printf(&b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-  buf_puts(&b, t->rank == 1 ? ",)" : ")");
-  char *r = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
-  err_undefer(&b);
-  buf_free(&b);
-  return r;
-}
-
 /* The sizes of the named axes from the arguments: each argument's mapped
    dimensions, consistent with each other and with axis_sizes. */
 static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
@@ -436,7 +422,7 @@ static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
       if (a->size && a->size != s) {
         diag_error(p->where, "The size of axis %.*s was previously inferred to be %lld, but found an argument of shape "
                    "%s with in_axes specification %s. Shape mismatch occurs in dimension %d: %lld != %lld",
-                   a->name.n, a->name.p, (long long)a->size, shape_tuple(cx, t), repr(cx, m->src), m->dim[j],
+                   a->name.n, a->name.p, (long long)a->size, check_shape_tuple(cx, t), repr(cx, m->src), m->dim[j],
                    (long long)s, (long long)a->size);
         return false;
       }
@@ -445,7 +431,7 @@ static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
     if (m->rank >= 0 && m->rank != t->rank) {
       diag_error(p->where, "xmap argument has an in_axes specification of %s, which asserts that it should be of rank "
                  "%d, but the argument has rank %d (and shape %s)", repr(cx, m->src), m->rank, t->rank,
-                 shape_tuple(cx, t));
+                 check_shape_tuple(cx, t));
       return false;
     }
   }
@@ -813,31 +799,10 @@ IrFunc *xmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal *m
     rule_init(&mr, &C->prog.arena, NULL, "xmap", call, &mp, 1);
     if (!(mesh = smap_mesh_value(cx, &mr, rule_get(&mr, "mesh")))) return NULL;
   }
-  Instance *inst = check_new_instance(cx, args, nargs);
-  inst->skey = mesh_pv ? stat_key_mesh(C, mesh_pv) : NULL;
-  inst->next = fd->inst;
-  fd->inst = inst;
-  IrFunc *w = check_new_func(C, fd, NULL);
-  w->is_xmap_wrapper = true;
-  Ctx sub;
-  check_ctx_init(&sub, C, w, fd->scope, NULL, 0, af->sp.file);
-  w->params = NEWN(C, IrVar *, nargs);
-  w->nparams = nargs;
-  IrAtom *in = NEWN(C, IrAtom, nargs);
-  for (int i = 0; i < nargs; i++) {
-    w->params[i] = emit_var(EM(&sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
-    in[i].var = w->params[i];
-    in[i].t = args[i];
-    in[i].sp = af->sp;
-  }
-  FuncDef *body = NEW(C, FuncDef);
-  *body = *fd;
-  body->inst = NULL;
-  body->latest = NULL;
-  AstFunc *plain = NEW(C, AstFunc);
-  *plain = *af;
-  plain->has_deco = false;
-  body->ast = plain;
+  Wrapper W;
+  smap_wrap_begin(cx, fd, args, nargs, &W);
+  W.inst->skey = mesh_pv ? stat_key_mesh(C, mesh_pv) : NULL;
+  W.w->is_xmap_wrapper = true;
   RuleCtx r;
   rule_init(&r, &C->prog.arena, NULL, "xmap", af->deco_sp, af->deco_params, af->ndeco_params);
   Attrs *at = NEW(C, Attrs);
@@ -847,30 +812,14 @@ IrFunc *xmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal *m
   XOut o;
   /* its errors stand at the call, at the decorator, or in the body (whose
      check notes the call) */
-  if (!build_xmap(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, mesh, name, fd->parent, &o))
+  if (!build_xmap(&W.sub, &r, call.file >= 0 ? call : af->sp, W.body, args, nargs, mesh, name, fd->parent, &o))
     return NULL;
-  check_add_fn(&sub, at, o.body);
-  IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);
+  check_add_fn(&W.sub, at, o.body);
+  IrStmt *st = emit_new_stmt(EM(&W.sub), IS_EQN, af->deco_sp);
   st->callee = o.lowered;
   st->shown_prim = P_XMAP;
   st->at = at;
   st->params = r.canon;
   st->nparams = r.ncanon;
-  st->in = in;
-  st->nin = nargs;
-  st->out = NEWN(C, IrVar *, o.nout);
-  st->nout = o.nout;
-  w->outs = NEWN(C, IrAtom, o.nout);
-  w->nouts = o.nout;
-  for (int i = 0; i < o.nout; i++) {
-    IrVar *bv = o.body->outs[i].var;
-    st->out[i] = emit_var(EM(&sub), bv && bv->name.n ? bv->name : str_c("y"), o.gout[i], af->sp);
-    w->outs[i].var = st->out[i];
-    w->outs[i].t = o.gout[i];
-    w->outs[i].sp = af->sp;
-  }
-  emit_stmt(EM(&sub), st);
-  inst->ir = w;
-  fd->latest = w;
-  return w;
+  return smap_wrap_end(&W, fd, st, o.gout, o.body->outs, o.nout);
 }
