@@ -132,7 +132,7 @@ char *check_type_text(Ctx *cx, const Type *t) {
   return r;
 }
 
-static char *check_vma_text(Ctx *cx, uint32_t vma) {
+char *check_vma_text(Ctx *cx, uint32_t vma) {
   static char bufs[4][256];
   static int which;
   Buf b = {0};
@@ -172,10 +172,11 @@ static bool check_types_equal(const Type *a, const Type *b) {
 
 /* Make the Array for a literal of dtype dt; false (with an error) when the
    literal cannot take that dtype. */
-static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
+bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
   (void)cx;
-  if (l->k == LIT_FLOAT && !dtype_is_float((DType)dt)) {
-    diag_error(l->sp, "float literal %.*s cannot take dtype %s",
+  if ((l->k == LIT_FLOAT && !dtype_is_float((DType)dt) && !dtype_is_complex((DType)dt)) ||
+      (l->k == LIT_COMPLEX && !dtype_is_complex((DType)dt))) {
+    diag_error(l->sp, "%s literal %.*s cannot take dtype %s", l->k == LIT_FLOAT ? "float" : "complex",
                (int)l->sp.len, diag_file_text(l->sp.file, NULL) + l->sp.off, dtype_names[dt]);
     return false;
   }
@@ -187,19 +188,31 @@ static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
     diag_error(l->sp, "integer literal cannot take dtype bool");
     return false;
   }
-  if (l->k == LIT_INT && dt == DT_I32 && (l->i > INT32_MAX || l->i < INT32_MIN)) {
-    diag_error(l->sp, "integer literal %lld does not fit in i32", (long long)l->i);
+  if (l->k == LIT_INT && dtype_is_int((DType)dt) && dtype_sizes[dt] < 8) {
+    int bits = dtype_sizes[dt] * 8;
+    int64_t lo = dtype_is_unsigned((DType)dt) ? 0 : -((int64_t)1 << (bits - 1));
+    int64_t hi = dtype_is_unsigned((DType)dt) ? ((int64_t)1 << bits) - 1 : ((int64_t)1 << (bits - 1)) - 1;
+    if (l->i < lo || l->i > hi) {
+      diag_error(l->sp, "integer literal %lld does not fit in %s", (long long)l->i, dtype_names[dt]);
+      return false;
+    }
+  }
+  if (l->k == LIT_INT && dt == DT_U64 && l->i < 0) {
+    diag_error(l->sp, "integer literal %lld does not fit in u64", (long long)l->i);
     return false;
   }
-  *out = l->k == LIT_FLOAT ? arr_scalar_f((DType)dt, l->f) : arr_scalar_i((DType)dt, l->i);
+  if (l->k == LIT_COMPLEX) {
+    *out = arr_new((DType)dt, 0, NULL);
+    arr_setc(*out, 0, l->f, l->im);
+  } else {
+    *out = l->k == LIT_FLOAT ? arr_scalar_f((DType)dt, l->f) : arr_scalar_i((DType)dt, l->i);
+  }
   return true;
 }
 
 static int lit_default_dtype(const AstLit *l) {
-  return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : DT_I32;
+  return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : l->k == LIT_COMPLEX ? DT_C64 : DT_I32;
 }
-
-static void array_release(void *a) { arr_unref(a); }
 
 /* ---- annotations ------------------------------------------------------------- */
 
@@ -208,7 +221,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
   int dt = dtype_lookup(at->dtype);
   if (dt < 0) {
-    diag_error(at->sp, "unknown dtype '%.*s' (dtypes: bool, i32, i64, f32, f64)", at->dtype.n, at->dtype.p);
+    diag_error(at->sp, "unknown dtype '%.*s' (dtypes: %s)", at->dtype.n, at->dtype.p, dtype_list_text);
     return false;
   }
   if (at->rank_overflow) {
@@ -284,7 +297,7 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
   return true;
 }
 
-static bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
+bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
   return check_annotation_jax(cx, b, t, what, NULL, NULL);
 }
 
@@ -347,9 +360,9 @@ bool check_finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int n
 static void check_top(Checker *C, AstList *stmts, int file);
 
 /* Bind the outputs of a statement, checking count and annotations. */
-static void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
+void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
   if (s->nouts != nout) {
-    diag_error(s->outs[0]->sp, "%s gives %d result%s, but %d name%s bound", what, nout,
+    diag_error(s->nouts ? s->outs[0]->sp : s->callee_sp, "%s gives %d result%s, but %d name%s bound", what, nout,
                nout == 1 ? "" : "s", s->nouts, s->nouts == 1 ? " is" : "s are");
     for (int i = 0; i < nout; i++) outt[i] = check_bad_type();
     nout = s->nouts;
@@ -544,155 +557,6 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   else
     diag_error(s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
   check_bind_bad(cx, s);
-}
-
-/* ---- array literals ------------------------------------------------------------------ */
-
-typedef struct LitShape {
-  int rank;
-  int64_t shape[SHM_MAXRANK];
-  bool any_float, any_bool, any_int;
-  int64_t count;
-  bool ok;
-} LitShape;
-
-static void lit_shape(const AstALit *a, int depth, LitShape *ls) {
-  if (!ls->ok) return;
-  if (!a->is_list) {
-    if (depth != ls->rank && ls->rank >= 0) {
-      diag_error(a->sp, "array literal is ragged: a number stands where a list is expected");
-      ls->ok = false;
-      return;
-    }
-    ls->rank = depth;
-    if (a->lit.k == LIT_FLOAT) ls->any_float = true;
-    else if (a->lit.k == LIT_BOOL) ls->any_bool = true;
-    else ls->any_int = true;
-    if (a->lit.type && depth > 0) {
-      diag_error(a->lit.sp, "elements of an array literal take no type; annotate the binder instead");
-      ls->ok = false;
-    }
-    ls->count++;
-    return;
-  }
-  if (depth >= SHM_MAXRANK) {
-    diag_error(a->sp, "array literal nested deeper than %d", SHM_MAXRANK);
-    ls->ok = false;
-    return;
-  }
-  if (ls->rank >= 0 && depth >= ls->rank) {
-    diag_error(a->sp, "array literal is ragged: a list stands where a number is expected");
-    ls->ok = false;
-    return;
-  }
-  if (ls->shape[depth] < 0) ls->shape[depth] = a->n;
-  else if (ls->shape[depth] != a->n) {
-    diag_error(a->sp, "array literal is ragged: %d element%s where %lld are expected", a->n, a->n == 1 ? "" : "s", (long long)ls->shape[depth]);
-    ls->ok = false;
-    return;
-  }
-  if (a->n == 0) {
-    if (ls->rank < 0) ls->rank = depth + 1;
-    else if (ls->rank != depth + 1) {
-      diag_error(a->sp, "array literal is ragged");
-      ls->ok = false;
-    }
-  }
-  for (int i = 0; i < a->n; i++) lit_shape(a->items[i], depth + 1, ls);
-}
-
-static void lit_fill(Ctx *cx, const AstALit *a, Array *arr, int64_t *pos, bool *ok) {
-  if (!*ok) return;
-  if (a->is_list) {
-    for (int i = 0; i < a->n; i++) lit_fill(cx, a->items[i], arr, pos, ok);
-    return;
-  }
-  Array *one;
-  if (!check_lit_value(cx, &a->lit, arr->dt, &one)) { *ok = false; return; }
-  memcpy((char *)arr->data + *pos * dtype_sizes[arr->dt], one->data, dtype_sizes[arr->dt]);
-  arr_unref(one);
-  (*pos)++;
-}
-
-static void check_lit_stmt(Ctx *cx, AstStmt *s) {
-  if (s->nouts != 1) {
-    diag_error(s->outs[1]->sp, "a literal is one value; it cannot be bound to %d names", s->nouts);
-    check_bind_bad(cx, s);
-    return;
-  }
-  LitShape ls;
-  memset(&ls, 0, sizeof ls);
-  ls.rank = -1;
-  for (int i = 0; i < SHM_MAXRANK; i++) ls.shape[i] = -1;
-  ls.ok = true;
-  lit_shape(s->alit, 0, &ls);
-  if (!ls.ok) { check_bind_bad(cx, s); return; }
-  if (ls.any_bool && (ls.any_float || ls.any_int)) {
-    diag_error(s->alit->sp, "array literal mixes booleans and numbers");
-    check_bind_bad(cx, s);
-    return;
-  }
-  Type t;
-  memset(&t, 0, sizeof t);
-  t.rank = (uint8_t)ls.rank;
-  for (int i = 0; i < ls.rank; i++) t.shape[i] = ls.shape[i] < 0 ? 0 : ls.shape[i];
-  t.dt = ls.any_bool ? DT_BOOL : ls.any_float ? DT_F32 : DT_I32;
-  AstType *lty = s->alit->is_list ? NULL : s->alit->lit.type;   /* `a = 1.0:f64[]` */
-  if (lty) {
-    Type lt;
-    bool lv;
-    if (!check_resolve_type(cx, lty, &lt, &lv)) { check_bind_bad(cx, s); return; }
-    if (lt.rank != 0) {
-      diag_error(lty->sp, "a literal must have a scalar type, not %s", check_type_text(cx, &lt));
-      check_bind_bad(cx, s);
-      return;
-    }
-    t.dt = lt.dt;
-  }
-  AstBinder *b = s->outs[0];
-  if (b->type) {
-    Type an;
-    bool has_vma;
-    if (!check_resolve_type(cx, b->type, &an, &has_vma)) { check_bind_bad(cx, s); return; }
-    if (!type_same_shape(&an, &t)) {
-      diag_error(b->type->sp, "%.*s is annotated %s but the literal has shape %s", b->name.n, b->name.p,
-                 check_type_text(cx, &an), check_type_text(cx, &t));
-      check_bind_bad(cx, s);
-      return;
-    }
-    if (has_vma && an.vma) {
-      diag_error(b->type->axes_sp, "a literal is invariant: it cannot have the variance %s", check_vma_text(cx, an.vma));
-      check_bind_bad(cx, s);
-      return;
-    }
-    if (lty && an.dt != t.dt) {
-      diag_error(b->type->sp, "%.*s is annotated %s but the literal is %s", b->name.n, b->name.p,
-                 check_type_text(cx, &an), check_type_text(cx, &t));
-      check_bind_bad(cx, s);
-      return;
-    }
-    t.dt = an.dt;
-  }
-  Array *arr = arr_new((DType)t.dt, t.rank, t.shape);
-  int64_t pos = 0;
-  bool ok = true;
-  err_defer(array_release, arr);
-  lit_fill(cx, s->alit, arr, &pos, &ok);
-  err_undefer(arr);
-  if (!ok) { arr_unref(arr); check_bind_bad(cx, s); return; }
-  prog_keep(&cx->C->prog, arr);
-  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
-  st->line = s->line;
-  st->value = arr;
-  st->out = NEWN(cx->C, IrVar *, 1);
-  st->nout = 1;
-  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
-  st->out[0] = v;
-  if (!str_eqc(b->name, "_")) {
-    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
-    cx->scope->var = v;
-  }
-  emit_stmt(EM(cx), st);
 }
 
 /* ---- print, show, mesh, import ------------------------------------------------------- */
@@ -994,7 +858,9 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
     AstBinder *b = af->consts[i];
     Binding *v = check_lookup(sub->scope, B_VAR, b->name);
     if (!v) {
-      diag_error(b->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)", b->name.n, b->name.p);
+      diag_error(b->sp, "constvar '%.*s' has no value: a jaxpr's constvars are bound from the values of the same "
+                 "names where it is defined (bind one first, e.g. %.*s = load \"%.*s.npy\")",
+                 b->name.n, b->name.p, b->name.n, b->name.p, b->name.n, b->name.p);
       ok = false;
       continue;
     }
@@ -1096,6 +962,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
   Ctx sub;
   check_ctx_init(&sub, C, f, stat_bind(C, fd->scope, af, statics), mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
+  sub.scope = jax_bind_lets(C, af, sub.scope, f);
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
     check_def_body(&sub, fd, errs);
@@ -1176,6 +1043,8 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_MESH: check_mesh(cx, s); break;
   case ST_IMPORT: check_import(cx, s); break;
   case ST_DEF: check_def(cx, s); break;
+  case ST_LOAD: check_load(cx, s); break;
+  case ST_SAVE: check_save(cx, s); break;
   case ST_RETURN:
     if (cx->fn == cx->C->main) diag_error(s->sp, "return outside a function");
     else if (cx->fn->ast && cx->fn->ast->form == FN_LAMBDA)
@@ -1251,7 +1120,12 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_WHILE: flow_while(cx, s, in, &r, at); break;
   case P_SHARD_MAP: smap_eqn(cx, s, in, &r, at); break;
   case P_XMAP: xmap_eqn(cx, s, in, &r, at); break;
-  default: check_bind_bad(cx, s); break;
+  case P_SCAN: flow_scan(cx, s, in, &r, at); break;
+  case P_XLA_PMAP: jax_pmap(cx, s, in, &r, at); break;
+  default:
+    if (jax_is_call(prim)) jax_call(cx, s, prim, in, &r, at);
+    else check_bind_bad(cx, s);
+    break;
   }
 }
 

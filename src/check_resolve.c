@@ -93,8 +93,9 @@ static bool res_axis_known(Res *R, Str name) {
 static bool res_static(Res *R, const PVal *v) {
   if (!v) return false;
   if (v->k == PV_NAME) return check_lookup(R->scope, B_STATIC, v->s) != NULL;
-  for (int i = 0; (v->k == PV_TUPLE || v->k == PV_LIST || v->k == PV_SPEC || v->k == PV_DICT) && i < v->n; i++)
-    if (res_static(R, v->items[i]) || (v->k == PV_DICT && res_static(R, v->keys[i]))) return true;
+  for (int i = 0; (v->k == PV_TUPLE || v->k == PV_LIST || v->k == PV_SPEC || v->k == PV_DICT || v->k == PV_PAIR) &&
+                  i < v->n; i++)
+    if (res_static(R, v->items[i])) return true;
   return false;
 }
 
@@ -305,7 +306,11 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   switch (s->k) {
   case ST_EQN: res_eqn(R, s); break;
   case ST_LIT:
+  case ST_LOAD:
     for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+    break;
+  case ST_SAVE:
+    res_arg(R, s->args[0]);
     break;
   case ST_PRINT:
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
@@ -345,8 +350,8 @@ static void names_into(Mesh *m, const PVal *v, bool dict_values) {
     if (m->naxes < SHM_MAXAXES) m->axis[m->naxes++] = v->s;
     return;
   }
-  if (v->k == PV_DICT)
-    for (int i = 0; i < v->n; i++) names_into(m, dict_values ? v->items[i] : v->keys[i], dict_values);
+  if (pv_is_map(v))
+    for (int i = 0; i < v->n; i++) names_into(m, dict_values ? pv_val(v, i) : pv_key(v, i), dict_values);
   if (v->k == PV_TUPLE || v->k == PV_LIST)
     for (int i = 0; i < v->n; i++) names_into(m, v->items[i], dict_values);
 }

@@ -38,27 +38,20 @@ static PVal *subst_pv(Ctx *cx, PVal *v) {
     r->sp = v->sp;
     return r;
   }
-  if (v->k != PV_TUPLE && v->k != PV_LIST && v->k != PV_SPEC && v->k != PV_DICT) return v;
-  PVal **items = NULL, **keys = NULL;
+  if (v->k != PV_TUPLE && v->k != PV_LIST && v->k != PV_SPEC && v->k != PV_DICT && v->k != PV_PAIR) return v;
+  PVal **items = NULL;
   for (int i = 0; i < v->n; i++) {
     PVal *e = subst_pv(cx, v->items[i]);
-    PVal *k = v->k == PV_DICT ? subst_pv(cx, v->keys[i]) : NULL;
-    if ((e != v->items[i] || (k && k != v->keys[i])) && !items) {
+    if (e != v->items[i] && !items) {
       items = NEWN(cx->C, PVal *, v->n);
       memcpy(items, v->items, sizeof(PVal *) * (size_t)v->n);
-      if (v->k == PV_DICT) {
-        keys = NEWN(cx->C, PVal *, v->n);
-        memcpy(keys, v->keys, sizeof(PVal *) * (size_t)v->n);
-      }
     }
     if (items) items[i] = e;
-    if (keys) keys[i] = k;
   }
   if (!items) return v;
   PVal *r = NEW(cx->C, PVal);
   *r = *v;
   r->items = items;
-  if (keys) r->keys = keys;
   return r;
 }
 
@@ -93,7 +86,8 @@ AstStmt *stat_subst_stmt(Ctx *cx, AstStmt *s) {
 static bool holds_function(const PVal *v) {
   if (!v) return false;
   if (v->k == PV_FUNC) return true;
-  for (int i = 0; (v->k == PV_TUPLE || v->k == PV_LIST || v->k == PV_SPEC || v->k == PV_DICT) && i < v->n; i++)
+  for (int i = 0; (v->k == PV_TUPLE || v->k == PV_LIST || v->k == PV_SPEC || v->k == PV_DICT || v->k == PV_PAIR) &&
+                  i < v->n; i++)
     if (holds_function(v->items[i])) return true;
   return false;
 }

@@ -536,11 +536,9 @@ static XVal dot_named(Low *L, IrStmt *st, const IntList *dn, uint32_t sum) {
     int na = 0;
     for (int i = 0; i < z->nn; i++)
       if (only & (1u << z->names[i])) axes[na++] = i;
-    IrParam *ps = params(L, 2);
+    IrParam *ps = params(L, 1);
     ps[0] = (IrParam){"axes", ints_pv(L, axes, na)};
-    ps[1] = (IrParam){"out_sharding", bld_pv_name(L->B, "None")};
-    ps[1].v->k = PV_NONE;
-    z->a = emit(L, P_REDUCE_SUM, ps, 2, &z->a, 1);
+    z->a = emit(L, P_REDUCE_SUM, ps, 1, &z->a, 1);
     int m = 0;
     for (int i = 0; i < z->nn; i++)
       if (!(only & (1u << z->names[i]))) z->names[m++] = z->names[i];
@@ -653,11 +651,9 @@ static void low_reduce(Low *L, IrStmt *st) {
       else r.names[m++] = x.names[i];
     r.nn = m;
     int red = st->prim == P_PMAX ? P_REDUCE_MAX : st->prim == P_PMIN ? P_REDUCE_MIN : P_REDUCE_SUM;
-    IrParam *ps = params(L, 2);
+    IrParam *ps = params(L, 1);
     ps[0] = (IrParam){"axes", ints_pv(L, axes, na)};
-    ps[1] = (IrParam){"out_sharding", bld_pv_name(L->B, "None")};
-    ps[1].v->k = PV_NONE;
-    r.a = emit(L, red, ps, 2, &x.a, 1);
+    r.a = emit(L, red, ps, 1, &x.a, 1);
     uint32_t res = res_of(L->p, present);
     if (res) {
       IrParam *cp = params(L, 1);
@@ -1052,6 +1048,7 @@ static void low_stmt(Low *L, IrStmt *st) {
     break;
   }
   case IS_SHOW: bld_show(L->B, st->text); break;
+  case IS_SAVE: break;           /* the checker refuses save in a body */
   case IS_EQN:
     if (!st->inserted)
       for (int j = 0; j < st->nout; j++) check_resources(L, st->out[j], st->sp);

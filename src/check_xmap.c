@@ -316,8 +316,9 @@ static bool parse_mapping(Ctx *cx, RuleCtx *r, const char *key, XPlan *p, PVal *
                     "with ...), or a dictionary that maps positional axes (integers) to axis names (e.g. {2: name}), "
                     "but got: %s";
   if (v->k == PV_DICT) {
+    if (!pv_is_map(v)) return rule_param_error(r, key, bad, key, repr(cx, v));
     for (int i = 0; i < v->n; i++) {
-      PVal *d = pv_unparen(v->keys[i]), *e = pv_unparen(v->items[i]);
+      PVal *d = pv_unparen(pv_key(v, i)), *e = pv_unparen(pv_val(v, i));
       if (d->k != PV_INT || (e->k != PV_NAME && e->k != PV_STR)) return rule_param_error(r, key, bad, key, repr(cx, v));
       if (d->i < 0) return rule_param_error(r, key, "xmap doesn't support negative axes in %s", key);
       if (d->i >= SHM_MAXRANK) return rule_param_error(r, key, "dimension %lld is beyond the largest rank", (long long)d->i);
@@ -390,9 +391,9 @@ static bool parse_sizes(Ctx *cx, RuleCtx *r, XPlan *p) {
   (void)cx;
   PVal *v = pv_unparen(rule_get(r, "axis_sizes"));
   if (!v) return true;
-  if (v->k != PV_DICT) return rule_param_error(r, "axis_sizes", "axis_sizes must be a dictionary {name: size, ...}");
+  if (!pv_is_map(v)) return rule_param_error(r, "axis_sizes", "axis_sizes must be a dictionary {name: size, ...}");
   for (int i = 0; i < v->n; i++) {
-    PVal *e = pv_unparen(v->keys[i]), *s = pv_unparen(v->items[i]);
+    PVal *e = pv_unparen(pv_key(v, i)), *s = pv_unparen(pv_val(v, i));
     if ((e->k != PV_NAME && e->k != PV_STR) || s->k != PV_INT)
       return rule_param_error(r, "axis_sizes", "axis_sizes must be a dictionary {name: size, ...}");
     if (s->i < 1) return rule_param_error(r, "axis_sizes", "the size of axis %.*s must be at least 1", e->s.n, e->s.p);
@@ -443,14 +444,14 @@ static bool infer_sizes(Ctx *cx, XPlan *p, const Type *args, int nargs) {
 static bool parse_resources(Ctx *cx, RuleCtx *r, XPlan *p, Mesh *mesh) {
   PVal *v = pv_unparen(rule_get(r, "axis_resources"));
   if (!v) return true;
-  if (v->k != PV_DICT)
+  if (!pv_is_map(v))
     return rule_param_error(r, "axis_resources", "axis_resources must be a dictionary {name: mesh axes, ...}");
   Buf undefined = {0}, missing = {0};
   err_defer(buf_release, &undefined);
   err_defer(buf_release, &missing);
   bool ok = true;
   for (int i = 0; i < v->n && ok; i++) {
-    PVal *e = pv_unparen(v->keys[i]), *rv = pv_unparen(v->items[i]);
+    PVal *e = pv_unparen(pv_key(v, i)), *rv = pv_unparen(pv_val(v, i));
     if (e->k != PV_NAME && e->k != PV_STR) {
       ok = rule_param_error(r, "axis_resources", "axis_resources must be a dictionary {name: mesh axes, ...}");
       break;
@@ -648,17 +649,26 @@ static PVal *pv_name(Ctx *cx, Str s) {
   return v;
 }
 
+/* A dictionary entry `key: value`. */
+static PVal *pv_pair(Ctx *cx, PVal *key, PVal *value) {
+  PVal *v = pv_new(cx, PV_PAIR);
+  v->items = NEWN(cx->C, PVal *, 2);
+  v->items[0] = key;
+  v->items[1] = value;
+  v->n = 2;
+  return v;
+}
+
 /* A mapping as `{dim: name, ...}`, by dimension. */
 static PVal *mapping_pv(Ctx *cx, const XPlan *p, const XMapping *m) {
   PVal *v = pv_new(cx, PV_DICT);
-  v->keys = NEWN(cx->C, PVal *, m->n);
   v->items = NEWN(cx->C, PVal *, m->n);
   for (int d = 0; d < SHM_MAXRANK; d++)
     for (int j = 0; j < m->n; j++)
       if (m->dim[j] == d) {
-        v->keys[v->n] = pv_new(cx, PV_INT);
-        v->keys[v->n]->i = d;
-        v->items[v->n++] = pv_name(cx, p->ax[m->axis[j]].name);
+        PVal *k = pv_new(cx, PV_INT);
+        k->i = d;
+        v->items[v->n++] = pv_pair(cx, k, pv_name(cx, p->ax[m->axis[j]].name));
       }
   return v;
 }
@@ -677,18 +687,16 @@ static void canonical_params(Ctx *cx, RuleCtx *r, const XPlan *p, PVal *mesh_pv)
   PVal *sizes = pv_unparen(rule_get(r, "axis_sizes"));
   rule_record(r, "axis_sizes", sizes ? sizes : pv_new(cx, PV_DICT));
   PVal *res = pv_new(cx, PV_DICT);
-  res->keys = NEWN(cx->C, PVal *, p->naxes);
   res->items = NEWN(cx->C, PVal *, p->naxes);
   for (int k = 0; k < p->naxes; k++) {
     const XAxis *a = &p->ax[k];
     if (!a->nres) continue;
-    res->keys[res->n] = pv_name(cx, a->name);
     PVal *v = a->nres == 1 ? pv_name(cx, p->mesh->axis[a->res[0]]) : pv_new(cx, PV_TUPLE);
     if (a->nres > 1) {
       v->items = NEWN(cx->C, PVal *, a->nres);
       for (int j = 0; j < a->nres; j++) v->items[v->n++] = pv_name(cx, p->mesh->axis[a->res[j]]);
     }
-    res->items[res->n++] = v;
+    res->items[res->n++] = pv_pair(cx, pv_name(cx, a->name), v);
   }
   rule_record(r, "axis_resources", res);
   rule_record(r, "mesh", mesh_pv ? mesh_pv : pv_new(cx, PV_NONE));

@@ -602,10 +602,9 @@ static void whos_top(Insp *in) {
       kind = e->ast && e->ast->has_deco ? (e->ast->deco.p[0] == 'p' ? "pmap" : e->ast->deco.p[0] == 'x' ? "xmap"
                                            : "shard_map") : e->mesh ? "shard_map" : "function";
       put_signature(&ty, e);
-      if (e->mesh && e->mesh->name.n)
-        buf_printf(&dv, "mesh %.*s, %lld device%s", e->mesh->name.n, e->mesh->name.p, (long long)e->mesh->ndev,
-                   e->mesh->ndev == 1 ? "" : "s");
-      else if (e->mesh) buf_printf(&dv, "%lld device%s", (long long)e->mesh->ndev, e->mesh->ndev == 1 ? "" : "s");
+      if (e->mesh)
+        buf_printf(&dv, "mesh%s%.*s, %lld device%s", e->mesh->name.n ? " " : "", e->mesh->name.n, e->mesh->name.p,
+                   (long long)e->mesh->ndev, e->mesh->ndev == 1 ? "" : "s");
       else buf_puts(&dv, "-");
     }
     tab_add(&t, buf_cstr(&nm));
