@@ -792,6 +792,7 @@ bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call
   fd->resolved = true;         /* checked here: not resolved on its own */
   Ctx sub;
   check_ctx_init(&sub, C, cx->fn, fd->scope, cx->mesh, cx->ctrl, af->sp.file);
+  sub.inlined = af;
   int errs = diag_count();
   for (int i = 0; i < nargs; i++) {
     AstBinder *b = af->params[i];
@@ -1047,7 +1048,7 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_SAVE: check_save(cx, s); break;
   case ST_RETURN:
     if (cx->fn == cx->C->main) diag_error(s->sp, "return outside a function");
-    else if (cx->fn->ast && cx->fn->ast->form == FN_LAMBDA)
+    else if ((cx->inlined ? cx->inlined : cx->fn->ast) && (cx->inlined ? cx->inlined : cx->fn->ast)->form == FN_LAMBDA)
       diag_error(s->sp, "a lambda returns with `in (...)`, not return");
     else { cx->ret = s; cx->returned = true; }
     break;

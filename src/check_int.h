@@ -91,6 +91,7 @@ typedef struct Ctx {
   uint32_t stmt_pv;        /* variance of the predicate of the statement being bound */
   bool returned;
   AstStmt *ret;            /* readable form: the return statement */
+  const AstFunc *inlined;  /* a def whose body is checked in place, into fn (a nested pmap) */
   int file;
 } Ctx;
 
@@ -317,6 +318,11 @@ IrFunc *pmap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
 /* A call of a @pmap def inside a pmap's body: its arguments sliced along
    the new axis, its body in place, its results gathered back. */
 void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in);
+/* The same for JAX's printed xla_pmap inside a pmap's body (r its
+   parameters, in_axes per operand, -1 for an unmapped one): nested
+   xla_pmaps and @pmaps make the same multi-axis mesh. */
+void pmap_nested_jax(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in, RuleCtx *r, Str axis, int64_t size,
+                     const int64_t *in_axes);
 
 /* ---- check.c and check_lit.c: constants -------------------------------------- */
 /* The Array of a literal of dtype dt; false (with an error) when the

@@ -362,23 +362,17 @@ static int nested_axis(Ctx *cx, Span call, PmapSpec *ps) {
   return m->naxes++;
 }
 
-void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in) {
+/* The inner map of a nested pmap, spec ps read (its mapped size not yet
+   known): its arguments sliced along the new axis, its body in place, its
+   results gathered back. */
+static void nested_map(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in, RuleCtx *rp, PmapSpec *ps0) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
-  if (!cx->mesh->pmap) {
-    diag_error(s->callee_sp, "%.*s is a pmap: it cannot be called inside a shard_map or xmap body (only inside "
-               "another pmap's body)", fd->name.n, fd->name.p);
-    check_bind_bad(cx, s);
-    return;
-  }
-  RuleCtx r;
-  rule_init(&r, &C->prog.arena, NULL, "pmap", af->deco_sp, af->deco_params, af->ndeco_params);
-  PmapSpec ps;
+  PmapSpec ps = *ps0;
   Type *args = NEWN(C, Type, s->nargs);
   for (int i = 0; i < s->nargs; i++) args[i] = in[i].t;
   int k;
-  if (!read_spec(cx, &r, s->nargs, &ps, cx->mesh->naxes) || !mapped_size(cx, s->callee_sp, &ps, args) ||
-      (k = nested_axis(cx, s->callee_sp, &ps)) < 0) {
+  if (!mapped_size(cx, s->callee_sp, &ps, args) || (k = nested_axis(cx, s->callee_sp, &ps)) < 0) {
     check_bind_bad(cx, s);
     return;
   }
@@ -428,7 +422,7 @@ void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in) {
     return;
   }
   int64_t *oa = NEWN(C, int64_t, nout);
-  if (!result_axes(&r, &ps, outs, nout, oa)) { check_bind_bad(cx, s); return; }
+  if (!result_axes(rp, &ps, outs, nout, oa)) { check_bind_bad(cx, s); return; }
   if (s->nouts != nout) {
     diag_error(s->outs[0]->sp, "%.*s gives %d result%s, but %d name%s bound", fd->name.n, fd->name.p, nout,
                nout == 1 ? "" : "s", s->nouts, s->nouts == 1 ? " is" : "s are");
@@ -465,4 +459,36 @@ void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in) {
   }
   if (!ok) { check_bind_bad(cx, s); return; }
   for (int i = 0; i < nout; i++) check_bind_alias(cx, s->outs[i], outs[i]);
+}
+
+void pmap_nested_call(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in) {
+  AstFunc *af = fd->ast;
+  if (!cx->mesh->pmap) {
+    diag_error(s->callee_sp, "%.*s is a pmap: it cannot be called inside a shard_map or xmap body (only inside "
+               "another pmap's body)", fd->name.n, fd->name.p);
+    check_bind_bad(cx, s);
+    return;
+  }
+  RuleCtx r;
+  rule_init(&r, &cx->C->prog.arena, NULL, "pmap", af->deco_sp, af->deco_params, af->ndeco_params);
+  PmapSpec ps;
+  if (!read_spec(cx, &r, s->nargs, &ps, cx->mesh->naxes)) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  nested_map(cx, s, fd, in, &r, &ps);
+}
+
+void pmap_nested_jax(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in, RuleCtx *r, Str axis, int64_t size,
+                     const int64_t *in_axes) {
+  PmapSpec ps;
+  memset(&ps, 0, sizeof ps);
+  ps.axis = axis;
+  ps.size = size;
+  ps.nin = s->nargs;
+  ps.in_axes = NEWN(cx->C, int64_t, s->nargs);
+  for (int i = 0; i < s->nargs; i++) ps.in_axes[i] = in_axes[i] < 0 ? NONE_AXIS : in_axes[i];
+  ps.out_axes = rule_get(r, "out_axes");
+  resolve_note_axis(cx->C, axis);
+  nested_map(cx, s, fd, in, r, &ps);
 }

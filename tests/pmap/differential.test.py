@@ -9,7 +9,10 @@ reductions, collectives over i (psum, pmax, pmin, pmean, all_gather tiled
 and untiled, ppermute, axis_index) and calls of a nested @pmap over axis j
 (its own in_axes and out_axes, collectives over j and over (i, j),
 axis_index j); its results leave through random out_axes (an int, or None
-for a result that does not depend on i).
+for a result that does not depend on i).  Every other program is written
+as JAX prints it instead: a jaxpr whose pmaps, outer and nested, are
+xla_pmap equations (in_axes normalised, mapped_invars, axis_size), so
+JAX's printed pmap and @pmap are held to the same model.
 
 The model is pmap's definition: the body runs once per index of the
 mapped dimension on that slice, a collective combines the instances of
@@ -43,6 +46,7 @@ class V:
 class Prog:
     def __init__(self, rng, tag):
         self.rng, self.tag = rng, tag
+        self.jax = int(tag) % 2 == 1       # written as JAX prints it (xla_pmap)
         self.n = rng.randint(1, 4)
         self.insts = [(k,) for k in range(self.n)]
         self.lines, self.defs = [], []
@@ -195,14 +199,22 @@ class Prog:
         out_shape.insert(oa, m)
         params = 'a' + (', c' if c is not None else '')
         in_axes = '(%d%s)' % (d, ', None' if c is not None else ',')
-        self.lines.append('  @pmap[axis_name=%s, in_axes=%s, out_axes=%d]' % (j, in_axes, oa))
-        self.lines.append('  def %s(%s) {' % (fn, params))
-        self.lines += body
-        self.lines.append('  }')
         args = x.name + (' ' + c.name if c is not None else '')
+        if self.jax:
+            mapped = '(True%s)' % (', False' if c is not None else ',')
+            eqns = '\n'.join('      ' + ln.strip() for ln in body[:-1])
+            call = ('xla_pmap[axis_name=%s, axis_size=%d, in_axes=%s, out_axes=(%d,), mapped_invars=%s, '
+                    'call_jaxpr={ lambda ; %s. let\n%s\n    in (t1,) }] %s'
+                    % (j, m, in_axes, oa, mapped, params.replace(',', ''), eqns, args))
+        else:
+            self.lines.append('  @pmap[axis_name=%s, in_axes=%s, out_axes=%d]' % (j, in_axes, oa))
+            self.lines.append('  def %s(%s) {' % (fn, params))
+            self.lines += body
+            self.lines.append('  }')
+            call = '%s %s' % (fn, args)
         dep = {'i'} if which != 'ij' else set()
         dep |= (x.dep | (c.dep if c is not None else set())) if which != 'ij' else set()
-        self.add('%s %s' % (fn, args), out_shape, dep, res)
+        self.add(call, out_shape, dep, res)
         return True
 
     def make_outs(self):
@@ -210,7 +222,7 @@ class Prog:
         cands = self.pool[len(self.params):] or self.pool
         self.outs = []
         for v in rng.sample(cands, min(len(cands), rng.randint(1, 2))):
-            if not v.dep and rng.random() < 0.4:
+            if not v.dep and rng.random() < 0.4 and not self.jax:   # xla_pmap stacks every result
                 self.outs.append((v, None))
             else:
                 self.outs.append((v, rng.randint(0, len(v.shape))))
@@ -229,6 +241,23 @@ class Prog:
             lines.append('%s = reshape[new_sizes=(%s)] %s_f' % (name, ''.join('%d, ' % s for s in g.shape), name))
         fname = 'f%s' % self.tag
         oa = '(%s,)' % ', '.join('None' if o[1] is None else str(o[1]) for o in self.outs)
+        rs = ', '.join('r%s_%d' % (self.tag, k) for k in range(len(self.outs)))
+        gs = ['g%s_%d' % (self.tag, k) for k in range(len(self.args))]
+        if self.jax:
+            # JAX prints in_axes non-negative, with mapped_invars
+            ia = ['None' if a == 'None' else str(int(a) % (self.args[k].ndim)) for k, a in enumerate(self.in_axes)]
+            mi = ['False' if a == 'None' else 'True' for a in ia]
+            lines.append('def %s = { lambda ; %s. let' % (fname, ' '.join(gs)))
+            lines.append('    %s = xla_pmap[axis_name=i, axis_size=%d, in_axes=(%s,), out_axes=%s, '
+                         'mapped_invars=(%s,), call_jaxpr={ lambda ; %s. let'
+                         % (rs.replace(',', ''), self.n, ', '.join(ia), oa, ', '.join(mi), ' '.join(self.params)))
+            lines += ['      ' + ln.strip() for ln in '\n'.join(self.lines).split('\n')]
+            lines.append('    in (%s,) }] %s' % (', '.join(o[0].name for o in self.outs), ' '.join(gs)))
+            lines.append('  in (%s,) }' % rs)
+            lines.append('%s = %s %s' % (rs, fname, ' '.join(gs)))
+            for k in range(len(self.outs)):
+                lines.append('print "R%s_%d", r%s_%d' % (self.tag, k, self.tag, k))
+            return lines
         lines.append('@pmap[axis_name=i, in_axes=(%s,), out_axes=%s]' % (', '.join(self.in_axes), oa))
         lines.append('def %s(%s) {' % (fname, ', '.join(self.params)))
         lines += [ln[2:] for ln in self.lines]
