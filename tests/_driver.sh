@@ -30,7 +30,7 @@ build_driver() {
     extra+=($(pkg-config --libs ompi-c 2>/dev/null || pkg-config --libs mpi 2>/dev/null || echo -lmpi))
   fi
   if ! cc -std=c11 -D_GNU_SOURCE -g "${flags[@]}" -Isrc -I"$build" "$src" "${libs[@]}" "${extra[@]}" \
-       -lm -ldl -lpthread -o "$out" >"$out.log" 2>&1; then
+       -lfftw3f -lfftw3 -lm -ldl -lpthread -o "$out" >"$out.log" 2>&1; then
     echo "cannot build the driver:"
     head -n 30 "$out.log"
     exit 1
