@@ -9,8 +9,8 @@ byte, and the exit status (0 with 0, failure with failure).  The one
 difference allowed is the line `--stats` adds under ranks ("across R ranks,
 ... crossed between them"), which is taken out before comparing.
 
-The programs: every example of examples/, the golden tests of tests/spmd/
-and tests/control/ that run a shard_map (those that pass, and those that
+The programs: every example of examples/, the golden tests of tests/spmd/,
+tests/control/, tests/pmap/ and tests/xmap/ that run a mesh (those that pass, and those that
 fail at run time), and batches of the random programs of the differential test
 (tests/spmd/differential.test.py: its generators, with a fixed seed), which
 put many meshes, specs, collectives and branches into each run.  The
@@ -87,7 +87,8 @@ def runs_a_mesh(shmapi, path):
     or one the checker rejects, runs the same on every rank: a few of
     those are enough, and the examples have them)."""
     with open(path, errors='replace') as f:
-        if 'mesh' not in f.read():
+        text = f.read()
+        if not any(w in text for w in ('mesh', 'pmap', 'xmap')):
             return False
     args = directives(path)
     return args is not None and run([shmapi, '--check'] + args + [os.path.relpath(path, ROOT)], 60)[0] == 0
@@ -187,7 +188,7 @@ def main():
     else:
         for f in sorted(glob.glob(os.path.join(ROOT, 'examples', '*.shm'))):
             jobs.append((f, [2, 4]))
-        for folder in ('spmd', 'control'):
+        for folder in ('spmd', 'control', 'pmap', 'xmap'):
             for f in sorted(glob.glob(os.path.join(ROOT, 'tests', folder, '*.shm'))):
                 if runs_a_mesh(shmapi, f):
                     jobs.append((f, [4]))
