@@ -535,13 +535,14 @@ typedef struct Coll {
   uint32_t outer;
   int64_t nouter;
   uint8_t *need;
+  uint8_t *done;             /* groups already done across ranks (NULL: none) */
   bool donate;
   double n_in, n_out;        /* bytes of one block of the operand, of the result */
   long devices;              /* instances taking part */
   int64_t coords[SHM_MAXAXES];
 } Coll;
 
-static bool skip_group(const Coll *c, int64_t o) { return c->need && !c->need[o]; }
+static bool skip_group(const Coll *c, int64_t o) { return (c->need && !c->need[o]) || (c->done && c->done[o]); }
 
 /* Result block of group o's member k (k along the named axes). */
 static Array **member_slot(Coll *c, int64_t o, int64_t k) {
@@ -569,8 +570,8 @@ static void exec_pbroadcast(Coll *c) {
 
 /* psum, pmax, pmin, pmean: an all-reduce per group. */
 static void exec_reduce(Coll *c) {
-  for (int64_t o = 0; o < c->nouter; o++)      /* (groups spanning ranks are done: reduce_spanning) */
-    if (!skip_group(c, o) && !c->out->blk[o])
+  for (int64_t o = 0; o < c->nouter; o++)
+    if (!skip_group(c, o))
       c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
@@ -811,7 +812,7 @@ static void span_free(void *p) {
    piece of it, added in member order, as reduce_group adds them -- then
    the slices are shared: the bytes of the one-process result, for about
    what a ring all-reduce moves. */
-static Array *reduce_spanning(Coll *c, const int64_t *inst, const int *ranks, int nr, Array *like) {
+static Array *reduce_spanning(Coll *c, int prim, const int64_t *inst, const int *ranks, int nr, Array *like) {
   int me = fmpi_rank(), mi = 0;
   while (ranks[mi] != me) mi++;
   DType dt = (DType)like->dt;
@@ -841,7 +842,7 @@ static Array *reduce_spanning(Coll *c, const int64_t *inst, const int *ranks, in
   fmpi_exchange(ranks, nr, s.mv, n);
   Array *acc = arr_new(dt, like->rank, like->shape);
   err_defer(release_arr, acc);
-  reduce_into(c->prim == P_PMEAN ? P_PSUM : c->prim, dt, (char *)acc->data + lo * (int64_t)es, s.src, p, lo, hi - lo);
+  reduce_into(prim == P_PMEAN ? P_PSUM : prim, dt, (char *)acc->data + lo * (int64_t)es, s.src, p, lo, hi - lo);
   n = 0;
   for (int q = 0; q < nr; q++)           /* every slice to every other rank of the group */
     for (int r = 0; r < nr; r++) {
@@ -854,25 +855,42 @@ static Array *reduce_spanning(Coll *c, const int64_t *inst, const int *ranks, in
   err_undefer(acc);
   err_undefer(&s);
   span_free(&s);
-  return c->prim == P_PMEAN ? mean_of(acc, p) : acc;
+  return prim == P_PMEAN ? mean_of(acc, p) : acc;
 }
 
-/* The reductions of the groups that span ranks and run here, in
-   ascending order of the groups (on every rank alike). */
+/* The reductions (and psum_scatters) of the groups that span ranks and
+   run here, in ascending order of the groups (on every rank alike); the
+   groups done are marked in c->done. */
 static void reduce_remote(Coll *c) {
   const Mesh *m = c->m;
   uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~c->at->axmask;
   int64_t ng = val_nblk(m, rest);
   int64_t *inst = mem_alloc(sizeof(int64_t) * (size_t)c->p);
   int *ranks = mem_alloc(sizeof(int) * (size_t)c->p);
+  c->done = mem_calloc((size_t)c->nouter);
+  bool scatter = c->prim == P_PSUM_SCATTER;
   for (int64_t g = 0; g < ng; g++) {
     int nr;
     Array *like = NULL;
     if (!group_members(c, rest, g, inst, ranks, &nr, &like) || nr == 1) continue;
-    Array *r = reduce_spanning(c, inst, ranks, nr, like);
-    Array **slot = &c->out->blk[val_block_of(m, c->out->mask, inst[0])];
-    if (*slot) arr_unref(r);     /* (another group of copies made it) */
-    else *slot = r;
+    int64_t o = val_block_of(m, c->outer, inst[0]);
+    Array *r = reduce_spanning(c, scatter ? P_PSUM : c->prim, inst, ranks, nr, like);
+    if (c->done[o]) {            /* (another group of copies made it) */
+      arr_unref(r);
+      continue;
+    }
+    c->done[o] = 1;
+    if (!scatter) {
+      c->out->blk[o] = r;
+      continue;
+    }
+    int d = (int)c->at->i[0];    /* psum_scatter: member k keeps chunk k of the sum */
+    for (int64_t k = 0; k < c->p; k++) {
+      Array *ch = chunk(r, d, k, c->at->b[0] ? r->shape[d] / c->p : 1);
+      if (!c->at->b[0]) squeeze_dim(ch, d);
+      *member_slot(c, o, k) = ch;
+    }
+    arr_unref(r);
   }
   mem_free(ranks);
   mem_free(inst);
@@ -963,7 +981,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   }
   c.n_out = nbytes_of(outt);
   bool spread = fmpi_size() > 1 && in && vrule_communicates(prim_table[prim].vrule);
-  bool reduction = prim_table[prim].vrule == VR_REDUCE;
+  bool reduction = prim_table[prim].vrule == VR_REDUCE || prim == P_PSUM_SCATTER;
   if (spread && reduction) {
     reduce_remote(&c);
     spread = false;
@@ -978,6 +996,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     val_unref(c.in);
   }
   if (fmpi_size() > 1) trim(sp, c.out);
+  mem_free(c.done);
   mem_free(c.need);
   err_undefer(c.out);
   return c.out;
