@@ -8,7 +8,7 @@
 src/primdoc.def holds the words (summaries, parameters, variance rules,
 examples; the REPL's `help NAME` prints the same rows); src/prims.def
 holds the facts the interpreter runs on (names, aliases, operand counts,
-whether a transpose rule exists).  tests/docs/primdoc.test.py imports this
+whether a transpose rule and a derivative rule exist).  tests/docs/primdoc.test.py imports this
 file to read both.  Python standard library only.
 """
 
@@ -112,6 +112,7 @@ def read_prims():
             'nin_min': int(a[3]), 'nin_max': int(a[4]), 'nout': int(a[5]),
             'params': a[6].split('|')[0].split(),   # synonyms after '|' are documented in the meaning
             'synonyms': a[6].split('|')[1].split() if '|' in a[6] else [], 'vrule': a[8], 'transpose': a[11] != 'NULL',
+            'jvp': a[12],
         })
     return prims
 
@@ -206,6 +207,12 @@ def generate():
                 line += ' Also spelled `%s`.' % p['alias']
             if p['transpose']:
                 line += ' `linear_transpose` knows its transpose.'
+            if p['jvp'] == 'jvp_zero':
+                line += ' Its derivative is zero.'
+            elif p['jvp'] == 'NULL':
+                line += ' It has no derivative rule (JAX defines none): differentiating through it is an error.'
+            else:
+                line += ' `jvp` and `grad` differentiate it.'
             w.append(line + '\n')
             w.append(d['summary'] + '\n')
             ps = params.get(tag, [])

@@ -205,3 +205,36 @@ IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
   return f;
 }
 
+
+void bld_set_where(Builder *B, Span where) { B->where = where; }
+
+bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
+  bool ok;
+  if (st->prim < 0) ok = bld_call(B, st->callee, in, st->nin, out);
+  else if (st->prim == P_PBROADCAST) {
+    out[0] = bld_lift(B, in[0], in[0].t.vma | st->out[0]->t.vma);
+    if (out[0].var == in[0].var && out[0].lit == in[0].lit) return true;   /* nothing lifted: keep the name */
+    out[0].var->name = st->out[0]->name;
+    return true;
+  } else if (prim_table[st->prim].vrule == VR_SPECIAL) {
+    Type *outt = ENEWN(&B->e, Type, st->nout);
+    for (int j = 0; j < st->nout; j++) outt[j] = st->out[j]->t;
+    ok = bld_higher(B, st->prim, st->at, st->params, st->nparams, in, st->nin, outt, st->nout, out);
+  } else {
+    ok = bld_prim(B, st->prim, st->params, st->nparams, in, st->nin, out);
+  }
+  for (int j = 0; ok && j < st->nout; j++)
+    if (out[j].var && out[j].var->owner == B->e.fn && !out[j].var->name.n) out[j].var->name = st->out[j]->name;
+  return ok;
+}
+
+void bld_print(Builder *B, const IrPrintItem *items, int n) {
+  IrStmt *st = emit_new_stmt(&B->e, IS_PRINT, B->where);
+  st->items = ENEWN(&B->e, IrPrintItem, n);
+  for (int k = 0; k < n; k++) st->items[k] = items[k];
+  st->nitems = n;
+  for (int k = 0; k < n; k++) bld_captures(B, &st->items[k].atom, 1);
+  emit_stmt(&B->e, st);
+}
+
+void bld_reuse(Builder *B, IrStmt *st) { emit_stmt(&B->e, st); }

@@ -44,4 +44,18 @@ void *bld_alloc(Builder *B, size_t n);
 
 void bld_const(Builder *B, Array *value, IrAtom *out);
 
+/* The place later statements are attributed to (errors, the debugger's
+   line): a transformation sets it to each source equation in turn. */
+void bld_set_where(Builder *B, Span where);
+/* Emit a copy of equation st on operands in[] (st's own operands mapped
+   into B's function); its results go to out[] (st->nout of them) and take
+   st's result names.  A pbroadcast is copied as a lift, so that an operand
+   that already varies over its axes needs no equation.  False after a
+   diagnostic. */
+bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out);
+/* A print statement of items whose atoms are B's function's. */
+void bld_print(Builder *B, const IrPrintItem *items, int n);
+/* Append a statement that names no variable (a `show`) as it is. */
+void bld_reuse(Builder *B, IrStmt *st);
+
 #endif

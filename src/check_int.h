@@ -49,8 +49,9 @@ typedef struct FuncDef {
   Instance *inst;
   bool checking;           /* recursion guard */
   IrFunc *latest;          /* most recent successful instance, for show */
-  struct FuncDef *target;  /* linear_transpose: the function transposed */
-  IntList lin;             /* linear_transpose: linear=(...) */
+  int xform;               /* a transformation's def (FN_TRANSPOSE form): its XForm */
+  struct FuncDef *target;  /* the function transformed */
+  IntList lin;             /* linear_transpose: linear=(...); grad: argnums=(...) */
   bool lin_given;
   bool resolved;           /* resolved without types (never checked) */
   int held;                /* the tag of errors its check at the def held back, or 0 */
@@ -140,6 +141,8 @@ IrFunc *check_instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Spa
 /* The same, its results widened to `outvma` (cond branches, loop bodies). */
 IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
                             int noutvma, Span call);
+/* Are two types equal (dtype, shape and variance set)? */
+bool check_types_equal(const Type *a, const Type *b);
 /* Check one statement. */
 void check_stmt(Ctx *cx, AstStmt *s);
 /* `(f32[2], i32[]{i})` for a list of atoms. */
@@ -173,6 +176,16 @@ void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
 /* A @shard_map def whose parameters are all annotated: checked where defined. */
 void smap_define(Ctx *cx, FuncDef *fd);
+
+/* ---- check_xform.c: function transformations -------------------------------- */
+/* The transformations a `def g = name[params] f` names. */
+typedef enum XForm { XF_TRANSPOSE, XF_JVP, XF_VJP, XF_GRAD, XF_VALUE_AND_GRAD } XForm;
+/* `def g = linear_transpose[...] f` (or jvp, vjp, grad, value_and_grad):
+   the target looked up, the parameters read, and g made from the
+   instances the target already has. */
+void xform_define(Ctx *cx, FuncDef *fd);
+/* g for argument types (a call of g). */
+IrFunc *xform_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
 
 /* ---- check_resolve.c: functions never checked ------------------------------ */
 /* Record a def, for resolve_unchecked. */

@@ -46,7 +46,7 @@ TR_RULES(X)
 
 typedef bool (*TransFn)(TrCtx *cx);
 static const TransFn tr_rules[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) [P_##tag] = tr,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = tr,
 #include "prims.def"
 #undef PRIM
 };
@@ -72,7 +72,8 @@ static IrAtom map_atom(Tr *T, const IrAtom *a) {
 }
 
 /* Name a cotangent after its primal: x -> xbar, and xbar -> x (so that
-   transposing twice gives back the original names). */
+   transposing twice gives back the original names); a tangent's, xdot,
+   is xbar too (a reverse-mode derivative transposes tangents). */
 static void name_after(Tr *T, IrAtom *a, Str base) {
   if (!a->var || a->var->name.n || !base.n) return;
   if (base.n > 3 && !memcmp(base.p + base.n - 3, "bar", 3)) {
@@ -80,6 +81,7 @@ static void name_after(Tr *T, IrAtom *a, Str base) {
     a->var->name.n = base.n - 3;
     return;
   }
+  if (base.n > 3 && !memcmp(base.p + base.n - 3, "dot", 3)) base.n -= 3;
   char *s = bld_alloc(T->B, (size_t)base.n + 4);
   memcpy(s, base.p, (size_t)base.n);
   memcpy(s + base.n, "bar", 4);
@@ -860,7 +862,7 @@ static bool tr_all_to_all(TrCtx *cx) {
 /* ---- calls and higher-order primitives ------------------------------------------------ */
 
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
-                            const uint32_t *ct_vma);
+                            const TrOpts *o);
 
 static IrFunc *transpose_fn(Tr *T, IrFunc *f, const bool *lin) {
   return tr_linear_transpose(T->P, f, lin, f->name, T->where);
@@ -925,7 +927,14 @@ static bool tr_cond(TrCtx *cx) {
   const IrStmt *st = cx->st;
   if (cx->checking) {
     if (cx->lin_in[0]) return tr_error(cx, "cond with a linear index is not linear");
-    if (st->in[0].t.vma) return tr_error(cx, "cannot transpose a cond whose index varies across devices");
+    /* under an index that varies, a transposed branch must not need a
+       collective along its axes: every linear operand varies along them
+       (autodiff lifts them so), and the cotangents are summed outside */
+    uint32_t v = st->in[0].t.vma;
+    for (int k = 1; k < st->nin; k++)
+      if (cx->lin_in[k] && (st->in[k].t.vma & v) != v)
+        return tr_error(cx, "cannot transpose a cond whose index varies across devices over axes a linear operand "
+                        "is invariant along");
     for (int b = 0; b < st->at->nfns; b++)
       if (captures_locals(cx->T, st->at->fns[b]))
         return tr_error(cx, "cannot transpose cond: a branch reads local values of %s", cx->T->f->name);
@@ -955,43 +964,79 @@ static bool tr_cond(TrCtx *cx) {
   return true;
 }
 
+/* A fori_loop's carries: linear ones (a zero constant counts), and
+   constants the body passes through unchanged (the residuals autodiff
+   stacks); the transposed loop carries the constants first, then the
+   linear carries' cotangents, and runs backwards. */
+static bool fori_const_carry(TrCtx *cx, int k) {
+  const IrFunc *body = cx->st->at->fns[0];
+  return !cx->lin_in[k] && !atom_zero(cx->T, &cx->st->in[k]) && body->outs[k].var == body->params[k + 1];
+}
+
 static bool tr_fori_loop(TrCtx *cx) {
   const IrStmt *st = cx->st;
+  IrFunc *body = st->at->fns[0];
+  int n = st->nout;
   if (cx->checking) {
     if (st->at->i[2])     /* as JAX, which transposes only a loop of static trip count */
       return tr_error(cx, "fori_loop whose bounds are values cannot be transposed (its trip count is not static)");
-    for (int k = 0; k < st->nin; k++)
-      if (!cx->lin_in[k]) return tr_error(cx, "fori_loop with both linear and constant carries cannot be transposed");
-    if (captures_locals(cx->T, st->at->fns[0]))
+    for (int k = 0; k < n; k++)
+      if (!cx->lin_in[k] && !atom_zero(cx->T, &st->in[k]) && !fori_const_carry(cx, k))
+        return tr_error(cx, "fori_loop with both linear and constant carries cannot be transposed");
+    if (captures_locals(cx->T, body))
       return tr_error(cx, "cannot transpose fori_loop: its body reads local values of %s", cx->T->f->name);
     return true;
   }
   Builder *B = tr_builder(cx);
-  IrFunc *body = st->at->fns[0];
   bool *lin = bld_alloc(B, sizeof(bool) * (size_t)(body->nparams + 1));
-  for (int k = 1; k < body->nparams; k++) lin[k] = true;
+  bool *no_ct = bld_alloc(B, sizeof(bool) * (size_t)(n + 1));
+  IrAtom *keep = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  int nc = 0;
+  for (int k = 0; k < n; k++) {
+    if (fori_const_carry(cx, k)) {
+      no_ct[k] = true;
+      memset(&keep[nc], 0, sizeof(IrAtom));
+      keep[nc].var = body->params[k + 1];
+      keep[nc++].t = body->params[k + 1]->t;
+    } else {
+      lin[k + 1] = true;
+    }
+  }
   Attrs *at = bld_alloc(B, sizeof(Attrs));
   at->dtype = -1;
   at->i[0] = st->at->i[0];
   at->i[1] = st->at->i[1];
   at->b[0] = !st->at->b[0];
   at->fns = bld_alloc(B, sizeof(IrFunc *));
-  at->fns[0] = transpose_fn(cx->T, body, lin);
+  TrOpts o;
+  memset(&o, 0, sizeof o);
+  o.no_ct = no_ct;
+  o.keep = keep;
+  o.nkeep = nc;
+  at->fns[0] = transpose_ex(cx->T->P, body, lin, body->name, cx->T->where, &o);
   at->nfns = 1;
   if (!at->fns[0]) { cx->T->failed = true; return false; }
-  int n = st->nout;
   IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
   Type *outt = bld_alloc(B, sizeof(Type) * (size_t)(n + 1));
-  for (int j = 0; j < n; j++) {
-    in[j] = tr_ct(cx, j);
-    outt[j] = st->in[j].t;
-    if (in[j].t.vma != outt[j].vma) in[j] = bld_lift(B, in[j], outt[j].vma);
-  }
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (no_ct[k]) {
+      in[m] = tr_in(cx, k);
+      outt[m++] = st->in[k].t;
+    }
+  for (int k = 0; k < n; k++)
+    if (!no_ct[k]) {
+      in[m] = tr_ct(cx, k);
+      outt[m] = st->in[k].t;
+      if (in[m].t.vma != outt[m].vma) in[m] = bld_lift(B, in[m], outt[m].vma);
+      m++;
+    }
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
   IrParam ps[4] = {kv("lower", bld_pv_int(B, at->i[0])), kv("upper", bld_pv_int(B, at->i[1])),
                    kv("body", fn_pv(B, 0)), kv("reverse", bld_pv_bool(B, at->b[0]))};
   bld_higher(B, P_FORI_LOOP, at, ps, 4, in, n, outt, n, out);
-  give_results(cx, 0, out);
+  for (int k = 0, q = nc; k < n; k++)
+    if (!no_ct[k]) tr_give(cx, k, out[q++]);
   return true;
 }
 
@@ -1009,7 +1054,10 @@ static bool tr_shard_map(TrCtx *cx) {
      the spec mentions, even where the body's result is invariant */
   uint32_t *ct_vma = bld_alloc(B, sizeof(uint32_t) * (size_t)(st->nout + 1));
   for (int j = 0; j < st->nout; j++) ct_vma[j] = sm->out[j].mask;
-  IrFunc *tb = transpose_ex(cx->T->P, body, cx->lin_in, body->name, cx->T->where, ct_vma);
+  TrOpts o;
+  memset(&o, 0, sizeof o);
+  o.ct_vma = ct_vma;
+  IrFunc *tb = transpose_ex(cx->T->P, body, cx->lin_in, body->name, cx->T->where, &o);
   if (!tb) { cx->T->failed = true; return false; }
   ShardMap *ts = bld_alloc(B, sizeof(ShardMap));
   ts->mesh = sm->mesh;
@@ -1108,6 +1156,10 @@ IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char
   return transpose_ex(P, f, linear, name, where, NULL);
 }
 
+IrFunc *tr_transpose_with(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where, const TrOpts *o) {
+  return transpose_ex(P, f, linear, name, where, o);
+}
+
 /* Drop primitive equations and literals whose results nothing reads: the
    constants copied forward that only fed linear equations (zeros a
    previous transpose made, for instance), so that transposing twice gives
@@ -1147,10 +1199,10 @@ static void drop_dead(Tr *T, IrFunc *g) {
   g->nbody = m;
 }
 
-/* ct_vma (for a shard_map body): the variance of each result's cotangent. */
 /* The transpose's parameters: f's non-linear ones, then a cotangent per
-   result of f (of variance ct_vma[j] when given); cts[] gets them. */
-static void tr_params(Tr *T, const bool *linear, const uint32_t *ct_vma, IrVar **cts) {
+   result of f (of variance o->ct_vma[j] when given; none where o->no_ct
+   says, and the constant 1 where o->seed_one does); cts[] gets them. */
+static void tr_params(Tr *T, const bool *linear, const TrOpts *o, IrAtom *cts, bool *has) {
   IrFunc *f = T->f;
   for (int i = 0; i < f->nparams; i++) {
     IrVar *p = f->params[i];
@@ -1161,25 +1213,46 @@ static void tr_params(Tr *T, const bool *linear, const uint32_t *ct_vma, IrVar *
     T->prim[p->slot].t = v->t;
   }
   for (int j = 0; j < f->nouts; j++) {
-    const IrAtom *o = &f->outs[j];
-    Type ctt = o->t;
-    if (ct_vma) ctt.vma = ct_vma[j];
-    cts[j] = bld_param(T->B, str_c(""), ctt);
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    name_after(T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
+    const IrAtom *out = &f->outs[j];
+    Type ctt = out->t;
+    if (o && o->ct_vma) ctt.vma = o->ct_vma[j];
+    if (o && o->no_ct && o->no_ct[j]) continue;
+    has[j] = true;
+    if (o && o->seed_one && o->seed_one[j]) {
+      IrAtom one;
+      memset(&one, 0, sizeof one);
+      one.lit = bld_keep(T->B, arr_scalar_f((DType)ctt.dt, 1.0));
+      one.t.dt = ctt.dt;
+      one.sp = T->where;
+      cts[j] = bld_lift(T->B, one, ctt.vma);
+      continue;
+    }
+    memset(&cts[j], 0, sizeof(IrAtom));
+    cts[j].var = bld_param(T->B, str_c(""), ctt);
+    cts[j].t = ctt;
+    name_after(T, &cts[j], out->var && out->var->name.n ? out->var->name : str_c("ct"));
   }
 }
 
 /* The forward pass: equations that touch no linear value are kept (they
    compute constants the transpose needs), the linear ones checked by
    their rules and listed in lin[] in order; returns how many. */
-static int tr_forward(Tr *T, IrStmt **lin) {
+static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
   IrFunc *f = T->f;
   int nlin = 0;
   for (int i = 0; i < f->nbody && !T->failed; i++) {
     IrStmt *st = f->body[i];
+    if (st->k == IS_PRINT && prints) {
+      IrPrintItem *items = bld_alloc(T->B, sizeof(IrPrintItem) * (size_t)(st->nitems + 1));
+      bool lin_item = false;
+      for (int k = 0; k < st->nitems; k++) {
+        items[k] = st->items[k];
+        lin_item |= atom_lin(T, &items[k].atom);
+        if (items[k].atom.var || items[k].atom.lit) items[k].atom = map_atom(T, &st->items[k].atom);
+      }
+      if (!lin_item) bld_print(T->B, items, st->nitems);
+      continue;
+    }
     if (st->k == IS_CONST) {
       IrAtom a;
       bld_const(T->B, st->value, &a);
@@ -1200,16 +1273,12 @@ static int tr_forward(Tr *T, IrStmt **lin) {
 
 /* The backward pass: the results' cotangents seeded, the linear
    equations walked last to first, each through its transpose rule. */
-static void tr_backward(Tr *T, IrVar **cts, IrStmt **lin, int nlin) {
+static void tr_backward(Tr *T, IrAtom *cts, const bool *has_ct, IrStmt **lin, int nlin) {
   IrFunc *f = T->f;
   for (int j = 0; j < f->nouts; j++) {
     const IrAtom *o = &f->outs[j];
-    if (!atom_lin(T, o)) continue;
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    a.t = cts[j]->t;
-    accumulate(T, o->var, a);
+    if (!atom_lin(T, o) || !has_ct[j]) continue;
+    accumulate(T, o->var, cts[j]);
   }
   for (int i = nlin - 1; i >= 0 && !T->failed; i--) {
     IrStmt *st = lin[i];
@@ -1226,10 +1295,13 @@ static void tr_backward(Tr *T, IrVar **cts, IrStmt **lin, int nlin) {
 
 /* The results: a cotangent per linear parameter (zeros where nothing
    reached it). */
-static void tr_results(Tr *T, const bool *linear, const uint32_t *ct_vma) {
+static void tr_results(Tr *T, const bool *linear, const TrOpts *o) {
   IrFunc *f = T->f;
-  IrAtom *outs = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
+  const uint32_t *ct_vma = o ? o->ct_vma : NULL;
+  int nkeep = o ? o->nkeep : 0;
+  IrAtom *outs = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(f->nparams + nkeep + 1));
   int n = 0;
+  for (int k = 0; k < nkeep; k++) outs[n++] = map_atom(T, &o->keep[k]);
   for (int i = 0; i < f->nparams; i++) {
     if (!linear[i]) continue;
     IrVar *p = f->params[i];
@@ -1244,7 +1316,7 @@ static void tr_results(Tr *T, const bool *linear, const uint32_t *ct_vma) {
 }
 
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
-                            const uint32_t *ct_vma) {
+                            const TrOpts *o) {
   Tr T;
   memset(&T, 0, sizeof T);
   T.P = P;
@@ -1260,14 +1332,15 @@ static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char
   T.has = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   T.zero = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   int errs = diag_count();
-  IrVar **cts = bld_alloc(T.B, sizeof(IrVar *) * (size_t)(f->nouts + 1));
-  tr_params(&T, linear, ct_vma, cts);
+  IrAtom *cts = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(f->nouts + 1));
+  bool *has_ct = bld_alloc(T.B, sizeof(bool) * (size_t)(f->nouts + 1));
+  tr_params(&T, linear, o, cts, has_ct);
   IrStmt **lin = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
-  int nlin = tr_forward(&T, lin);
+  int nlin = tr_forward(&T, lin, o && o->prints);
   if (T.failed || diag_count() != errs) return NULL;
-  tr_backward(&T, cts, lin, nlin);
+  tr_backward(&T, cts, has_ct, lin, nlin);
   if (T.failed || diag_count() != errs) return NULL;
-  tr_results(&T, linear, ct_vma);
+  tr_results(&T, linear, o);
   drop_dead(&T, g);
   return g;
 }
