@@ -168,7 +168,7 @@ IrAtom bld_zeros(Builder *B, const Type *t) {
   z.t.rank = 0;
   z.t.vma = 0;
   z.sp = B->where;
-  if (t->rank == 0 && !t->vma) return z;
+  if (t->rank == 0) return bld_lift(B, z, t->vma);
   IrParam ps[2];
   ps[0].key = "shape";
   ps[0].v = bld_pv_ints(B, t->shape, t->rank);

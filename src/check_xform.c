@@ -164,7 +164,13 @@ static IrFunc *target_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs
                *n, *n == 1 ? "" : "s", fd->target->name.n, fd->target->name.p, nargs, nargs == 1 ? " was" : "s were");
     return NULL;
   }
-  return check_instantiate(cx, fd->target, args, *n, call);
+  int errs = diag_count();
+  IrFunc *f = check_instantiate(cx, fd->target, args, *n, call);
+  if (!f && diag_count() > errs)
+    diag_note(call, "%.*s differentiates %.*s: its arguments begin with the %d parameter%s of %.*s", fd->name.n,
+              fd->name.p, fd->target->name.n, fd->target->name.p, *n, *n == 1 ? "" : "s", fd->target->name.n,
+              fd->target->name.p);
+  return f;
 }
 
 /* How many of the arguments are the parameters of function t: its

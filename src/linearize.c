@@ -40,6 +40,7 @@ typedef struct Pe {
   Builder *KB, *UB;     /* the same at the top level */
   int mode;
   bool promote_ok;      /* shard_map: varying scalar residuals become [1] */
+  uint32_t res_vma;     /* cond: its results (the residuals) vary over the index's axes too */
   uint32_t lift;        /* the unknown values vary over these axes at least */
   bool *unk;            /* by slot of src */
   IrAtom *map;          /* by slot of src: the atom in K (known) or U (unknown) */
@@ -196,6 +197,21 @@ static IrAtom res_of(Pe *E, IrAtom k) {
   if (E->mode == PE_TOP || !k.var || k.var->owner != bld_func(E->KB)) return k;
   for (int i = 0; i < E->nres; i++)
     if (E->res[i].k.var == k.var) return E->res[i].u;
+  /* a pbroadcast moves nothing: pass its operand, and lift it again in U
+     (a residual varying over fewer axes takes less memory); a local
+     equation of literals (zeros) is made again in U, so that the
+     transpose sees the zeros */
+  const IrFunc *K = bld_func(E->KB);
+  for (int i = K->nbody - 1; i >= 0; i--) {
+    IrStmt *st = K->body[i];
+    if (st->k != IS_EQN || st->nout != 1 || st->out[0] != k.var) continue;
+    if (st->prim == P_PBROADCAST) return bld_lift(E->UB, res_of(E, st->in[0]), k.t.vma);
+    bool lits = st->prim >= 0 && (prim_table[st->prim].vrule == VR_ELEM || prim_table[st->prim].vrule == VR_NULLARY);
+    for (int j = 0; j < st->nin; j++) lits &= st->in[j].lit != NULL;
+    IrAtom out;
+    if (lits && bld_copy(E->UB, st, st->in, &out)) return out;
+    break;
+  }
   Res r;
   memset(&r, 0, sizeof r);
   r.k = k;
@@ -207,6 +223,7 @@ static IrAtom res_of(Pe *E, IrAtom k) {
     if (!(r.fwd >= 0 && E->pass[r.fwd])) return stack_res(E, &r);
   }
   Type pt = k.t;
+  if (r.fwd < 0) pt.vma |= E->res_vma;
   r.promote = E->promote_ok && r.fwd < 0 && pt.rank == 0 && pt.vma;
   if (r.promote) {
     pt.rank = 1;
@@ -488,7 +505,7 @@ static void pe_shard_map(Pe *E, IrStmt *st) {
    its operands: its unknown operands, every branch's residuals (one
    slot per residual of any branch: b's own parameter, or a new one it
    ignores), then the forwarded known operands fw[]. */
-static void cond_u_params(Pe **S, int nb, int b, int nunk, const int *fw, int nfw, const Type *fwt) {
+static void cond_u_params(Pe **S, int nb, int b, int nunk, const int *fw, int nfw, const Type *fwt, uint32_t v) {
   Pe *E = S[b];
   IrFunc *U = bld_func(E->UB);
   int total = nunk, np = 0;
@@ -501,7 +518,9 @@ static void cond_u_params(Pe **S, int nb, int b, int nunk, const int *fw, int nf
     for (int i = 0; i < S[c]->nres; i++) {
       Res *r = &S[c]->res[i];
       if (r->fwd >= 0) continue;
-      ps[np++] = c == b ? r->up : bld_param(E->UB, str_c(""), r->k.t);
+      Type t = r->k.t;
+      t.vma |= v;
+      ps[np++] = c == b ? r->up : bld_param(E->UB, str_c(""), t);
     }
   for (int f = 0; f < nfw; f++) {
     IrVar *v = NULL;
@@ -529,6 +548,7 @@ static void pe_cond(Pe *E, IrStmt *st) {
   uint32_t *uvma = pe_alloc(R, sizeof(uint32_t) * (size_t)(nout + 1));
   for (int b = 0; b < nb; b++) {
     S[b] = pe_sub(E, st->at->fns[b], uin, PE_PARAM, lift, false);
+    S[b]->res_vma = V;
     pe_body(S[b]);
     if (R->failed) return;
     uo[b] = atoms(R, nu);
@@ -605,7 +625,7 @@ static void pe_cond(Pe *E, IrStmt *st) {
       ut[q++].vma = uvma[j];
     }
   for (int b = 0; b < nb; b++) {
-    cond_u_params(S, nb, b, nunk, fw, nfw, fwt);
+    cond_u_params(S, nb, b, nunk, fw, nfw, fwt, V);
     for (int q = 0; q < nu; q++) uo[b][q] = bld_lift(S[b]->UB, uo[b][q], ut[q].vma);
     uf[b] = bld_finish(S[b]->UB, uo[b], nu);
     refs[b] = fn_ref(E->UB, b);

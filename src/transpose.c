@@ -470,7 +470,7 @@ static bool tr_select_n(TrCtx *cx) {
   for (int k = 1; k < n; k++) {
     if (!cx->lin_in[k]) continue;
     for (int j = 1; j < n; j++) in[j] = j == k ? ct : z;
-    tr_give(cx, k, emit1(cx, P_SELECT_N, NULL, 0, in, n));
+    tr_give(cx, k, unbroadcast(cx, emit1(cx, P_SELECT_N, NULL, 0, in, n), k));
   }
   return true;
 }

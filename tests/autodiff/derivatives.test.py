@@ -1,0 +1,135 @@
+"""Every derivative rule against central finite differences, and reverse
+mode against forward mode (docs/language.md, Differentiation), on random
+programs (_adgen.py): f64 functions built from random chains of every
+differentiable primitive, control flow and collective, inside shard_map
+(meshes of one or two axes, random specs) and outside, with random
+inputs x, tangents v and cotangents w.  For each program:
+
+  * jvp against finite differences: <w, jvp f (x; v)> equals
+    <w, (f(x + h v) - f(x - h v)) / 2h> (h = 1e-6), up to the
+    differences' truncation and rounding error;
+  * vjp against jvp: <vjp f (x; w), v> equals <w, jvp f (x; v)>;
+  * grad (a function of one scalar result) against jvp: <grad f (x), v> w
+    equals <w, jvp f (x; v)>.
+
+Programs with a while loop, or a fori_loop whose bounds are values, are
+differentiated in forward mode only (reverse mode refuses them, as JAX
+does).  A tenth of the programs run in f32 and are judged by the two
+identities only.  Programs are batched, many per shmapi run; a batch that
+fails is re-run program by program to name the culprit, whose source is
+printed.  Fixed seed (SHM_AD_SEED), SHM_AD_N programs.
+
+Run by tests/run.py with SHMAPI set; cwd is the repository root.
+"""
+
+# timeout: 300
+
+import concurrent.futures
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True       # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _adgen  # noqa: E402
+
+SHMAPI = os.environ.get('SHMAPI', 'build/shmapi')
+SEED = int(os.environ.get('SHM_AD_SEED', '20240215'))
+N = int(os.environ.get('SHM_AD_N', '3000'))
+BATCH = 60
+FD_REL, FD_ABS = 2e-5, 1e-7         # finite differences: relative, and to the size of f
+ID64, ID32 = 1e-9, 2e-4             # the identities, f64 and f32
+
+
+def run_text(text):
+    with tempfile.NamedTemporaryFile('w', suffix='.shm', delete=False) as fh:
+        fh.write(text)
+        path = fh.name
+    try:
+        env = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
+        r = subprocess.run([SHMAPI, path], capture_output=True, text=True, timeout=240, env=env)
+    finally:
+        os.unlink(path)
+    return r
+
+
+def parse(out):
+    res = {}
+    for line in out.splitlines():
+        if line.startswith('ad '):
+            parts = line.split()
+            try:
+                res[int(parts[1])] = tuple(float(x) for x in parts[2:9])
+            except (ValueError, IndexError):
+                pass
+    return res
+
+
+def judge(p, vals):
+    """None if every check holds, else a message."""
+    if vals is None:
+        return 'no result line'
+    jv, fd, jabs, fabs, vj, vabs, gv = vals
+    if any(math.isnan(x) or math.isinf(x) for x in vals):
+        return 'a non-finite value: %r' % (vals,)
+    msgs = []
+    if not p.lowprec:
+        tol = FD_REL * (jabs + abs(fd)) + FD_ABS * fabs + 1e-8
+        if abs(jv - fd) > tol:
+            msgs.append('jvp %r but finite differences %r (|diff| %.3g > tol %.3g)' % (jv, fd, abs(jv - fd), tol))
+    idt = ID32 if p.lowprec else ID64
+    tol = idt * (jabs + vabs) + 1e-12
+    if not p.fwd_only and abs(vj - jv) > tol:
+        msgs.append('<vjp(w), v> = %r but <w, jvp(v)> = %r (|diff| %.3g > tol %.3g)' % (vj, jv, abs(vj - jv), tol))
+    if gv != 0.0 and abs(gv - jv) > idt * (jabs + abs(gv)) + 1e-12:
+        msgs.append('<grad, v> w = %r but <w, jvp(v)> = %r' % (gv, jv))
+    return '; '.join(msgs) or None
+
+
+def run_batch(progs):
+    """[(program, message)] for the programs of a batch that fail."""
+    r = run_text(''.join(p.text for p in progs))
+    if r.returncode == 0:
+        vals = parse(r.stdout)
+        bad = [(p, judge(p, vals.get(p.k))) for p in progs]
+        return [(p, m) for p, m in bad if m]
+    bad = []
+    for p in progs:
+        r1 = run_text(p.text)
+        if r1.returncode != 0:
+            bad.append((p, 'shmapi exited %d:\n%s' % (r1.returncode, r1.stderr[-3000:])))
+        else:
+            m = judge(p, parse(r1.stdout).get(p.k))
+            if m:
+                bad.append((p, m))
+    if not bad:
+        bad.append((progs[0], 'the batch failed (%d) but every program passes alone:\n%s'
+                    % (r.returncode, r.stderr[-3000:])))
+    return bad
+
+
+def main():
+    rng = random.Random(SEED)
+    progs = [_adgen.gen_program(rng, k, lowprec=rng.random() < 0.1) for k in range(N)]
+    batches = [progs[i:i + BATCH] for i in range(0, len(progs), BATCH)]
+    failures = []
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        for bad in pool.map(run_batch, batches):
+            failures.extend(bad)
+    for n, (p, msg) in enumerate(failures):
+        print('FAIL program %d (%s): %s' % (p.k, p.desc, msg))
+        if n < 5:
+            print('--- program %d:' % p.k)
+            print(p.text)
+    nrev = sum(not p.fwd_only for p in progs)
+    nsm = sum('@shard_map' in p.text for p in progs)
+    print('%d programs (%d inside shard_map, %d also in reverse mode, %d in f32); %d failed'
+          % (len(progs), nsm, nrev, sum(p.lowprec for p in progs), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
