@@ -117,7 +117,10 @@ bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int npar
   return true;
 }
 
-IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma) { return emit_lift(&B->e, a, vma, B->where); }
+IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma) {
+  bld_captures(B, &a, 1);
+  return emit_lift(&B->e, a, vma, B->where);
+}
 
 PVal *bld_pv_int(Builder *B, int64_t v) {
   PVal *p = ENEW(&B->e, PVal);

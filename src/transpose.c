@@ -664,7 +664,7 @@ static bool tr_slice(TrCtx *cx) {
 
 static bool tr_pad(TrCtx *cx) {
   if (cx->checking) {
-    if (!cx->lin_in[0]) return tr_error(cx, "pad of a constant operand is not linear");
+    if (!cx->lin_in[0] && !atom_zero(cx->T, &cx->st->in[0])) return tr_error(cx, "pad of a constant operand is not linear");
     if (!cx->lin_in[1] && !is_zero_lit(&cx->st->in[1]))
       return tr_error(cx, "pad of a linear value with a non-zero constant padding value is not linear");
     return true;

@@ -341,6 +341,38 @@ class AdGen(_shmgen.Gen):
         self.emit('%s = %s %s' % (v.name, nm, a.name))
         return v
 
+    def op_pad_nl(self, a):
+        """pad with a padding value computed from the inputs."""
+        r = self.rng
+        if not a.shape:
+            return None
+        pv = [v for v in self.pool if not v.shape and v.dt == a.dt and v.vma <= a.vma]
+        if not pv:
+            return None
+        p = r.choice(pv)
+        cfg = ['(%d, %d, %d)' % (r.choice([0, 1]), r.choice([0, 1, 2]), r.choice([0, 1])) for _ in a.shape]
+        shape = []
+        for n, c in zip(a.shape, cfg):
+            lo, hi, it = eval(c)
+            shape.append(n + lo + hi + (n - 1) * it)
+        if prod(shape) > _shmgen.MAX_SIZE:
+            return None
+        v = self.new(a.dt, shape, a.vma, 'pad')
+        self.emit('%s = pad[padding_config=(%s,)] %s %s' % (v.name, ', '.join(cfg), a.name, p.name))
+        return v
+
+    def op_convert_wide(self, a):
+        """To the other float dtype and back, through a function there."""
+        to = 'f64' if a.dt == 'f32' else 'f32'
+        if to == 'f32' and self.dt == 'f64':
+            return None          # f32 rounding would drown the finite differences
+        t = self.fresh('cv')
+        self.emit('%s_a = convert_element_type[new_dtype=%s] %s' % (t, to, a.name))
+        self.emit('%s_b = sin %s_a' % (t, t))
+        v = self.new(a.dt, a.shape, a.vma, 'convert_element_type')
+        self.emit('%s = convert_element_type[new_dtype=%s] %s_b' % (v.name, a.dt, t))
+        return v
+
     # the linear operations that make f32 (a convert): kept in the dtype
     def op_convert(self, a):
         v = self.new(a.dt, a.shape, a.vma, 'convert_element_type')
@@ -350,7 +382,7 @@ class AdGen(_shmgen.Gen):
 
 OPS = {
     'unary': 10, 'binary': 8, 'product': 3, 'clamp': 2, 'select': 2, 'reduce_nl': 3, 'cum_nl': 2,
-    'bilinear': 2, 'cond_nl': 2, 'fori_nl': 2, 'while_nl': 1, 'call_nl': 2,
+    'bilinear': 2, 'cond_nl': 2, 'fori_nl': 2, 'while_nl': 1, 'call_nl': 2, 'pad_nl': 1, 'convert_wide': 1,
     # linear ones (the adjoint test's)
     'neg': 1, 'mul': 2, 'div': 1, 'add': 2, 'sub': 1, 'dot': 2, 'reshape': 2, 'transpose': 1,
     'broadcast_in_dim': 1, 'reduce_sum': 2, 'squeeze': 1, 'expand_dims': 1, 'slice': 2, 'pad': 1,
@@ -372,7 +404,9 @@ class Program:
 
 
 def rand_vals(rng, n, lo=-1.0, hi=1.0):
-    return [round(rng.uniform(lo, hi), 4) for _ in range(n)]
+    """Seven decimals: an input exactly at a jump of floor, ceil or round
+    (0, 0.5, ...), where the differences see the jump, is unlikely."""
+    return [round(rng.uniform(lo, hi), 7) for _ in range(n)]
 
 
 def literal(name, dt, shape, vals):
@@ -564,12 +598,20 @@ def gen_program(rng, k, lowprec=False):
             g.emit('%s = psum[axes=%s] %s' % (t.name, tup(sorted(cur.vma, key=g.axes.index)), s.name))
             s = t
         outs = [s]
+    ints = []
+    if r.random() < 0.1 and outs[0].shape:
+        # an integer result too: it has no tangent and no cotangent
+        am = g.new('i32', outs[0].shape[1:], outs[0].vma, 'argmax')
+        g.emit('%s = argmax[axes=(0,), index_dtype=i32] %s' % (am.name, outs[0].name))
+        ints.append(am)
     results = []
-    for o in outs:
+    for o in outs + ints:
         if not o.shape and o.vma:
             o = g.op_expand_dims(o)
         text, glob, _ = g.spec(o.shape, sorted(o.vma, key=g.axes.index), True) or ('P()', o.shape, 0)
         results.append({'v': o, 'spec': text, 'glob': glob, 'dt': o.dt})
+    if len(results) > 1 and r.random() < 0.5:
+        r.shuffle(results)
     f, mesh = 'f%d' % k, 'm%d' % k
     text = ['# ---- program %d: %s' % (k, ' '.join(g.ops_used))]
     if not plain:
