@@ -199,14 +199,15 @@ static IrAtom res_of(Pe *E, IrAtom k) {
     if (E->res[i].k.var == k.var) return E->res[i].u;
   /* a pbroadcast moves nothing: pass its operand, and lift it again in U
      (a residual varying over fewer axes takes less memory); a local
-     equation of literals (zeros) is made again in U, so that the
-     transpose sees the zeros */
+     equation of literals (zeros) or an axis_index is made again in U, so
+     that the transpose sees the zeros */
   const IrFunc *K = bld_func(E->KB);
   for (int i = K->nbody - 1; i >= 0; i--) {
     IrStmt *st = K->body[i];
     if (st->k != IS_EQN || st->nout != 1 || st->out[0] != k.var) continue;
     if (st->prim == P_PBROADCAST) return bld_lift(E->UB, res_of(E, st->in[0]), k.t.vma);
-    bool lits = st->prim >= 0 && (prim_table[st->prim].vrule == VR_ELEM || prim_table[st->prim].vrule == VR_NULLARY);
+    VarRule vr = st->prim >= 0 ? prim_table[st->prim].vrule : VR_SPECIAL;
+    bool lits = vr == VR_ELEM || vr == VR_NULLARY || vr == VR_AXIS_INDEX;
     for (int j = 0; j < st->nin; j++) lits &= st->in[j].lit != NULL;
     IrAtom out;
     if (lits && bld_copy(E->UB, st, st->in, &out)) return out;
@@ -247,6 +248,17 @@ static IrAtom res_of(Pe *E, IrAtom k) {
   return r.u;
 }
 
+/* The row of a stack iteration i writes: i - lower. */
+static IrAtom loop_row(Pe *E, Builder *B, IrAtom i) {
+  if (!E->lower) return i;
+  IrAtom in[2] = {i, i}, r = i;
+  in[1].var = NULL;
+  in[1].lit = bld_keep(B, arr_scalar_i((DType)i.t.dt, E->lower));
+  in[1].t.vma = 0;
+  emit(E, B, P_SUB, NULL, 0, in, 2, &r);
+  return r;
+}
+
 /* A residual of a fori_loop body: a stack of its value at every
    iteration, written by K at i - lower and read back by U. */
 static IrAtom stack_res(Pe *E, Res *r) {
@@ -264,11 +276,7 @@ static IrAtom stack_res(Pe *E, Res *r) {
   r->up = bld_param(E->UB, r->k.var->name, st);
   IrAtom s = var_atom(r->up);
   if (!E->has_uidx) {
-    IrAtom in[2] = {E->ui, E->ui};
-    in[1].var = NULL;
-    in[1].lit = bld_keep(E->UB, arr_scalar_i((DType)E->ui.t.dt, E->lower));
-    in[1].t.vma = 0;
-    emit(E, E->UB, P_SUB, NULL, 0, in, 2, &E->uidx);
+    E->uidx = loop_row(E, E->UB, E->ui);
     E->has_uidx = true;
   }
   int n = st.rank;
@@ -703,11 +711,7 @@ static void pe_fori(Pe *E, IrStmt *st) {
     Res *r = &S->res[i];
     if (!r->kp) continue;
     if (!has_kidx) {
-      IrAtom in[2] = {S->ki, S->ki};
-      in[1].var = NULL;
-      in[1].lit = bld_keep(S->KB, arr_scalar_i((DType)S->ki.t.dt, S->lower));
-      in[1].t.vma = 0;
-      if (!emit(E, S->KB, P_SUB, NULL, 0, in, 2, &kidx)) return;
+      kidx = loop_row(S, S->KB, S->ki);
       has_kidx = true;
     }
     int64_t z = 0;
