@@ -29,8 +29,27 @@ Binding *check_bind(Checker *C, Binding *next, BindKind k, Str name) {
 
 Binding *check_lookup(Binding *s, BindKind k, Str name) {
   for (; s; s = s->next)
-    if (s->k == k && str_eq(s->name, name)) return s;
+    if (s->k == k && str_eq(s->name, name)) {
+      if (k == B_FUNC) s->fn->used = true;
+      return s;
+    }
   return NULL;
+}
+
+/* Mark the functions a statement names in its parameters (cond's
+   branches, a loop's functions, shard_map's f) as used, when the
+   statement is skipped before they are looked up (an operand failed). */
+static void touch_fn_params(Ctx *cx, const AstStmt *s) {
+  for (int i = 0; i < s->nparams; i++) {
+    PVal *v = pv_unparen(s->params[i]->v);
+    PVal *one[1] = {v};
+    PVal **items = v && (v->k == PV_TUPLE || v->k == PV_LIST) ? v->items : one;
+    int n = v && (v->k == PV_TUPLE || v->k == PV_LIST) ? v->n : 1;
+    for (int k = 0; k < n; k++) {
+      PVal *e = pv_unparen(items[k]);
+      if (e && e->k == PV_NAME) check_lookup(cx->scope, B_FUNC, e->s);
+    }
+  }
 }
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -375,7 +394,11 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   const PrimInfo *pi = &prim_table[prim];
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
   bool silent;
-  if (!check_resolve_args(cx, s, in, &silent)) { check_bind_bad(cx, s); return; }
+  if (!check_resolve_args(cx, s, in, &silent)) {
+    touch_fn_params(cx, s);
+    check_bind_bad(cx, s);
+    return;
+  }
   if (s->nargs < pi->nin_min || (pi->nin_max >= 0 && s->nargs > pi->nin_max)) {
     if (pi->nin_min == pi->nin_max)
       diag_error(s->callee_sp, "%s takes %d operand%s, but %d %s given", pi->name, pi->nin_min,
@@ -1088,6 +1111,7 @@ bool check_index_operand(Ctx *cx, IrAtom *a, const AstArg *arg, const char *what
 }
 
 static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
+  touch_fn_params(cx, s);     /* every function it names is used, even if an earlier one fails */
   RuleCtx r;
   rule_init(&r, &cx->C->prog.arena, cx->mesh, prim_table[prim].name, s->callee_sp, s->params, s->nparams);
   Attrs *at = NEW(cx->C, Attrs);

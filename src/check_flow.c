@@ -211,6 +211,31 @@ static void trial_end(Ctx *cx, int mark) {
   diag_truncate(mark);
 }
 
+/* A loop body checked at the carries' final types (carry[0..n), the last
+   n of its nargs parameters), its errors reported: it must return the
+   carries' dtypes and shapes, and where it returns a narrower variance
+   set it is checked again with its results widened.  vma[] gets the
+   carries' sets.  NULL after an error (the statement's results are bound
+   bad). */
+static IrFunc *final_body(Ctx *cx, AstStmt *s, FuncDef *fd, const Type *args, int nargs, const Type *carry, int n,
+                          uint32_t pv, const char *what, uint32_t *vma) {
+  IrFunc *f = inst_ctrl(cx, fd, args, nargs, pv, NULL, 0, s->callee_sp);
+  if (f && !outs_fit(f, carry, n)) {
+    carry_mismatch(cx, s->callee_sp, what, carry, n, f);
+    f = NULL;
+  }
+  for (int k = 0; f && k < n; k++) vma[k] = carry[k].vma;
+  if (f && !outs_vma_are(f, vma, n)) {
+    f = inst_ctrl(cx, fd, args, nargs, pv, vma, n, s->callee_sp);
+    if (f && !outs_vma_are(f, vma, n)) {
+      carry_mismatch(cx, s->callee_sp, what, carry, n, f);
+      f = NULL;
+    }
+  }
+  if (!f) check_bind_bad(cx, s);
+  return f;
+}
+
 /* A fori_loop bound: an integer literal, or the name of a scalar integer
    value (invariant or varying) in scope.  *atom is set for a value. */
 static bool fori_bound(Ctx *cx, RuleCtx *r, const char *key, int64_t *lit, IrAtom *atom, bool *is_value) {
@@ -299,21 +324,9 @@ void flow_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     if (stable) break;
   }
   trial_end(cx, mark);
-  /* the body at the carries' final types, its errors reported */
-  f = inst_ctrl(cx, fd, args, n + 1, pv, NULL, 0, s->callee_sp);
-  if (!f) { check_bind_bad(cx, s); return; }
-  if (!outs_fit(f, carry, n)) {
-    carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f);
-    check_bind_bad(cx, s);
-    return;
-  }
   uint32_t *cv = NEWN(cx->C, uint32_t, n);
-  for (int k = 0; k < n; k++) cv[k] = carry[k].vma;
-  if (!outs_vma_are(f, cv, n)) {
-    f = inst_ctrl(cx, fd, args, n + 1, pv, cv, n, s->callee_sp);
-    if (!f) { check_bind_bad(cx, s); return; }
-    if (!outs_vma_are(f, cv, n)) { carry_mismatch(cx, s->callee_sp, "fori_loop body", carry, n, f); check_bind_bad(cx, s); return; }
-  }
+  f = final_body(cx, s, fd, args, n + 1, carry, n, pv, "fori_loop body", cv);
+  if (!f) return;
   for (int k = 0; k < n; k++) all[nbound + k] = emit_lift(EM(cx), in[k], cv[k], s->callee_sp);
   check_add_fn(cx, at, f);
   rule_record(r, "body", check_fn_ref(cx, 0));
@@ -359,11 +372,14 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     c[k].vma |= ast_param_vma(cx, cfd, (int)cn + k) | ast_param_vma(cx, bfd, (int)bn + k);
   }
   int mark = trial_begin(cx);
+  bool silent = false;
   for (;;) {      /* ends: each round that does not break widens pv or a carry */
     for (int k = 0; k < nc; k++)
       if (!pt[k]) c[k].vma |= pv;
     for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+    int before = diag_mark();
     cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
+    silent = !cf && diag_mark() == before;       /* a failed value, reported where it failed */
     if (!cf || cf->nouts != 1) break;            /* the final check says why */
     if ((cf->outs[0].t.vma | pv) != pv) {
       pv |= cf->outs[0].t.vma;
@@ -379,6 +395,19 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     if (stable) break;
   }
   trial_end(cx, mark);
+  /* A predicate that reads a failed value has no variance to speak of:
+     the functions are still checked, for their own errors, but not their
+     variance annotations, and the loop's results are bad (silently: the
+     failed value's statement has its error). */
+  if (silent) {
+    cx->C->lenient++;
+    for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
+    inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
+    inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
+    cx->C->lenient--;
+    check_bind_bad(cx, s);
+    return;
+  }
   /* the functions at the carries' final types, their errors reported */
   for (int i = 0; i < nc; i++) ct[cn + i] = c[i];
   cf = inst_ctrl(cx, cfd, ct, (int)cn + nc, pv, NULL, 0, s->callee_sp);
@@ -393,24 +422,9 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     check_bind_bad(cx, s);
     return;
   }
-  bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, NULL, 0, s->callee_sp);
-  if (!bf) { check_bind_bad(cx, s); return; }
-  if (!outs_fit(bf, c, nc)) {
-    carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
-    check_bind_bad(cx, s);
-    return;
-  }
   uint32_t *cvma = NEWN(cx->C, uint32_t, nc);
-  for (int k = 0; k < nc; k++) cvma[k] = c[k].vma;
-  if (!outs_vma_are(bf, cvma, nc)) {
-    bf = inst_ctrl(cx, bfd, bt, (int)bn + nc, pv, cvma, nc, s->callee_sp);
-    if (!bf) { check_bind_bad(cx, s); return; }
-    if (!outs_vma_are(bf, cvma, nc)) {
-      carry_mismatch(cx, s->callee_sp, "while's body_jaxpr", c, nc, bf);
-      check_bind_bad(cx, s);
-      return;
-    }
-  }
+  bf = final_body(cx, s, bfd, bt, (int)bn + nc, c, nc, pv, "while's body_jaxpr", cvma);
+  if (!bf) return;
   for (int i = 0; i < nc; i++) carry[i] = emit_lift(EM(cx), carry[i], cvma[i], s->callee_sp);
   check_add_fn(cx, at, cf);
   check_add_fn(cx, at, bf);

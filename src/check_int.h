@@ -55,6 +55,7 @@ typedef struct FuncDef {
   bool lin_given;
   bool resolved;           /* resolved without types (never checked) */
   int held;                /* the tag of errors its check at the def held back, or 0 */
+  bool used;               /* a statement names it (looked up, checked or not) */
 } FuncDef;
 
 typedef struct ImportedFile {

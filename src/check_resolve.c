@@ -336,18 +336,20 @@ void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh) {
 }
 
 /* At the end of a file: the errors a def's own check held back are
-   dropped if a call checked the function, reported if none did; each
+   reported only for a function no statement uses.  A use checks the
+   function under its own predicates and reports what is wrong there (an
+   annotation JAX prints may be right at the use and wrong at the def); a
+   use skipped after an earlier error checks it once that error is
+   mended.  Each
    function recorded since `from` that no check has reached (no instance
    of any def of its syntax) is resolved, once per syntax. */
 void resolve_unchecked(Checker *C, int from) {
   for (int i = from; i < C->ndefs; i++) {
     FuncDef *fd = C->defs[i];
     if (!fd->held) continue;
-    bool checked = false;
-    for (int j = 0; j < C->ndefs && !checked; j++)
-      for (Instance *in = C->defs[j]->ast == fd->ast ? C->defs[j]->inst : NULL; in && !checked; in = in->next)
-        checked = in->ir != NULL;
-    diag_release(fd->held, !checked);
+    bool used = false;
+    for (int j = 0; j < C->ndefs && !used; j++) used = C->defs[j]->ast == fd->ast && C->defs[j]->used;
+    diag_release(fd->held, !used);
     fd->held = 0;
   }
   for (int i = from; i < C->ndefs; i++) {

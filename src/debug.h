@@ -10,14 +10,17 @@
 ** With varying control flow a stop names the instances on its path and
 ** where the others are.
 **
-** Breakpoint conditions and `p`/`display` expressions are compiled by the
-** checker (check_expr) against the variables visible where the debugger
-** stands and run by the evaluator (eval_call) in that frame: a condition
-** is evaluated once for all instances and holds per instance.
+** The debugger is three files: debug.c (the stop, stepping, frames, the
+** commands), dbg_break.c (breakpoints, conditions, displays) and
+** inspect.c (what looks at values and names, which the REPL uses too).
 **
+** The commands of both prompts, the REPL's shm> and the debugger's
+** (shdb), are the rows of one table, commands.def: debug.c runs them, and
+** the REPL reads the table (dbg_cmds) for its help and for completion.
 ** The REPL owns the terminal: the debugger reads its commands through the
-** reader it is given, and prints everything (stops, values, its own
-** complaints as `*** message`) to standard output.
+** hooks it is given, asks them for help on the language and to run
+** `debug STMT`, and prints everything (stops, values, its own complaints
+** as `*** message`) to standard output.
 */
 #ifndef SHM_DEBUG_H
 #define SHM_DEBUG_H
@@ -28,26 +31,34 @@
 
 typedef struct Dbg Dbg;
 
-/* Read one line with a prompt; NULL at the end of input.  The line is
-   malloc'd; the debugger frees it. */
-typedef char *(*DbgReader)(void *ctx, const char *prompt);
-/* Print help on a topic the debugger does not know (primitives ...);
-   false when nobody knows it. */
-typedef bool (*DbgHelp)(void *ctx, const char *topic);
+typedef enum DbgResult {
+  DBG_OK,           /* the statements ran to their end */
+  DBG_ERROR,        /* a runtime error (printed to stderr) */
+  DBG_QUIT,         /* the user quit the debugger */
+  DBG_LEAVE         /* `quit` at the shm> prompt: leave shmapi */
+} DbgResult;
 
-Dbg *dbg_new(Checker *C, Interp *I, DbgReader read, DbgHelp help, void *ctx);
+/* What the REPL does for the debugger; ctx is passed back to each. */
+typedef struct DbgHooks {
+  /* Read one line with a prompt; NULL at the end of input.  The line is
+     malloc'd; the debugger frees it. */
+  char *(*read)(void *ctx, const char *prompt);
+  /* Print help on a topic the debugger does not know (the REPL's
+     overview, statements, primitives ...); false when nobody knows it. */
+  bool (*help)(void *ctx, const char *topic);
+  /* `debug ARGS` at the shm> prompt: run the statement or the call ARGS
+     under the debugger, stopped before it. */
+  DbgResult (*debug)(void *ctx, const char *args);
+  void *ctx;
+} DbgHooks;
+
+Dbg *dbg_new(Checker *C, Interp *I, const DbgHooks *hooks);
 void dbg_free(Dbg *D);
 
 /* The program file (`-i FILE`, `--debug FILE`): its file index and how
    many of main's statements it made.  `run` and `restart` run those
    statements again; `break LINE` means a line of it. */
 void dbg_set_program(Dbg *D, int file, int nstmts);
-
-typedef enum DbgResult {
-  DBG_OK,           /* the statements ran to their end */
-  DBG_ERROR,        /* a runtime error (printed to stderr) */
-  DBG_QUIT          /* the user quit the debugger */
-} DbgResult;
 
 /* Run main's statements [from, to) (to < 0: to the end) under the
    debugger: it stops at breakpoints, and before the first statement when
@@ -60,19 +71,42 @@ DbgResult dbg_run_main(Dbg *D, int from, int to, bool stop_first);
    a bare name prints a value.  Static errors go to stderr (DBG_ERROR). */
 DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first);
 
-/* A command typed at the REPL prompt that the debugger answers (break,
-   tbreak, clear, disable, enable, condition, ignore, display, undisplay,
-   info, whos, run, restart).  False when `line` is none of them; the
-   result of a `run` or `restart` is left in *res when res is not NULL. */
+/* A line typed at the shm> prompt whose first word names a command of
+   that prompt (the REPL has checked that the line binds no names): run
+   it and return true, leaving in *res (when not NULL) the result of what
+   it ran.  False when the line is no such command (`whos x`, `run f`). */
 bool dbg_command(Dbg *D, const char *line, DbgResult *res);
-/* Print help on a debugger command; false when `topic` is none. */
-bool dbg_help(const char *topic);
-/* The debugger's commands (NULL-terminated), for help and completion. */
-extern const char *const dbg_command_names[];
-/* Is the debugger at a stop (its prompt showing)? */
-bool dbg_stopped(Dbg *D);
 /* The names visible where the debugger stopped, for completion; returns
    how many were stored (0 when not stopped). */
 int dbg_visible_names(Dbg *D, const char **names, int max);
+
+/* ---- the command table (commands.def) ---- */
+
+enum { DBG_SHM = 1, DBG_SHDB = 2, DBG_BOTH = 3 };   /* the prompts */
+
+/* What a command's argument is, for completion. */
+typedef enum DbgArg {
+  DBG_ARG_ANY,      /* names and primitives */
+  DBG_ARG_TOPIC,    /* help's: topics, commands, primitives */
+  DBG_ARG_SUBJECT   /* one of the words its usage offers (info's) */
+} DbgArg;
+
+/* One row of commands.def; its columns are explained there. */
+typedef struct DbgCmd {
+  const char *names;         /* "finish return" */
+  const char *also;          /* "r": at (shdb) only */
+  int at;                    /* DBG_SHM, DBG_SHDB or both */
+  DbgArg arg;
+  const char *usage, *text;  /* help */
+  int rank;                  /* place in the shm> overview; 0: none */
+  const char *shm_help;      /* "USAGE\tSUMMARY" lines there */
+} DbgCmd;
+
+/* The rows in order, then one whose names is NULL. */
+extern const DbgCmd dbg_cmds[];
+/* The row that answers `word` at prompt `at` (DBG_SHM or DBG_SHDB). */
+const DbgCmd *dbg_find(const char *word, int at);
+/* The debugger's `help`: its commands with their short forms. */
+void dbg_help_list(void);
 
 #endif

@@ -1,7 +1,11 @@
 /*
 ** repl.c — the REPL: read a statement (a `def` or an open bracket spans
-** lines), check it, run it, print the value of a bare name; answer the
-** inspection commands; hand the debugger's commands to debug.c.
+** lines), check it, run it, print the value of a bare name.  A command of
+** the shm> prompt goes to the debugger, which runs the commands of both
+** prompts from their table (commands.def); the REPL gives it the lines it
+** reads, help on the language (its topics and the primitives), and runs
+** `debug STMT` for it.  Help on the commands and their completion come
+** from the same table.
 **
 ** The line reader is libedit's readline on a terminal and plain getline
 ** otherwise (then each line is echoed after its prompt, so a scripted
@@ -20,7 +24,10 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "inspect.h"
+#include "lex.h"
 #include "parse.h"
+#include "parser.h"
 #include "primdoc.h"
 #include "repl.h"
 #include "show.h"
@@ -29,6 +36,7 @@ typedef struct Repl {
   Checker *C;
   Interp *I;
   Dbg *D;
+  Insp top;                  /* the top level, for bare names */
   const ReplOptions *opts;
   bool tty;
   bool in_debugger;          /* the prompt showing is (shdb) */
@@ -42,88 +50,107 @@ typedef struct Repl {
 /* The session completion asks about (libedit's callbacks take no context). */
 static Repl *the_repl;
 
+/* The keywords a statement starts with, for completion. */
 static const char *const keywords[] = {"def", "print", "show", "import", "mesh", "return", NULL};
-
-/* Commands of the shm> prompt (the debugger answers the breakpoint ones). */
-static const char *const repl_commands[] = {
-  "help", "whos", "info", "debug", "run", "restart", "break", "tbreak", "clear", "disable", "enable",
-  "condition", "ignore", "display", "undisplay", "quit", "exit", NULL
-};
-
-static const char *const help_topics[] = {
-  "commands", "debugger", "primitives", "collectives", "statements", NULL
-};
-
-static bool in_list(const char *const *list, const char *w) {
-  for (int i = 0; list[i]; i++)
-    if (!strcmp(list[i], w)) return true;
-  return false;
-}
 
 static const char *skip_ws(const char *s) {
   while (isspace((unsigned char)*s)) s++;
   return s;
 }
 
+/* ---- what the lexer sees -------------------------------------------------------------- */
+
+/* An input as the real lexer (lex.h) sees it, so that strings, comments,
+   brackets and `\` at the end of a line mean here what they mean to the
+   parser.  That tells a command from a bare name, an expression from
+   statements, and an input that goes on from one that is complete. */
+typedef struct Scan {
+  int ntok;                  /* tokens, newlines not counted */
+  int first, second;         /* the types of the first two (0: none) */
+  Str word;                  /* the first token's text */
+  bool spaced;               /* white space (or nothing) after the first */
+  bool binds;                /* an `=` outside brackets: it binds names */
+  bool open;                 /* it goes on (when it ends in a newline): a
+                                bracket is open, its last line ends in `\`,
+                                or is a decorator waiting for its def */
+  bool bad;                  /* a character the lexer rejects: complete,
+                                the parser will say what is wrong */
+} Scan;
+
+/* arena_free for err_defer. */
+static void free_arena(void *a) { arena_free(a); }
+
+/* Scan text (NUL-terminated; the Strs point into it). */
+static Scan scan(const char *text) {
+  Scan s;
+  memset(&s, 0, sizeof s);
+  size_t n = strlen(text);
+  Arena a = {0};
+  Lexer L;
+  lex_init(&L, &a, -1, text, n);
+  err_defer(free_arena, &a);                 /* decoded strings */
+  int line_first = 0, last_first = 0;        /* first token of this line, of the last one ended */
+  bool by_newline = true;                    /* the last line ended at a newline, not at the end */
+  uint32_t end0 = 0;
+  Tok t;
+  for (lex_next(&L, &t); t.type; lex_next(&L, &t)) {
+    if (t.type == TK_NL) {
+      by_newline = t.sp.len > 0;
+      if (line_first) last_first = line_first;
+      line_first = 0;
+      continue;
+    }
+    if (!line_first) line_first = t.type;
+    if (s.ntok == 0) {
+      s.first = t.type;
+      s.word = t.text;
+      end0 = t.sp.off + t.sp.len;
+    } else if (s.ntok == 1) {
+      s.second = t.type;
+      s.spaced = t.sp.off > end0;
+    }
+    s.ntok++;
+    s.bad |= t.type == TK_ILLEGAL;
+    s.binds |= t.type == TK_EQ && L.depth == 0;
+  }
+  err_undefer(&a);
+  arena_free(&a);
+  if (s.ntok == 1) s.spaced = true;
+  bool continued = !by_newline && n && text[n - 1] == '\n';
+  s.open = !s.bad && (L.depth > 0 || continued || last_first == TK_AT);
+  return s;
+}
+
+/* Inside `prim[...]` at the end of text: true when the innermost open
+   bracket is a `[`, with the name before it in *name (empty if none). */
+static bool in_brackets(const char *text, Str *name) {
+  Arena a = {0};
+  Lexer L;
+  lex_init(&L, &a, -1, text, strlen(text));
+  err_defer(free_arena, &a);
+  int kind[LEX_MAXNEST];
+  Str before[LEX_MAXNEST];
+  int depth = 0;
+  Tok t, prev = {0};
+  for (lex_next(&L, &t); t.type; prev = t, lex_next(&L, &t)) {
+    if (t.type == TK_LBRACK || t.type == TK_LPAREN || t.type == TK_LBRACE || t.type == TK_PSPEC) {
+      if (depth < LEX_MAXNEST) {
+        kind[depth] = t.type;
+        before[depth] = prev.type == TK_IDENT ? prev.text : (Str){text, 0};
+      }
+      depth++;
+    } else if ((t.type == TK_RBRACK || t.type == TK_RPAREN || t.type == TK_RBRACE) && depth) {
+      depth--;
+    }
+  }
+  err_undefer(&a);
+  arena_free(&a);
+  if (!depth || depth > LEX_MAXNEST || kind[depth - 1] != TK_LBRACK) return false;
+  *name = before[depth - 1];
+  return true;
+}
+
 /* ---- reading ------------------------------------------------------------------- */
-
-/* Bracket depth of a chunk of text, skipping strings and comments.  A
-   trailing decorator line also asks for more. */
-static int open_depth(const char *s) {
-  int depth = 0;
-  char q = 0;
-  for (const char *p = s; *p; p++) {
-    if (q) {
-      if (*p == '\\' && p[1]) p++;
-      else if (*p == q) q = 0;
-      else if (*p == '\n') q = 0;
-      continue;
-    }
-    if (*p == '#') { while (*p && *p != '\n') p++; if (!*p) break; continue; }
-    if (*p == '\'' || *p == '"') q = *p;
-    else if (*p == '(' || *p == '[' || *p == '{') depth++;
-    else if (*p == ')' || *p == ']' || *p == '}') depth--;
-  }
-  if (depth > 0) return depth;
-  /* a decorator line waits for its def */
-  const char *t = s + strlen(s);
-  while (t > s && isspace((unsigned char)t[-1])) t--;
-  const char *ls = t;
-  while (ls > s && ls[-1] != '\n') ls--;
-  while (ls < t && isspace((unsigned char)*ls)) ls++;
-  return *ls == '@' ? 1 : 0;
-}
-
-/* Does the line bind names (an `=` outside brackets and strings)? */
-static bool is_equation(const char *s) {
-  int depth = 0;
-  char q = 0;
-  for (const char *p = s; *p; p++) {
-    if (q) {
-      if (*p == '\\' && p[1]) p++;
-      else if (*p == q) q = 0;
-      continue;
-    }
-    if (*p == '#') break;
-    if (*p == '\'' || *p == '"') q = *p;
-    else if (*p == '(' || *p == '[' || *p == '{') depth++;
-    else if (*p == ')' || *p == ']' || *p == '}') depth--;
-    else if (*p == '=' && depth == 0) return true;
-  }
-  return false;
-}
-
-/* One identifier and nothing else: its length, or 0. */
-static int bare_name(const char *s) {
-  s = skip_ws(s);
-  const char *b = s;
-  if (!isalpha((unsigned char)*s) && *s != '_') return 0;
-  while (isalnum((unsigned char)*s) || *s == '_') s++;
-  int n = (int)(s - b);
-  s = skip_ws(s);
-  if (*s == '#') return n;
-  return *s ? 0 : n;
-}
 
 /* Read one line: libedit with a prompt on a terminal; otherwise getline,
    echoing the line after its prompt.  NULL at the end of input. */
@@ -170,28 +197,58 @@ static char *dbg_reader(void *ctx, const char *prompt) {
 
 /* ---- help -------------------------------------------------------------------------- */
 
+/* One line "USAGE\tSUMMARY" of an entry of the overview (a commands.def
+   row's shm_help): USAGE in a column of 20, or alone on its line when
+   longer.  With no USAGE, the line is headed by `names` when given, else
+   its summary goes on from the line above. */
+static void put_overview_line(Buf *b, const char *line, int len, const char *names) {
+  const char *tab = memchr(line, '\t', (size_t)len);
+  const char *sum = tab ? tab + 1 : line;
+  int sn = len - (int)(sum - line);
+  const char *use = line;
+  int un = tab ? (int)(tab - line) : 0;
+  if (!un && names) use = names, un = (int)strlen(names);
+  if (!un) buf_printf(b, "%24s", "");
+  else if (un <= 20) buf_printf(b, "  %-20.*s  ", un, use);
+  else buf_printf(b, "  %.*s\n%24s", un, use, "");
+  buf_printf(b, "%.*s\n", sn, sum);
+}
+
+/* `help` at shm>: what a line is, then the commands of that prompt from
+   commands.def, entry by entry in the order of their ranks.  Rows of one
+   rank share an entry, headed by their names. */
 static void help_overview(void) {
-  puts("shm REPL: type statements (equations, def, mesh, print, show, import); they are\n"
-       "checked, then run.  A bare name prints its value; a line without `=` such as\n"
-       "`add x y` or `f x` prints its results.\n"
-       "\n"
-       "Commands (when the line is not an equation):\n"
-       "  help [TOPIC]          topics: commands, statements, primitives, collectives,\n"
-       "                        debugger, or a primitive's or a command's name\n"
-       "  whos                  the names defined: kind, type (with variance), devices\n"
-       "  info mesh             each mesh: axes, sizes and the device grid\n"
-       "  info break | display  breakpoints and displays\n"
-       "  show F                a function after checking (a statement of the language)\n"
-       "  debug STMT            run a statement under the debugger, stopped before it\n"
-       "  debug F ARGS          call F under the debugger, stopped in its first statement\n"
-       "  break, tbreak, clear, disable, enable, condition, ignore, display, undisplay\n"
-       "                        set breakpoints before running (see help debugger)\n"
-       "  run                   run the program file again, stopping at breakpoints\n"
-       "  restart               run it again, stopped before its first statement\n"
-       "  quit, exit, Ctrl-D    leave; Ctrl-C stops a running statement\n"
-       "\n"
-       "On a terminal, Tab completes keywords, primitives, parameters (psum[a<Tab>),\n"
-       "names and commands; history is kept in ~/.shmapi_history.");
+  Buf b = {0};
+  buf_puts(&b, "shm REPL: type statements (equations, def, mesh, print, show, import); they are\n"
+               "checked, then run.  A bare name prints its value; a line without `=` such as\n"
+               "`add x y` or `f x` prints its results.\n"
+               "\n"
+               "Commands (when the line is not an equation):\n");
+  int max = 0;
+  for (const DbgCmd *c = dbg_cmds; c->names; c++)
+    if (c->rank > max) max = c->rank;
+  for (int r = 1; r <= max; r++) {
+    Buf names = {0};
+    const DbgCmd *first = NULL;
+    int n = 0;
+    for (const DbgCmd *c = dbg_cmds; c->names; c++)
+      if (c->rank == r) {
+        if (!first) first = c;
+        buf_printf(&names, "%s%.*s", n++ ? ", " : "", (int)strcspn(c->names, " "), c->names);
+      }
+    for (const char *p = first ? first->shm_help : ""; *p;) {
+      int len = (int)strcspn(p, "\n");
+      put_overview_line(&b, p, len, p == first->shm_help && n > 1 ? buf_cstr(&names) : NULL);
+      p += len;
+      if (*p) p++;
+    }
+    buf_free(&names);
+  }
+  buf_puts(&b, "\n"
+               "On a terminal, Tab completes keywords, primitives, parameters (psum[a<Tab>),\n"
+               "names and commands; history is kept in ~/.shmapi_history.\n");
+  fputs(buf_cstr(&b), stdout);
+  buf_free(&b);
 }
 
 static void help_statements(void) {
@@ -314,23 +371,26 @@ static bool help_prim(const char *name) {
   return true;
 }
 
+/* help's topics; a command's help is its row of commands.def. */
+typedef struct Topic {
+  const char *name;
+  void (*show)(void);
+} Topic;
+
+static const Topic topics[] = {
+  {"commands", help_overview}, {"statements", help_statements}, {"syntax", help_statements},
+  {"primitives", help_primitives}, {"collectives", help_collectives}, {"debugger", dbg_help_list},
+  {NULL, NULL}
+};
+
+/* The debugger's help hook: a topic, a primitive, or (empty) the overview. */
 static bool help_topic(void *ctx, const char *t) {
   (void)ctx;
+  const Topic *k = topics;
+  while (k->name && strcmp(k->name, t)) k++;
   if (!*t) help_overview();
-  else if (!strcmp(t, "commands")) help_overview();
-  else if (!strcmp(t, "statements") || !strcmp(t, "syntax")) help_statements();
-  else if (!strcmp(t, "primitives")) help_primitives();
-  else if (!strcmp(t, "collectives")) help_collectives();
-  else if (!strcmp(t, "debugger")) dbg_help(NULL);
-  else if (!strcmp(t, "debug")) puts("debug STMT | debug F ARGS\n"
-                                      "Run a statement under the debugger, stopped before it, or call F with\n"
-                                      "ARGS under the debugger, stopped in its first statement; the results\n"
-                                      "print as a bare name prints.");
-  else if (!strcmp(t, "whos")) puts("whos\nThe names defined: kind, type (with variance) and the devices of each.");
-  else if (!strcmp(t, "quit") || !strcmp(t, "exit")) puts("quit\nLeave shmapi (Ctrl-D does too).");
-  else if (help_prim(t)) ;
-  else if (dbg_help(t)) ;
-  else return false;
+  else if (k->name) k->show();
+  else if (!help_prim(t)) return false;
   fflush(stdout);
   return true;
 }
@@ -353,6 +413,34 @@ static void cand_add(const char *s, size_t n) {
 
 static void cand_list(const char *const *l) {
   for (int i = 0; l[i]; i++) cand_add(l[i], strlen(l[i]));
+}
+
+/* The words of a space-separated list. */
+static void cand_words(const char *list) {
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, " ");
+    cand_add(p, n);
+    p += n;
+    while (*p == ' ') p++;
+  }
+}
+
+/* The names of the commands of the prompts `at` (DBG_SHM, DBG_SHDB). */
+static void cand_commands(int at) {
+  for (const DbgCmd *c = dbg_cmds; c->names; c++)
+    if (c->at & at) cand_words(c->names);
+}
+
+/* The subjects a command's usage offers: "info locals | mesh | ...". */
+static void cand_subjects(const char *usage) {
+  const char *p = usage + strcspn(usage, " ");
+  while (*p) {
+    while (*p && !islower((unsigned char)*p)) p++;
+    size_t n = 0;
+    while (islower((unsigned char)p[n])) n++;
+    if (n) cand_add(p, n);
+    p += n;
+  }
 }
 
 static void cand_reset(void) {
@@ -407,17 +495,9 @@ static char **complete(const char *text, int start, int end) {
   rl_completion_append_character = ' ';
   rl_attempted_completion_over = 1;        /* never fall back to file names */
   /* inside `prim[...]`: its parameter names */
-  int depth = 0, open = -1;
-  for (int i = start - 1; i >= 0; i--) {
-    if (line[i] == ']' || line[i] == ')') depth++;
-    else if (line[i] == '[' || line[i] == '(') {
-      if (depth == 0) {
-        if (line[i] == '[') open = i;
-        break;
-      }
-      depth--;
-    }
-  }
+  char *before = mem_strndup(line, (size_t)start);
+  Str prim = {before, 0};
+  bool open = in_brackets(before, &prim);
   int ws = 0;
   while (ws < start && isspace((unsigned char)line[ws])) ws++;
   int we = ws;
@@ -426,13 +506,11 @@ static char **complete(const char *text, int start, int end) {
   if (we < start && we - ws < (int)sizeof first) snprintf(first, sizeof first, "%.*s", we - ws, line + ws);
   int prev = start - 1;
   while (prev >= 0 && line[prev] == ' ') prev--;
-  if (open >= 0 && (start == 0 || line[start - 1] != '=')) {
-    int e = open;
-    while (e > 0 && line[e - 1] == ' ') e--;
-    int b = e;
-    while (b > 0 && (isalnum((unsigned char)line[b - 1]) || line[b - 1] == '_')) b--;
-    Str w = {line + b, e - b};
-    int id = prim_lookup(w);
+  /* the command the line starts with, at either prompt */
+  const DbgCmd *cmd = dbg_find(first, R->in_debugger ? DBG_SHDB : DBG_SHM);
+  if (!cmd) cmd = dbg_find(first, R->in_debugger ? DBG_SHM : DBG_SHDB);
+  if (open && line[start - 1] != '=') {
+    int id = prim.n ? prim_lookup(prim) : -1;
     if (id >= 0 && prim_table[id].params) {
       const char *p = prim_table[id].params, *end = p + prim_params_len(p);
       while (p < end) {
@@ -446,20 +524,18 @@ static char **complete(const char *text, int start, int end) {
       }
       rl_completion_append_character = '\0';
     }
-  } else if (open >= 0) {
+  } else if (open) {
     cand_names(R, false, true);
   } else if (ws == start) {
     cand_list(keywords);
-    cand_list(R->in_debugger ? dbg_command_names : repl_commands);
+    cand_commands(R->in_debugger ? DBG_SHDB : DBG_SHM);
     cand_names(R, true, true);
-  } else if (!strcmp(first, "help") || !strcmp(first, "h")) {
-    cand_list(help_topics);
-    cand_list(repl_commands);
-    cand_list(dbg_command_names);
+  } else if (cmd && cmd->arg == DBG_ARG_TOPIC) {
+    for (const Topic *k = topics; k->name; k++) cand_add(k->name, strlen(k->name));
+    cand_commands(DBG_BOTH);
     cand_prims();
-  } else if (!strcmp(first, "info")) {
-    static const char *const info[] = {"locals", "mesh", "break", "display", NULL};
-    cand_list(info);
+  } else if (cmd && cmd->arg == DBG_ARG_SUBJECT) {
+    cand_subjects(cmd->usage);
   } else if (prev >= 0 && line[prev] == '=') {
     cand_prims();
     cand_names(R, true, true);
@@ -475,37 +551,27 @@ static char **complete(const char *text, int start, int end) {
     int id = prim_lookup(str_c(cands.v[only]));
     if (id >= 0 && prim_table[id].params && *prim_table[id].params) rl_completion_append_character = '\0';
   }
+  mem_free(before);
   char **m = rl_completion_matches(text, cand_gen);
   return m;
 }
 
 /* ---- running statements -------------------------------------------------------------- */
 
+/* Count a failed input; leave after `quit` (and after the debugger's
+   under --debug). */
 static void note(DbgResult r, Repl *R) {
   if (r == DBG_ERROR) R->errors++;
-  if (r == DBG_QUIT && R->opts->debug) R->quit = true;
-}
-
-/* An expression line: `f x` or `prim[params] args`, no `=`, no keyword. */
-static bool is_expression(const char *text) {
-  const char *s = skip_ws(text);
-  if (!isalpha((unsigned char)*s) && *s != '_') return false;
-  size_t n = 0;
-  while (isalnum((unsigned char)s[n]) || s[n] == '_') n++;
-  char w[32];
-  if (n >= sizeof w) return !is_equation(text);
-  memcpy(w, s, n);
-  w[n] = 0;
-  return !in_list(keywords, w) && !is_equation(text);
+  if ((r == DBG_QUIT && R->opts->debug) || r == DBG_LEAVE) R->quit = true;
 }
 
 /* Check and run one complete input (under the debugger, stopped before
-   its first statement, when `debug`); an expression line prints its value. */
-static void run_input(Repl *R, const char *text, bool debug) {
-  if (is_expression(text)) {
-    note(dbg_run_call(R->D, text, debug), R);
-    return;
-  }
+   its first statement, when `debug`).  An expression line, one that
+   starts with a name and binds none (`f x`, `prim[params] args`), prints
+   its results. */
+static DbgResult run_input(Repl *R, const char *text, bool debug) {
+  Scan s = scan(text);
+  if (s.first == TK_IDENT && !s.binds) return dbg_run_call(R->D, text, debug);
   int f = parse_load_text("<stdin>", text, strlen(text));
   CheckMark mark = check_mark(R->C);
   int from = check_main(R->C)->nbody;
@@ -514,74 +580,42 @@ static void run_input(Repl *R, const char *text, bool debug) {
     fflush(stdout);
     diag_flush(stderr);
     check_rollback(R->C, mark);
-    R->errors++;
-    return;
+    return DBG_ERROR;
   }
   fab_stats_reset();
   DbgResult r = dbg_run_main(R->D, from, -1, debug);
-  note(r, R);
   if (r == DBG_OK && R->opts->stats) fab_stats_print(stdout);
   fflush(stdout);
+  return r;
+}
+
+/* The debugger's hook for `debug ARGS`: statements, or a call. */
+static DbgResult debug_input(void *ctx, const char *args) {
+  Repl *R = ctx;
+  if (scan(args).binds) return run_input(R, args, true);
+  return dbg_run_call(R->D, args, true);
 }
 
 /* A bare name: print a variable's value, or a function's checked form. */
-static bool print_name(Repl *R, const char *text, int n) {
-  Str name = {skip_ws(text), n};
-  IrVar *v = check_lookup_var(R->C, name);
-  if (v) {
-    Val *val = eval_global(R->I, v);
-    if (!val) {
-      fflush(stdout);
-      fprintf(stderr, "shmapi: error: %.*s has no value (the statement that binds it failed)\n", n, name.p);
-      R->errors++;
-      return true;
-    }
-    Buf b = {0};
-    Space sp = {NULL, 1, NULL};
-    eval_print_value(&b, &sp, val, true);
-    buf_putc(&b, '\n');
-    fwrite(b.p, 1, b.n, stdout);
+static bool print_name(Repl *R, Str name) {
+  int r = insp_name(&R->top, name);
+  if (r < 0) {
     fflush(stdout);
-    buf_free(&b);
-    return true;
+    fprintf(stderr, "shmapi: error: %.*s has no value (the statement that binds it failed)\n", name.n, name.p);
+    R->errors++;
   }
-  Buf b = {0};
-  if (check_show_func(R->C, name, &b)) {
-    fputs(buf_cstr(&b), stdout);
-    fflush(stdout);
-    buf_free(&b);
-    return true;
-  }
-  buf_free(&b);
-  return false;
+  return r != 0;
 }
 
-/* A command line: true when it was one. */
-static bool repl_command(Repl *R, const char *line) {
-  const char *s = skip_ws(line);
-  char w[32];
-  int n = 0;
-  while (s[n] && !isspace((unsigned char)s[n]) && n < 31) { w[n] = s[n]; n++; }
-  w[n] = 0;
-  if (!n || (s[n] && !isspace((unsigned char)s[n])) || !in_list(repl_commands, w)) return false;
-  const char *args = skip_ws(s + n);
-  if (*args == '=' || *args == ',' || *args == ':') return false;    /* it names a binder */
-  if (!strcmp(w, "quit") || !strcmp(w, "exit")) {
-    R->quit = true;
-  } else if (!strcmp(w, "help")) {
-    char t[128];
-    snprintf(t, sizeof t, "%s", args);
-    for (size_t k = strlen(t); k && isspace((unsigned char)t[k - 1]); k--) t[k - 1] = 0;
-    if (!help_topic(R, t)) printf("*** no help on '%s' (help lists the topics)\n", t);
-  } else if (!strcmp(w, "debug")) {
-    if (!*args) puts("*** debug needs a statement or a call: debug y = f x, or debug f x");
-    else if (is_equation(args)) run_input(R, args, true);
-    else note(dbg_run_call(R->D, args, true), R);
-  } else {
-    DbgResult r = DBG_OK;
-    if (!dbg_command(R->D, line, &r)) return false;
-    note(r, R);
-  }
+/* A command line: its first token a name followed by white space (or
+   nothing) that names a command of the shm> prompt, and the line binds
+   no names (`whos = 3`, `run, x = f y`).  True when it was one. */
+static bool repl_command(Repl *R, const Scan *s, const char *line) {
+  if (s->first != TK_IDENT || !s->spaced || s->second == TK_EQ || s->second == TK_COMMA || s->second == TK_COLON)
+    return false;
+  DbgResult r = DBG_OK;
+  if (!dbg_command(R->D, line, &r)) return false;
+  note(r, R);
   fflush(stdout);
   return true;
 }
@@ -589,17 +623,18 @@ static bool repl_command(Repl *R, const char *line) {
 /* The first line of an input: a blank line, a command or a bare name is
    complete in itself (true); a statement may go on (false). */
 static bool lone_line(Repl *R, const char *line) {
-  if (!*skip_ws(line) || *skip_ws(line) == '#') return true;
   volatile bool done = false;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    int n = bare_name(line);
-    if (repl_command(R, line)) {
+    Scan s = scan(line);
+    if (!s.ntok) {
+      done = true;                           /* blank, or a comment */
+    } else if (repl_command(R, &s, line)) {
       done = true;
-    } else if (n) {
-      if (!print_name(R, line, n)) {
+    } else if (s.ntok == 1 && s.first == TK_IDENT && !s.open) {
+      if (!print_name(R, s.word)) {
         fflush(stdout);
-        fprintf(stderr, "shmapi: error: unknown name '%.*s'\n", n, skip_ws(line));
+        fprintf(stderr, "shmapi: error: unknown name '%.*s'\n", s.word.n, s.word.p);
         R->errors++;
       }
       done = true;
@@ -645,7 +680,9 @@ int repl_main(const char *file, const ReplOptions *opts) {
   R.tty = isatty(0) && isatty(1);
   R.C = check_new();
   R.I = eval_new(check_main(R.C));
-  R.D = dbg_new(R.C, R.I, dbg_reader, help_topic, &R);
+  R.top = (Insp){.C = R.C, .I = R.I, .focus = -1};
+  DbgHooks hooks = {dbg_reader, help_topic, debug_input, &R};
+  R.D = dbg_new(R.C, R.I, &hooks);
   eval_set_max_steps(R.I, (long)opts->max_steps);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -698,16 +735,18 @@ int repl_main(const char *file, const ReplOptions *opts) {
     buf_puts(&chunk, line);
     buf_putc(&chunk, '\n');
     free(line);
-    if (open_depth(buf_cstr(&chunk)) > 0 && !R.eof) continue;
+    volatile bool more = false;
     ErrJmp j;
     if (ERR_TRY(&j)) {
-      run_input(&R, buf_cstr(&chunk), false);
+      more = !R.eof && scan(buf_cstr(&chunk)).open;
+      if (!more) note(run_input(&R, buf_cstr(&chunk), false), &R);
       err_end(&j);
     } else {
       fflush(stdout);
       fprintf(stderr, "shmapi: error: %s\n", err_message());
       R.errors++;
     }
+    if (more) continue;
     buf_reset(&chunk);
     if (R.eof) break;
   }

@@ -8,7 +8,7 @@
 ** scripted session's output reads as a transcript; its exit status is then
 ** 1 when any statement failed.  Commands (`help`, `whos`, `info`, `debug`,
 ** `break` ...) are recognised by their first word on a line that is not an
-** equation; the debugger (debug.h) answers those that concern it.
+** equation; they are rows of the debugger's table (commands.def, debug.h).
 */
 #ifndef SHM_REPL_H
 #define SHM_REPL_H
