@@ -127,23 +127,6 @@ static void live(IrProg *P, const IrFunc *f, const bool *need_out, Live *L) {
 
 static IrFunc *rebuild(IrProg *P, IrFunc *f, const bool *need_out, const bool *params, bool *ok);
 
-static PVal *fn_ref(Builder *B, int k) {
-  PVal *v = bld_pv_int(B, k);
-  v->k = PV_FUNC;
-  return v;
-}
-
-/* st's parameters, with the values of `keys` replaced. */
-static IrParam *params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n) {
-  IrParam *ps = bld_alloc(B, sizeof(IrParam) * (size_t)(st->nparams + 1));
-  for (int i = 0; i < st->nparams; i++) {
-    ps[i] = st->params[i];
-    for (int k = 0; k < n; k++)
-      if (!strcmp(ps[i].key, keys[k])) ps[i].v = vals[k];
-  }
-  return ps;
-}
-
 /* Re-emit higher-order equation st with only the needed results `need`
    and the operands they read; out[] gets the kept results. */
 static bool rebuild_special(IrProg *P, Builder *B, const IrStmt *st, const bool *need, IrAtom *in, IrAtom *out) {
@@ -186,18 +169,18 @@ static bool rebuild_special(IrProg *P, Builder *B, const IrStmt *st, const bool 
     for (int j = 0; j < st->nout; j++)
       if (nd[j]) { os[s2->nout] = sm->out[j].src; s2->out[s2->nout++] = sm->out[j]; }
     a->ext = s2;
-    keys[nk] = "f", vals[nk++] = fn_ref(B, 0);
+    keys[nk] = "f", vals[nk++] = bld_pv_fn(B, 0);
     keys[nk] = "in_specs", vals[nk++] = bld_pv_tuple(B, is, nin);
     keys[nk] = "out_specs", vals[nk++] = bld_pv_tuple(B, os, nout);
   } else if (st->prim == P_COND) {
     PVal **refs = bld_alloc(B, sizeof(PVal *) * (size_t)(nfns + 1));
-    for (int b = 0; b < nfns; b++) refs[b] = fn_ref(B, b);
+    for (int b = 0; b < nfns; b++) refs[b] = bld_pv_fn(B, b);
     keys[nk] = "branches", vals[nk++] = bld_pv_tuple(B, refs, nfns);
   } else {
-    keys[nk] = "body", vals[nk++] = fn_ref(B, 0);
+    keys[nk] = "body", vals[nk++] = bld_pv_fn(B, 0);
   }
   IrAtom *o = bld_alloc(B, sizeof(IrAtom) * (size_t)(nout + 1));
-  if (!bld_higher(B, st->prim, a, params_with(B, st, keys, vals, nk), st->nparams, ins, nin, outt, nout, o)) return false;
+  if (!bld_higher(B, st->prim, a, bld_params_with(B, st, keys, vals, nk), st->nparams, ins, nin, outt, nout, o)) return false;
   for (int j = 0, q = 0; j < st->nout; j++)
     if (nd[j]) out[j] = o[q++];
   return true;

@@ -161,6 +161,31 @@ PVal *bld_pv_ints(Builder *B, const int64_t *v, int n) {
   return bld_pv_tuple(B, items, n);
 }
 
+PVal *bld_pv_fn(Builder *B, int k) {
+  PVal *v = bld_pv_int(B, k);
+  v->k = PV_FUNC;
+  return v;
+}
+
+IrParam *bld_params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n) {
+  IrParam *ps = ENEWN(&B->e, IrParam, st->nparams);
+  for (int i = 0; i < st->nparams; i++) {
+    ps[i] = st->params[i];
+    for (int k = 0; k < n; k++)
+      if (!strcmp(ps[i].key, keys[k])) ps[i].v = vals[k];
+  }
+  return ps;
+}
+
+Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns) {
+  Attrs *a = ENEW(&B->e, Attrs);
+  *a = *at;
+  a->fns = ENEWN(&B->e, IrFunc *, nfns);
+  for (int k = 0; k < nfns; k++) a->fns[k] = fns[k];
+  a->nfns = nfns;
+  return a;
+}
+
 Array *bld_keep(Builder *B, Array *a) { return prog_keep(B->e.prog, a); }
 
 IrAtom bld_zeros(Builder *B, const Type *t) {

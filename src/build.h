@@ -40,6 +40,12 @@ PVal *bld_pv_bool(Builder *B, bool v);
 PVal *bld_pv_name(Builder *B, const char *s);
 PVal *bld_pv_tuple(Builder *B, PVal **items, int n);
 PVal *bld_pv_ints(Builder *B, const int64_t *v, int n);
+/* The parameter value naming function k of an equation's at->fns. */
+PVal *bld_pv_fn(Builder *B, int k);
+/* st's parameters, with the values of `keys` replaced (st->nparams of them). */
+IrParam *bld_params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n);
+/* A copy of at with other functions. */
+Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns);
 void *bld_alloc(Builder *B, size_t n);
 
 void bld_const(Builder *B, Array *value, IrAtom *out);

@@ -112,6 +112,16 @@ typedef struct IrAtom {
   Span sp;
 } IrAtom;
 
+/* The atom reading variable v. */
+static inline IrAtom ir_var_atom(IrVar *v) {
+  IrAtom a;
+  memset(&a, 0, sizeof a);
+  a.var = v;
+  a.t = v->t;
+  a.sp = v->sp;
+  return a;
+}
+
 /* A parameter as `show` prints it (canonical, every parameter spelled out). */
 typedef struct IrParam {
   const char *key;

@@ -83,17 +83,8 @@ bool jv_error(JvpCx *cx, const char *fmt, ...) {
   return false;
 }
 
-static IrAtom var_atom(IrVar *v) {
-  IrAtom a;
-  memset(&a, 0, sizeof a);
-  a.var = v;
-  a.t = v->t;
-  a.sp = v->sp;
-  return a;
-}
-
 /* A new parameter of the function J writes, of type t. */
-static IrAtom jv_newparam(Jv *J, Str name, Type t) { return var_atom(bld_param(J->B, name, t)); }
+static IrAtom jv_newparam(Jv *J, Str name, Type t) { return ir_var_atom(bld_param(J->B, name, t)); }
 
 static IrAtom tangent_param(Jv *J, Str primal, Type t) {
   IrAtom a = jv_newparam(J, str_c(""), t);
@@ -233,32 +224,6 @@ static IrAtom sub_out(Sub *s, int k, bool tangent, uint32_t vma) {
   return bld_lift(s->J->B, p, vma | p.t.vma);
 }
 
-static PVal *fn_ref(Builder *B, int k) {
-  PVal *v = bld_pv_int(B, k);
-  v->k = PV_FUNC;
-  return v;
-}
-
-/* st's parameters, with the values of `keys` replaced. */
-static IrParam *params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n) {
-  IrParam *ps = bld_alloc(B, sizeof(IrParam) * (size_t)(st->nparams + 1));
-  for (int i = 0; i < st->nparams; i++) {
-    ps[i] = st->params[i];
-    for (int k = 0; k < n; k++)
-      if (!strcmp(ps[i].key, keys[k])) ps[i].v = vals[k];
-  }
-  return ps;
-}
-
-static Attrs *attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns) {
-  Attrs *a = bld_alloc(B, sizeof(Attrs));
-  *a = *at;
-  a->fns = bld_alloc(B, sizeof(IrFunc *) * (size_t)(nfns + 1));
-  memcpy(a->fns, fns, sizeof(IrFunc *) * (size_t)nfns);
-  a->nfns = nfns;
-  return a;
-}
-
 /* The operands of a higher-order equation, mapped, with their tangents. */
 typedef struct Ops {
   IrAtom *p, *t;
@@ -283,7 +248,7 @@ static Ops map_extras(Jv *J, const Caps *x) {
   o.t = bld_alloc(J->B, sizeof(IrAtom) * (size_t)(x->n + 1));
   o.h = bld_alloc(J->B, sizeof(bool) * (size_t)(x->n + 1));
   for (int k = 0; k < x->n; k++) {
-    IrAtom a = var_atom(x->v[k]);
+    IrAtom a = ir_var_atom(x->v[k]);
     o.p[k] = jv_atom(J, &a, &o.t[k], &o.h[k]);
   }
   return o;
@@ -365,7 +330,7 @@ bool jvp_cond(JvpCx *cx) {
     for (int j = 0; j < nout; j++)
       if (hout[j]) outs[m++] = sub_out(&s[b], j, true, st->out[j]->t.vma);
     fns[b] = bld_finish(s[b].J->B, outs, m);
-    refs[b] = fn_ref(B, b);
+    refs[b] = bld_pv_fn(B, b);
   }
   int m = 0;
   for (int j = 0; j < nout; j++) outt[m++] = st->out[j]->t;
@@ -379,7 +344,7 @@ bool jvp_cond(JvpCx *cx) {
   const char *keys[1] = {"branches"};
   PVal *vals[1] = {bld_pv_tuple(B, refs, nb)};
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(m + 1));
-  if (!bld_higher(B, P_COND, attrs_with(B, st->at, fns, nb), params_with(B, st, keys, vals, 1), st->nparams, in,
+  if (!bld_higher(B, P_COND, bld_attrs_with(B, st->at, fns, nb), bld_params_with(B, st, keys, vals, 1), st->nparams, in,
                   nin + 1, outt, m, out))
     return !(J->R->failed = true);
   bind_results(J, st, out, nout, hout);
@@ -464,9 +429,9 @@ bool jvp_fori_loop(JvpCx *cx) {
     }
   IrFunc *g = bld_finish(s.J->B, outs, m);
   const char *keys[1] = {"body"};
-  PVal *vals[1] = {fn_ref(B, 0)};
+  PVal *vals[1] = {bld_pv_fn(B, 0)};
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(m + 1));
-  if (!bld_higher(B, P_FORI_LOOP, attrs_with(B, st->at, &g, 1), params_with(B, st, keys, vals, 1), st->nparams, in,
+  if (!bld_higher(B, P_FORI_LOOP, bld_attrs_with(B, st->at, &g, 1), bld_params_with(B, st, keys, vals, 1), st->nparams, in,
                   nb + m, outt, m, out))
     return !(J->R->failed = true);
   bool *hout = bld_alloc(B, sizeof(bool) * (size_t)(nc + 1));
@@ -574,13 +539,13 @@ bool jvp_while(JvpCx *cx) {
       mo++;
     }
   IrFunc *fns[2] = {c2, bld_finish(s.J->B, outs, mo)};
-  Attrs *at = attrs_with(B, st->at, fns, 2);
+  Attrs *at = bld_attrs_with(B, st->at, fns, 2);
   at->i[0] = cn + x.n;
   at->i[1] = nbody;
   const char *keys[4] = {"cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"};
-  PVal *vals[4] = {fn_ref(B, 0), fn_ref(B, 1), bld_pv_int(B, at->i[0]), bld_pv_int(B, at->i[1])};
+  PVal *vals[4] = {bld_pv_fn(B, 0), bld_pv_fn(B, 1), bld_pv_int(B, at->i[0]), bld_pv_int(B, at->i[1])};
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(mo + 1));
-  if (!bld_higher(B, P_WHILE, at, params_with(B, st, keys, vals, 4), st->nparams, in, nin, outt, mo, out))
+  if (!bld_higher(B, P_WHILE, at, bld_params_with(B, st, keys, vals, 4), st->nparams, in, nin, outt, mo, out))
     return !(J->R->failed = true);
   bool *hout = bld_alloc(B, sizeof(bool) * (size_t)(nc + 1));
   for (int k = 0; k < nc; k++) hout[k] = nzp[bn + k];
@@ -655,12 +620,12 @@ bool jvp_shard_map(JvpCx *cx) {
     }
     is[i] = ts->in[i].src;
   }
-  Attrs *at = attrs_with(B, st->at, &g, 1);
+  Attrs *at = bld_attrs_with(B, st->at, &g, 1);
   at->ext = ts;
   const char *keys[3] = {"f", "in_specs", "out_specs"};
-  PVal *vals[3] = {fn_ref(B, 0), bld_pv_tuple(B, is, nin), bld_pv_tuple(B, os, m)};
+  PVal *vals[3] = {bld_pv_fn(B, 0), bld_pv_tuple(B, is, nin), bld_pv_tuple(B, os, m)};
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(m + 1));
-  if (!bld_higher(B, P_SHARD_MAP, at, params_with(B, st, keys, vals, 3), st->nparams, in, nin, outt, m, out))
+  if (!bld_higher(B, P_SHARD_MAP, at, bld_params_with(B, st, keys, vals, 3), st->nparams, in, nin, outt, m, out))
     return !(J->R->failed = true);
   bind_results(J, st, out, nout, hout);
   return true;

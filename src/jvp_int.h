@@ -70,8 +70,6 @@ JvpFn jvp_rule(int prim);
 IrAtom jv_emit(JvpCx *cx, int prim, const IrParam *ps, int np, IrAtom *in, int nin);
 /* A scalar literal of dtype dt. */
 IrAtom jv_lit(JvpCx *cx, int dt, double v);
-/* A parameter value of the equation, or NULL. */
-PVal *jv_param(const IrStmt *st, const char *key);
 /* Set the tangent of result j (broadcast to the result's shape). */
 void jv_set(JvpCx *cx, int j, IrAtom t);
 

@@ -46,12 +46,6 @@ IrAtom jv_lit(JvpCx *cx, int dt, double v) {
   return a;
 }
 
-PVal *jv_param(const IrStmt *st, const char *key) {
-  for (int i = 0; i < st->nparams; i++)
-    if (!strcmp(st->params[i].key, key)) return st->params[i].v;
-  return NULL;
-}
-
 static IrParam kv(const char *k, PVal *v) {
   IrParam p = {k, v};
   return p;
@@ -340,15 +334,6 @@ bool jvp_dot_general(JvpCx *cx) { return by_terms(cx, dot_term); }
 
 /* ---- reductions ---------------------------------------------------------------------------- */
 
-static int pv_ints(const PVal *p, int64_t *v, int max) {
-  if (!p || p->k == PV_NONE) return 0;
-  if (p->k == PV_INT) { v[0] = p->i; return 1; }
-  int n = 0;
-  for (int i = 0; i < p->n && n < max; i++)
-    if (p->items[i]->k == PV_INT) v[n++] = p->items[i]->i;
-  return n;
-}
-
 static bool in_list(const int64_t *l, int n, int64_t x) {
   for (int i = 0; i < n; i++)
     if (l[i] == x) return true;
@@ -362,7 +347,7 @@ bool jvp_reduce_chooser(JvpCx *cx) {
   IrAtom x = primal(cx, 0), g = tan_of(cx, 0);
   const Type *t = &x.t;
   int64_t ax[SHM_MAXRANK], keep[SHM_MAXRANK];
-  int na = pv_ints(jv_param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
+  int na = rule_read_ints(rule_stmt_param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
   for (int d = 0; d < t->rank; d++)
     if (!in_list(ax, na, d)) keep[nk++] = d;
   IrParam bp[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, keep, nk))};
@@ -428,7 +413,7 @@ bool jvp_reduce_prod(JvpCx *cx) {
   IrAtom x = primal(cx, 0);
   const Type *t = &x.t;
   int64_t ax[SHM_MAXRANK], perm[SHM_MAXRANK], shape[SHM_MAXRANK];
-  int na = pv_ints(jv_param(cx->st, "axes"), ax, SHM_MAXRANK), np = 0, nr = 1;
+  int na = rule_read_ints(rule_stmt_param(cx->st, "axes"), ax, SHM_MAXRANK), np = 0, nr = 1;
   int64_t n = 1;
   for (int i = 1; i < na; i++)        /* the axes in order */
     for (int j = i; j > 0 && ax[j] < ax[j - 1]; j--) { int64_t s = ax[j]; ax[j] = ax[j - 1]; ax[j - 1] = s; }

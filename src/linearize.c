@@ -58,15 +58,6 @@ static void pe_body(Pe *E);
 
 static void *pe_alloc(PeRoot *R, size_t n) { return arena_alloc(&R->P->arena, n); }
 
-static IrAtom var_atom(IrVar *v) {
-  IrAtom a;
-  memset(&a, 0, sizeof a);
-  a.var = v;
-  a.t = v->t;
-  a.sp = v->sp;
-  return a;
-}
-
 static bool emit(Pe *E, Builder *B, int prim, const IrParam *ps, int np, IrAtom *in, int nin, IrAtom *out) {
   if (bld_prim(B, prim, ps, np, in, nin, out)) return true;
   E->R->failed = true;
@@ -76,31 +67,6 @@ static bool emit(Pe *E, Builder *B, int prim, const IrParam *ps, int np, IrAtom 
 static IrParam kv(const char *k, PVal *v) {
   IrParam p = {k, v};
   return p;
-}
-
-static PVal *fn_ref(Builder *B, int k) {
-  PVal *v = bld_pv_int(B, k);
-  v->k = PV_FUNC;
-  return v;
-}
-
-static Attrs *attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns) {
-  Attrs *a = bld_alloc(B, sizeof(Attrs));
-  *a = *at;
-  a->fns = bld_alloc(B, sizeof(IrFunc *) * (size_t)(nfns + 1));
-  memcpy(a->fns, fns, sizeof(IrFunc *) * (size_t)nfns);
-  a->nfns = nfns;
-  return a;
-}
-
-static IrParam *params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n) {
-  IrParam *ps = bld_alloc(B, sizeof(IrParam) * (size_t)(st->nparams + 1));
-  for (int i = 0; i < st->nparams; i++) {
-    ps[i] = st->params[i];
-    for (int k = 0; k < n; k++)
-      if (!strcmp(ps[i].key, keys[k])) ps[i].v = vals[k];
-  }
-  return ps;
 }
 
 /* ---- which values depend on the unknown inputs ------------------------------------------ */
@@ -191,6 +157,17 @@ static IrAtom known_of(Pe *E, const IrAtom *a) {
 
 static IrAtom stack_res(Pe *E, Res *r);
 
+static void push_res(Pe *E, const Res *r) {
+  if (E->nres == E->capres) {
+    int nc = E->capres ? 2 * E->capres : 8;
+    Res *n = pe_alloc(E->R, sizeof(Res) * (size_t)nc);
+    if (E->nres) memcpy(n, E->res, sizeof(Res) * (size_t)E->nres);
+    E->res = n;
+    E->capres = nc;
+  }
+  E->res[E->nres++] = *r;
+}
+
 /* What U reads for known value k of K: itself at the top level (and for a
    literal or a value of an enclosing scope), else a residual. */
 static IrAtom res_of(Pe *E, IrAtom k) {
@@ -231,20 +208,13 @@ static IrAtom res_of(Pe *E, IrAtom k) {
     pt.shape[0] = 1;
   }
   r.up = bld_param(E->UB, k.var->name, pt);
-  r.u = var_atom(r.up);
+  r.u = ir_var_atom(r.up);
   if (r.promote) {
     IrParam ps[1] = {kv("new_sizes", bld_pv_ints(E->UB, NULL, 0))};
     IrAtom in = r.u;
     emit(E, E->UB, P_RESHAPE, ps, 1, &in, 1, &r.u);
   }
-  if (E->nres == E->capres) {
-    int nc = E->capres ? 2 * E->capres : 8;
-    Res *n = pe_alloc(E->R, sizeof(Res) * (size_t)nc);
-    if (E->nres) memcpy(n, E->res, sizeof(Res) * (size_t)E->nres);
-    E->res = n;
-    E->capres = nc;
-  }
-  E->res[E->nres++] = r;
+  push_res(E, &r);
   return r.u;
 }
 
@@ -274,7 +244,7 @@ static IrAtom stack_res(Pe *E, Res *r) {
   st.rank++;
   r->kp = bld_param(E->KB, r->k.var->name, st);
   r->up = bld_param(E->UB, r->k.var->name, st);
-  IrAtom s = var_atom(r->up);
+  IrAtom s = ir_var_atom(r->up);
   if (!E->has_uidx) {
     E->uidx = loop_row(E, E->UB, E->ui);
     E->has_uidx = true;
@@ -298,14 +268,7 @@ static IrAtom stack_res(Pe *E, Res *r) {
   IrParam rs[1] = {kv("new_sizes", bld_pv_ints(E->UB, r->k.t.shape, r->k.t.rank))};
   emit(E, E->UB, P_RESHAPE, rs, 1, &sl, 1, &v);
   r->u = v;
-  if (E->nres == E->capres) {
-    int nc = E->capres ? 2 * E->capres : 8;
-    Res *nr = pe_alloc(E->R, sizeof(Res) * (size_t)nc);
-    if (E->nres) memcpy(nr, E->res, sizeof(Res) * (size_t)E->nres);
-    E->res = nr;
-    E->capres = nc;
-  }
-  E->res[E->nres++] = *r;
+  push_res(E, r);
   return v;
 }
 
@@ -341,21 +304,43 @@ static Pe *pe_sub(Pe *E, IrFunc *H, const bool *uin, int mode, uint32_t lift, bo
     if (uin[p]) {
       Type t = v->t;
       t.vma |= lift;
-      S->map[v->slot] = var_atom(bld_param(S->UB, v->name, t));
+      S->map[v->slot] = ir_var_atom(bld_param(S->UB, v->name, t));
       S->unk[v->slot] = true;
       continue;
     }
     S->kparam[p] = bld_param(S->KB, v->name, v->t);
-    S->map[v->slot] = var_atom(S->kparam[p]);
+    S->map[v->slot] = ir_var_atom(S->kparam[p]);
     if (p == 0 && dual_first) {
       S->ki = S->map[v->slot];
-      S->ui = var_atom(bld_param(S->UB, v->name, v->t));
+      S->ui = ir_var_atom(bld_param(S->UB, v->name, v->t));
     }
   }
   return S;
 }
 
 static IrAtom *atoms(PeRoot *R, int n) { return pe_alloc(R, sizeof(IrAtom) * (size_t)(n + 1)); }
+
+/* Emit one part of a split higher-order equation st, its parameters
+   `keys` given new values; false after an error. */
+static bool emit_part(Pe *E, Builder *B, const IrStmt *st, Attrs *at, const char **keys, PVal **vals, int nk,
+                      IrAtom *in, int nin, const Type *outt, int nout, IrAtom *out) {
+  if (bld_higher(B, st->prim, at, bld_params_with(B, st, keys, vals, nk), st->nparams, in, nin, outt, nout, out))
+    return true;
+  E->R->failed = true;
+  return false;
+}
+
+/* st's results of one part (the unknown ones when `unknown`, by u[]) are
+   out[], in order. */
+static void bind_part(Pe *E, const IrStmt *st, const bool *u, bool unknown, const IrAtom *out) {
+  for (int j = 0, q = 0; j < st->nout; j++) {
+    if (u[j] != unknown) continue;
+    IrAtom a = out[q++];
+    if (a.var && !a.var->name.n) a.var->name = st->out[j]->name;
+    E->map[st->out[j]->slot] = a;
+    E->unk[st->out[j]->slot] = unknown;
+  }
+}
 
 /* The spec of a residual varying over `vma`: all those axes (in mesh
    order) on dimension 0, or P() for an invariant one. */
@@ -403,7 +388,8 @@ static void pe_shard_map(Pe *E, IrStmt *st) {
   *ks = *sm;
   ks->out = bld_alloc(E->KB, sizeof(Spec) * (size_t)(nout + S->nres + 1));
   ks->in = bld_alloc(E->KB, sizeof(Spec) * (size_t)(n + 1));
-  PVal **kos = pe_alloc(R, sizeof(PVal *) * (size_t)(nout + S->nres + 1)), **kis = pe_alloc(R, sizeof(PVal *) * (size_t)(n + 1));
+  PVal **kos = pe_alloc(R, sizeof(PVal *) * (size_t)(nout + S->nres + 1));
+  PVal **kis = pe_alloc(R, sizeof(PVal *) * (size_t)(n + 1));
   for (int j = 0; j < nout; j++)
     if (!uout[j]) {
       ko[nk] = known_of(S, &H->outs[j]);
@@ -439,27 +425,21 @@ static void pe_shard_map(Pe *E, IrStmt *st) {
       kin[nki++] = known_of(E, &st->in[k]);
     }
   ks->nin = nki;
-  Attrs *kat = attrs_with(E->KB, st->at, &K, 1);
+  Attrs *kat = bld_attrs_with(E->KB, st->at, &K, 1);
   kat->ext = ks;
   const char *keys[3] = {"f", "in_specs", "out_specs"};
-  PVal *kvals[3] = {fn_ref(E->KB, 0), bld_pv_tuple(E->KB, kis, nki), bld_pv_tuple(E->KB, kos, nk)};
+  PVal *kvals[3] = {bld_pv_fn(E->KB, 0), bld_pv_tuple(E->KB, kis, nki), bld_pv_tuple(E->KB, kos, nk)};
   IrAtom *kout = atoms(R, nk);
-  if (!bld_higher(E->KB, P_SHARD_MAP, kat, params_with(E->KB, st, keys, kvals, 3), st->nparams, kin, nki, kt, nk, kout)) {
-    R->failed = true;
-    return;
-  }
-  for (int j = 0, q = 0; j < nout; j++)
-    if (!uout[j]) {
-      if (kout[q].var && !kout[q].var->name.n) kout[q].var->name = st->out[j]->name;
-      E->map[st->out[j]->slot] = kout[q++];
-    }
+  if (!emit_part(E, E->KB, st, kat, keys, kvals, 3, kin, nki, kt, nk, kout)) return;
+  bind_part(E, st, uout, false, kout);
   /* U: the unknown operands, then the residuals */
   IrFunc *U = bld_finish(S->UB, uo, nu);
   ShardMap *us = bld_alloc(E->UB, sizeof(ShardMap));
   *us = *sm;
   us->in = bld_alloc(E->UB, sizeof(Spec) * (size_t)(n + S->nres + 1));
   us->out = bld_alloc(E->UB, sizeof(Spec) * (size_t)(nout + 1));
-  PVal **uis = pe_alloc(R, sizeof(PVal *) * (size_t)(n + S->nres + 1)), **uos = pe_alloc(R, sizeof(PVal *) * (size_t)(nout + 1));
+  PVal **uis = pe_alloc(R, sizeof(PVal *) * (size_t)(n + S->nres + 1));
+  PVal **uos = pe_alloc(R, sizeof(PVal *) * (size_t)(nout + 1));
   IrAtom *uin_a = atoms(R, n + S->nres);
   int nui = 0;
   for (int k = 0; k < n; k++)
@@ -490,21 +470,12 @@ static void pe_shard_map(Pe *E, IrStmt *st) {
       ut[no++] = st->out[j]->t;
     }
   us->nout = no;
-  Attrs *uat = attrs_with(E->UB, st->at, &U, 1);
+  Attrs *uat = bld_attrs_with(E->UB, st->at, &U, 1);
   uat->ext = us;
-  PVal *uvals[3] = {fn_ref(E->UB, 0), bld_pv_tuple(E->UB, uis, nui), bld_pv_tuple(E->UB, uos, no)};
+  PVal *uvals[3] = {bld_pv_fn(E->UB, 0), bld_pv_tuple(E->UB, uis, nui), bld_pv_tuple(E->UB, uos, no)};
   IrAtom *uout_a = atoms(R, no);
-  if (!bld_higher(E->UB, P_SHARD_MAP, uat, params_with(E->UB, st, keys, uvals, 3), st->nparams, uin_a, nui, ut, no,
-                  uout_a)) {
-    R->failed = true;
-    return;
-  }
-  for (int j = 0, q = 0; j < nout; j++)
-    if (uout[j]) {
-      if (uout_a[q].var && !uout_a[q].var->name.n) uout_a[q].var->name = st->out[j]->name;
-      E->map[st->out[j]->slot] = uout_a[q++];
-      E->unk[st->out[j]->slot] = true;
-    }
+  if (!emit_part(E, E->UB, st, uat, keys, uvals, 3, uin_a, nui, ut, no, uout_a)) return;
+  bind_part(E, st, uout, true, uout_a);
 }
 
 /* ---- cond ------------------------------------------------------------------------------------------ */
@@ -604,7 +575,7 @@ static void pe_cond(Pe *E, IrStmt *st) {
         q++;
       }
     kf[b] = bld_finish(KB, ko, q);
-    refs[b] = fn_ref(E->KB, b);
+    refs[b] = bld_pv_fn(E->KB, b);
   }
   /* the known cond */
   IrAtom *kin = atoms(R, n + 1);
@@ -615,16 +586,9 @@ static void pe_cond(Pe *E, IrStmt *st) {
   const char *keys[1] = {"branches"};
   PVal *kvals[1] = {bld_pv_tuple(E->KB, refs, nb)};
   IrAtom *kout = atoms(R, nko);
-  if (!bld_higher(E->KB, P_COND, attrs_with(E->KB, st->at, kf, nb), params_with(E->KB, st, keys, kvals, 1), st->nparams,
-                  kin, nki, kt, nko, kout)) {
-    R->failed = true;
+  if (!emit_part(E, E->KB, st, bld_attrs_with(E->KB, st->at, kf, nb), keys, kvals, 1, kin, nki, kt, nko, kout))
     return;
-  }
-  for (int j = 0, q = 0; j < nout; j++)
-    if (!uout[j]) {
-      if (kout[q].var && !kout[q].var->name.n) kout[q].var->name = st->out[j]->name;
-      E->map[st->out[j]->slot] = kout[q++];
-    }
+  bind_part(E, st, uout, false, kout);
   /* the linear cond: unknown operands (lifted), residual slots, forwarded */
   Type *ut = pe_alloc(R, sizeof(Type) * (size_t)(nu + 1));
   for (int j = 0, q = 0; j < nout; j++)
@@ -636,7 +600,7 @@ static void pe_cond(Pe *E, IrStmt *st) {
     cond_u_params(S, nb, b, nunk, fw, nfw, fwt, V);
     for (int q = 0; q < nu; q++) uo[b][q] = bld_lift(S[b]->UB, uo[b][q], ut[q].vma);
     uf[b] = bld_finish(S[b]->UB, uo[b], nu);
-    refs[b] = fn_ref(E->UB, b);
+    refs[b] = bld_pv_fn(E->UB, b);
   }
   IrAtom *uin_a = atoms(R, 1 + n + nslot + nfw);
   int nui = 0;
@@ -647,17 +611,9 @@ static void pe_cond(Pe *E, IrStmt *st) {
   for (int f = 0; f < nfw; f++) uin_a[nui++] = u_operand(E, &st->in[fw[f] + 1]);
   PVal *uvals[1] = {bld_pv_tuple(E->UB, refs, nb)};
   IrAtom *uout_a = atoms(R, nu);
-  if (!bld_higher(E->UB, P_COND, attrs_with(E->UB, st->at, uf, nb), params_with(E->UB, st, keys, uvals, 1), st->nparams,
-                  uin_a, nui, ut, nu, uout_a)) {
-    R->failed = true;
+  if (!emit_part(E, E->UB, st, bld_attrs_with(E->UB, st->at, uf, nb), keys, uvals, 1, uin_a, nui, ut, nu, uout_a))
     return;
-  }
-  for (int j = 0, q = 0; j < nout; j++)
-    if (uout[j]) {
-      if (uout_a[q].var && !uout_a[q].var->name.n) uout_a[q].var->name = st->out[j]->name;
-      E->map[st->out[j]->slot] = uout_a[q++];
-      E->unk[st->out[j]->slot] = true;
-    }
+  bind_part(E, st, uout, true, uout_a);
 }
 
 /* ---- loops ---------------------------------------------------------------------------------------- */
@@ -720,7 +676,7 @@ static void pe_fori(Pe *E, IrStmt *st) {
     if (!emit(E, S->KB, P_EXPAND_DIMS, ps, 1, &in, 1, &up)) return;
     int rk = r->kp->t.rank;
     IrAtom *din = atoms(R, rk + 2);
-    din[0] = var_atom(r->kp);
+    din[0] = ir_var_atom(r->kp);
     din[1] = up;
     din[2] = kidx;
     for (int d = 1; d < rk; d++) {
@@ -742,18 +698,10 @@ static void pe_fori(Pe *E, IrStmt *st) {
     kin[q] = bld_lift(E->KB, bld_zeros(E->KB, &z), kt[q].vma);
   }
   const char *keys[1] = {"body"};
-  PVal *kvals[1] = {fn_ref(E->KB, 0)};
+  PVal *kvals[1] = {bld_pv_fn(E->KB, 0)};
   IrAtom *kout = atoms(R, nk);
-  if (!bld_higher(E->KB, P_FORI_LOOP, attrs_with(E->KB, st->at, &K, 1), params_with(E->KB, st, keys, kvals, 1),
-                  st->nparams, kin, nk, kt, nk, kout)) {
-    R->failed = true;
-    return;
-  }
-  for (int k = 0, q = 0; k < nc; k++)
-    if (!pin[k + 1]) {
-      if (kout[q].var && !kout[q].var->name.n) kout[q].var->name = st->out[k]->name;
-      E->map[st->out[k]->slot] = kout[q++];
-    }
+  if (!emit_part(E, E->KB, st, bld_attrs_with(E->KB, st->at, &K, 1), keys, kvals, 1, kin, nk, kt, nk, kout)) return;
+  bind_part(E, st, pin + 1, false, kout);
   /* the linear loop: the unknown carries, then the residuals */
   Type *ut = pe_alloc(R, sizeof(Type) * (size_t)(nu + S->nres + 1));
   IrAtom *uin_a = atoms(R, nu + S->nres);
@@ -766,23 +714,15 @@ static void pe_fori(Pe *E, IrStmt *st) {
   for (int i = 0, q = nkc; i < S->nres; i++) {
     Res *r = &S->res[i];
     ut[nui] = r->up->t;
-    uo[nui] = var_atom(r->up);
+    uo[nui] = ir_var_atom(r->up);
     uin_a[nui++] = r->kp ? res_of(E, kout[q++]) : u_operand(E, &st->in[r->fwd - 1]);
   }
   IrFunc *U = bld_finish(S->UB, uo, nui);
-  PVal *uvals[1] = {fn_ref(E->UB, 0)};
+  PVal *uvals[1] = {bld_pv_fn(E->UB, 0)};
   IrAtom *uout_a = atoms(R, nui);
-  if (!bld_higher(E->UB, P_FORI_LOOP, attrs_with(E->UB, st->at, &U, 1), params_with(E->UB, st, keys, uvals, 1),
-                  st->nparams, uin_a, nui, ut, nui, uout_a)) {
-    R->failed = true;
+  if (!emit_part(E, E->UB, st, bld_attrs_with(E->UB, st->at, &U, 1), keys, uvals, 1, uin_a, nui, ut, nui, uout_a))
     return;
-  }
-  for (int k = 0, q = 0; k < nc; k++)
-    if (pin[k + 1]) {
-      if (uout_a[q].var && !uout_a[q].var->name.n) uout_a[q].var->name = st->out[k]->name;
-      E->map[st->out[k]->slot] = uout_a[q++];
-      E->unk[st->out[k]->slot] = true;
-    }
+  bind_part(E, st, pin + 1, true, uout_a);
 }
 
 /* A while: reverse mode needs a static trip count, so no tangent may
@@ -880,7 +820,7 @@ IrFunc *pe_linearize(IrProg *P, IrFunc *g, const bool *unknown, const bool *lin_
   E.kparam = pe_alloc(&R, sizeof(IrVar *) * (size_t)(g->nparams + 1));
   for (int p = 0; p < g->nparams; p++) {
     IrVar *v = g->params[p];
-    E.map[v->slot] = var_atom(bld_param(E.KB, v->name, v->t));
+    E.map[v->slot] = ir_var_atom(bld_param(E.KB, v->name, v->t));
     E.unk[v->slot] = unknown[p];
   }
   int errs = diag_count();

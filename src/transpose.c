@@ -108,7 +108,6 @@ static IrAtom sum_over(Tr *T, IrAtom ct, uint32_t mask) {
 }
 
 /* Add ct to the cotangent of variable v (lifting to v's variance). */
-static PVal *param(const IrStmt *st, const char *key);
 static int64_t pv_int(const PVal *p, int64_t dflt);
 
 /* The equation of the transpose that produced atom a, if any. */
@@ -173,7 +172,7 @@ static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
   const IrStmt *ends[2] = {a, b};
   for (int e = 0; e < 2; e++) {
     const IrStmt *c = def_of(T, &ends[e]->in[0]);
-    if (c && c->prim == P_CONCATENATE && pv_int(param(c, "dimension"), -1) == d0 && n + c->nin < 64)
+    if (c && c->prim == P_CONCATENATE && pv_int(rule_stmt_param(c, "dimension"), -1) == d0 && n + c->nin < 64)
       for (int k = 0; k < c->nin; k++) parts[n++] = c->in[k];
     else if (n < 64)
       parts[n++] = ends[e]->in[0];
@@ -272,22 +271,6 @@ static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
   if (!bld_prim(T->B, prim, NULL, 0, in, 2, &out)) { T->failed = true; return; }
   name_after(T, &out, v->name);
   T->ct[s] = out;
-}
-
-static PVal *param(const IrStmt *st, const char *key) {
-  for (int i = 0; i < st->nparams; i++)
-    if (!strcmp(st->params[i].key, key)) return st->params[i].v;
-  return NULL;
-}
-
-/* A tuple/list PVal of ints into v[]; returns the count. */
-static int pv_ints(const PVal *p, int64_t *v, int max) {
-  if (!p || p->k == PV_NONE) return 0;
-  if (p->k == PV_INT) { v[0] = p->i; return 1; }
-  int n = 0;
-  for (int i = 0; i < p->n && n < max; i++)
-    if (p->items[i]->k == PV_INT) v[n++] = p->items[i]->i;
-  return n;
 }
 
 static int64_t pv_int(const PVal *p, int64_t dflt) {
@@ -407,7 +390,7 @@ static bool tr_neg(TrCtx *cx) {
 static bool as_other(TrCtx *cx, int to, const char *key) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv(key ? key : "", key ? param(cx->st, key) : NULL)};
+  IrParam ps[1] = {kv(key ? key : "", key ? rule_stmt_param(cx->st, key) : NULL)};
   tr_give(cx, 0, emit1(cx, to, ps, key ? 1 : 0, &ct, 1));
   return true;
 }
@@ -479,8 +462,8 @@ static bool tr_cumsum(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
-  IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(param(cx->st, "axis"), 0))),
-                   kv("reverse", bld_pv_bool(B, !pv_int(param(cx->st, "reverse"), 0)))};
+  IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "axis"), 0))),
+                   kv("reverse", bld_pv_bool(B, !pv_int(rule_stmt_param(cx->st, "reverse"), 0)))};
   tr_give(cx, 0, emit1(cx, P_CUMSUM, ps, 2, &ct, 1));
   return true;
 }
@@ -495,13 +478,13 @@ typedef struct Dims {
 } Dims;
 
 static void read_dims(const IrStmt *st, Dims *d) {
-  PVal *dn = param(st, "dimension_numbers");
+  PVal *dn = rule_stmt_param(st, "dimension_numbers");
   memset(d, 0, sizeof *d);
   if (!dn || dn->n != 2) return;
-  d->nc = pv_ints(dn->items[0]->items[0], d->lc, SHM_MAXRANK);
-  pv_ints(dn->items[0]->items[1], d->rc, SHM_MAXRANK);
-  d->nb = pv_ints(dn->items[1]->items[0], d->lb, SHM_MAXRANK);
-  pv_ints(dn->items[1]->items[1], d->rb, SHM_MAXRANK);
+  d->nc = rule_read_ints(dn->items[0]->items[0], d->lc, SHM_MAXRANK);
+  rule_read_ints(dn->items[0]->items[1], d->rc, SHM_MAXRANK);
+  d->nb = rule_read_ints(dn->items[1]->items[0], d->lb, SHM_MAXRANK);
+  rule_read_ints(dn->items[1]->items[1], d->rb, SHM_MAXRANK);
 }
 
 static bool in_list(const int64_t *l, int n, int64_t x) {
@@ -587,7 +570,7 @@ static bool tr_reshape(TrCtx *cx) {
 static bool tr_transpose(TrCtx *cx) {
   if (cx->checking) return true;
   int64_t p[SHM_MAXRANK], inv[SHM_MAXRANK];
-  int n = pv_ints(param(cx->st, "permutation"), p, SHM_MAXRANK);
+  int n = rule_read_ints(rule_stmt_param(cx->st, "permutation"), p, SHM_MAXRANK);
   for (int i = 0; i < n; i++) inv[p[i]] = i;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("permutation", bld_pv_ints(tr_builder(cx), inv, n))};
@@ -600,7 +583,7 @@ static bool tr_broadcast_in_dim(TrCtx *cx) {
   const Type *t = tr_in_type(cx, 0);
   const Type *o = &cx->st->out[0]->t;
   int64_t bd[SHM_MAXRANK], ax[SHM_MAXRANK];
-  int nb = pv_ints(param(cx->st, "broadcast_dimensions"), bd, SHM_MAXRANK), na = 0;
+  int nb = rule_read_ints(rule_stmt_param(cx->st, "broadcast_dimensions"), bd, SHM_MAXRANK), na = 0;
   bool unit = false;
   for (int d = 0; d < o->rank; d++) {
     int src = -1;
@@ -625,7 +608,7 @@ static bool tr_reduce_sum(TrCtx *cx) {
   if (cx->checking) return true;
   const Type *t = tr_in_type(cx, 0);
   int64_t ax[SHM_MAXRANK], keep[SHM_MAXRANK];
-  int na = pv_ints(param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
+  int na = rule_read_ints(rule_stmt_param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
   for (int d = 0; d < t->rank; d++) if (!in_list(ax, na, d)) keep[nk++] = d;
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
@@ -645,8 +628,8 @@ static bool tr_slice(TrCtx *cx) {
   const Type *t = tr_in_type(cx, 0);
   const Type *o = &cx->st->out[0]->t;
   int64_t st[SHM_MAXRANK], str[SHM_MAXRANK];
-  pv_ints(param(cx->st, "start_indices"), st, SHM_MAXRANK);
-  int ns = pv_ints(param(cx->st, "strides"), str, SHM_MAXRANK);
+  rule_read_ints(rule_stmt_param(cx->st, "start_indices"), st, SHM_MAXRANK);
+  int ns = rule_read_ints(rule_stmt_param(cx->st, "strides"), str, SHM_MAXRANK);
   Builder *B = tr_builder(cx);
   PVal **cfg = bld_alloc(B, sizeof(PVal *) * (size_t)(t->rank + 1));
   for (int d = 0; d < t->rank; d++) {
@@ -671,8 +654,8 @@ static bool tr_pad(TrCtx *cx) {
   }
   const Type *t = tr_in_type(cx, 0);
   int64_t cfg[3 * SHM_MAXRANK];
-  PVal *pc = param(cx->st, "padding_config");
-  for (int d = 0; d < t->rank; d++) pv_ints(pc->items[d], cfg + 3 * d, 3);
+  PVal *pc = rule_stmt_param(cx->st, "padding_config");
+  for (int d = 0; d < t->rank; d++) rule_read_ints(pc->items[d], cfg + 3 * d, 3);
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
   /* negative low/high padding cropped the operand: pad the cotangent back */
@@ -716,7 +699,7 @@ static bool tr_pad(TrCtx *cx) {
 
 static bool tr_concatenate(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, cx->st->nin);
-  int64_t dim = pv_int(param(cx->st, "dimension"), 0);
+  int64_t dim = pv_int(rule_stmt_param(cx->st, "dimension"), 0);
   const Type *o = &cx->st->out[0]->t;
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
@@ -782,9 +765,9 @@ static bool swap_collective(TrCtx *cx, int to, const char *dim_from, const char 
   Builder *B = tr_builder(cx);
   IrParam ps[3];
   int n = 0;
-  ps[n++] = kv("axis_name", param(cx->st, "axis_name"));
-  ps[n++] = kv(dim_to, bld_pv_int(B, pv_int(param(cx->st, dim_from), 0)));
-  ps[n++] = kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)));
+  ps[n++] = kv("axis_name", rule_stmt_param(cx->st, "axis_name"));
+  ps[n++] = kv(dim_to, bld_pv_int(B, pv_int(rule_stmt_param(cx->st, dim_from), 0)));
+  ps[n++] = kv("tiled", bld_pv_bool(B, pv_int(rule_stmt_param(cx->st, "tiled"), 0)));
   tr_give(cx, 0, emit1(cx, to, ps, n, &ct, 1));
   return true;
 }
@@ -794,7 +777,7 @@ static bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
 static bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  IrParam ps[1] = {kv("axes", rule_stmt_param(cx->st, "axes"))};
   /* div by the group size, then psum, is a pmean (the transpose of the
      transpose of pmean) */
   const IrStmt *d = def_of(cx->T, &ct);
@@ -815,7 +798,7 @@ static bool tr_pbroadcast(TrCtx *cx) {
 static bool tr_pmean(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  IrParam ps[1] = {kv("axes", rule_stmt_param(cx->st, "axes"))};
   IrAtom b = emit1(cx, P_PBROADCAST, ps, 1, &ct, 1);
   int64_t p = 1;
   const Mesh *m = bld_func(tr_builder(cx))->mesh;
@@ -833,16 +816,16 @@ static bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER_INV
 static bool tr_ppermute(TrCtx *cx) {
   if (cx->checking) return true;
   Builder *B = tr_builder(cx);
-  PVal *perm = param(cx->st, "perm");
+  PVal *perm = rule_stmt_param(cx->st, "perm");
   PVal **pairs = bld_alloc(B, sizeof(PVal *) * (size_t)(perm->n + 1));
   for (int i = 0; i < perm->n; i++) {
     int64_t sd[2] = {0, 0};        /* the checker made every pair two ints */
-    pv_ints(perm->items[i], sd, 2);
+    rule_read_ints(perm->items[i], sd, 2);
     int64_t ds[2] = {sd[1], sd[0]};
     pairs[i] = bld_pv_ints(B, ds, 2);
   }
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
+  IrParam ps[2] = {kv("axis_name", rule_stmt_param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
   tr_give(cx, 0, emit1(cx, P_PPERMUTE, ps, 2, &ct, 1));
   return true;
 }
@@ -851,10 +834,10 @@ static bool tr_all_to_all(TrCtx *cx) {
   if (cx->checking) return true;
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[4] = {kv("axis_name", param(cx->st, "axis_name")),
-                   kv("split_axis", bld_pv_int(B, pv_int(param(cx->st, "concat_axis"), 0))),
-                   kv("concat_axis", bld_pv_int(B, pv_int(param(cx->st, "split_axis"), 0))),
-                   kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)))};
+  IrParam ps[4] = {kv("axis_name", rule_stmt_param(cx->st, "axis_name")),
+                   kv("split_axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "concat_axis"), 0))),
+                   kv("concat_axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "split_axis"), 0))),
+                   kv("tiled", bld_pv_bool(B, pv_int(rule_stmt_param(cx->st, "tiled"), 0)))};
   tr_give(cx, 0, emit1(cx, P_ALL_TO_ALL, ps, 4, &ct, 1));
   return true;
 }
@@ -917,12 +900,6 @@ static bool tr_call(TrCtx *cx) {
   return true;
 }
 
-static PVal *fn_pv(Builder *B, int k) {
-  PVal *v = bld_pv_int(B, k);
-  v->k = PV_FUNC;
-  return v;
-}
-
 static bool tr_cond(TrCtx *cx) {
   const IrStmt *st = cx->st;
   if (cx->checking) {
@@ -950,7 +927,7 @@ static bool tr_cond(TrCtx *cx) {
   for (int b = 0; b < nb; b++) {
     at->fns[b] = transpose_fn(cx->T, st->at->fns[b], cx->lin_in + 1);
     if (!at->fns[b]) { cx->T->failed = true; return false; }
-    br[b] = fn_pv(B, b);
+    br[b] = bld_pv_fn(B, b);
   }
   int n;
   IrAtom *in = t_operands(cx, 1, &n);
@@ -1033,7 +1010,7 @@ static bool tr_fori_loop(TrCtx *cx) {
     }
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
   IrParam ps[4] = {kv("lower", bld_pv_int(B, at->i[0])), kv("upper", bld_pv_int(B, at->i[1])),
-                   kv("body", fn_pv(B, 0)), kv("reverse", bld_pv_bool(B, at->b[0]))};
+                   kv("body", bld_pv_fn(B, 0)), kv("reverse", bld_pv_bool(B, at->b[0]))};
   bld_higher(B, P_FORI_LOOP, at, ps, 4, in, n, outt, n, out);
   for (int k = 0, q = nc; k < n; k++)
     if (!no_ct[k]) tr_give(cx, k, out[q++]);
@@ -1091,7 +1068,7 @@ static bool tr_shard_map(TrCtx *cx) {
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nlin + 1));
   char mname[128];
   snprintf(mname, sizeof mname, "%.*s", sm->mesh->name.n, sm->mesh->name.p);
-  IrParam ps[5] = {kv("f", fn_pv(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
+  IrParam ps[5] = {kv("f", bld_pv_fn(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
                    kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma))};
   bld_higher(B, P_SHARD_MAP, at, ps, 5, in, n, outt, nlin, out);
   give_results(cx, 0, out);

@@ -36,7 +36,7 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'transpose'))
 import _shmgen  # noqa: E402
-from _shmgen import V, prod, tup, fmt  # noqa: E402
+from _shmgen import V, prod, tup, fmt, literal, inner  # noqa: E402
 
 H = '1e-6'          # the finite-difference step
 
@@ -409,28 +409,6 @@ def rand_vals(rng, n, lo=-1.0, hi=1.0):
     return [round(rng.uniform(lo, hi), 7) for _ in range(n)]
 
 
-def literal(name, dt, shape, vals):
-    if not shape:
-        return ['%s:%s[] = %s' % (name, dt, vals[0])]
-    lines = ['%s_flat:%s[%d] = [%s]' % (name, dt, len(vals), ', '.join(repr(v) for v in vals))]
-    lines.append('%s = reshape[new_sizes=%s] %s_flat' % (name, tup(shape), name) if len(shape) > 1
-                 else '%s = copy %s_flat' % (name, name))
-    return lines
-
-
-def dot(lines, tag, a, b, shape):
-    """Lines for tag_s = <a, b> and tag_abs = <|a|, |b|> (f64)."""
-    lines.append('%s_p = mul %s %s' % (tag, a, b))
-    lines.append('%s_q = abs %s_p' % (tag, tag))
-    if shape:
-        ax = tup(range(len(shape)))
-        lines.append('%s_s = reduce_sum[axes=%s] %s_p' % (tag, ax, tag))
-        lines.append('%s_abs = reduce_sum[axes=%s] %s_q' % (tag, ax, tag))
-    else:
-        lines.append('%s_s = copy %s_p' % (tag, tag))
-        lines.append('%s_abs = copy %s_q' % (tag, tag))
-
-
 def total(lines, name, tags, suffix):
     """name = the sum of tag_suffix over tags (0.0 when there is none)."""
     if not tags:
@@ -491,16 +469,8 @@ def harness(rng, k, g, params, results):
     for j, w, t in zip(fres, ws, ts):
         glob = results[j]['glob']
         out.append('%sD%d = sub %s %s' % (pre, j, ps[j], ms[j]))
-        conv = (lambda n: n) if dt == 'f64' else None
-        if conv is None:
-            for nm in (w, t, pre + 'D%d' % j, rs[j]):
-                out.append('%s_64 = convert_element_type[new_dtype=f64] %s' % (nm, nm))
-            w64, t64, d64, r64 = w + '_64', t + '_64', pre + 'D%d_64' % j, rs[j] + '_64'
-        else:
-            w64, t64, d64, r64 = w, t, pre + 'D%d' % j, rs[j]
-        dot(out, pre + 'jt%d' % j, w64, t64, glob)
-        dot(out, pre + 'ft%d' % j, w64, d64, glob)
-        dot(out, pre + 'at%d' % j, w64, r64, glob)
+        for tag, a in (('jt', t), ('ft', pre + 'D%d' % j), ('at', rs[j])):
+            inner(out, pre + tag + '%d' % j, w, a, glob, dt, dt)
         jt.append(pre + 'jt%d' % j)
         ft.append(pre + 'ft%d' % j)
         at.append(pre + 'at%d' % j)
@@ -509,36 +479,24 @@ def harness(rng, k, g, params, results):
     total(out, pre + 'fd0', ft, 's')
     out.append('%sfd = div %sfd0 %s' % (pre, pre, '2e-6'))
     total(out, pre + 'fabs', at, 'abs')
-    vt = []
-    if reverse:
-        rr = [pre + 'R%d' % j for j in range(len(results))]
-        cs = [pre + 'c_' + p['name'] for p in fparams]
-        out.append('%s = %s_vjp %s' % (', '.join(rr + cs), f, ' '.join(xs + ws)))
+
+    def against_v(name, fn, args):
+        """<fn(args)'s cotangents, v>: lines, and the tags of the sums."""
+        cs = [pre + name + '_' + p['name'] for p in fparams]
+        res = [pre + name.upper() + '%d' % j for j in range(len(results))] if name == 'c' else []
+        out.append('%s = %s %s' % (', '.join(res + cs), fn, ' '.join(args)))
+        tags = []
         for p, c, v in zip(fparams, cs, vs):
-            c64, v64 = c, v
-            if dt != 'f64':
-                out.append('%s_64 = convert_element_type[new_dtype=f64] %s' % (c, c))
-                out.append('%s_64 = convert_element_type[new_dtype=f64] %s' % (v, v))
-                c64, v64 = c + '_64', v + '_64'
-            dot(out, pre + 'vt_' + p['name'], c64, v64, p['glob'])
-            vt.append(pre + 'vt_' + p['name'])
+            inner(out, pre + name + 't_' + p['name'], c, v, p['glob'], dt, dt)
+            tags.append(pre + name + 't_' + p['name'])
+        return tags
+    vt = against_v('c', f + '_vjp', xs + ws) if reverse else []
     total(out, pre + 'vj', vt, 's')
     total(out, pre + 'vabs', vt, 'abs')
-    gt = []
     if grad:
-        gs = [pre + 'g_' + p['name'] for p in fparams]
-        out.append('%s = %s_g %s' % (', '.join(gs), f, ' '.join(xs)))
-        for p, gg, v in zip(fparams, gs, vs):
-            g64, v64 = gg, v
-            if dt != 'f64':
-                out.append('%s_64 = convert_element_type[new_dtype=f64] %s' % (gg, gg))
-                out.append('%s_64 = convert_element_type[new_dtype=f64] %s' % (v, v))
-                g64, v64 = gg + '_64', v + '_64'
-            dot(out, pre + 'gt_' + p['name'], g64, v64, p['glob'])
-            gt.append(pre + 'gt_' + p['name'])
-        total(out, pre + 'gv0', gt, 's')
-        w0 = ws[0] if dt == 'f64' else ws[0] + '_64'
-        out.append('%sgv = mul %sgv0 %s' % (pre, pre, w0))
+        total(out, pre + 'gv0', against_v('g', f + '_g', xs), 's')
+        out.append('%sw0 = convert_element_type[new_dtype=f64] %s' % (pre, ws[0]))
+        out.append('%sgv = mul %sgv0 %sw0' % (pre, pre, pre))
     else:
         out.append('%sgv:f64[] = 0.0' % pre)
     out.append('print "ad", %d, %sjv, %sfd, %sjabs, %sfabs, %svj, %svabs, %sgv'
@@ -574,16 +532,7 @@ def gen_program(rng, k, lowprec=False):
     ops = [o for o in OPS if g.axes or o not in COLLECTIVES]
     weights = [OPS[o] for o in ops]
     nsteps = r.randint(2, 7) if r.random() < 0.8 else r.randint(8, 12)
-    cur = r.choice(g.pool)
-    for _ in range(nsteps):
-        if r.random() < 0.3:
-            cur = r.choice(g.pool)
-        for _ in range(10):
-            op = r.choices(ops, weights)[0]
-            nv = getattr(g, 'op_' + op)(cur)
-            if nv is not None:
-                cur = nv
-                break
+    cur = _shmgen.chain(g, r.choice(g.pool), ops, weights, nsteps, 0.3)
     # results: the last value and maybe another; a scalar sometimes (grad)
     outs = [cur]
     if r.random() < 0.3:

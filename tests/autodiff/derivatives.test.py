@@ -24,17 +24,15 @@ Run by tests/run.py with SHMAPI set; cwd is the repository root.
 
 # timeout: 300
 
-import concurrent.futures
 import math
 import os
 import random
-import subprocess
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True       # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _adgen  # noqa: E402
+import _batch  # noqa: E402
 
 SHMAPI = os.environ.get('SHMAPI', 'build/shmapi')
 SEED = int(os.environ.get('SHM_AD_SEED', '20240215'))
@@ -42,30 +40,6 @@ N = int(os.environ.get('SHM_AD_N', '3000'))
 BATCH = 60
 FD_REL, FD_ABS = 2e-5, 1e-7         # finite differences: relative, and to the size of f
 ID64, ID32 = 1e-9, 2e-4             # the identities, f64 and f32
-
-
-def run_text(text):
-    with tempfile.NamedTemporaryFile('w', suffix='.shm', delete=False) as fh:
-        fh.write(text)
-        path = fh.name
-    try:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
-        r = subprocess.run([SHMAPI, path], capture_output=True, text=True, timeout=240, env=env)
-    finally:
-        os.unlink(path)
-    return r
-
-
-def parse(out):
-    res = {}
-    for line in out.splitlines():
-        if line.startswith('ad '):
-            parts = line.split()
-            try:
-                res[int(parts[1])] = tuple(float(x) for x in parts[2:9])
-            except (ValueError, IndexError):
-                pass
-    return res
 
 
 def judge(p, vals):
@@ -89,41 +63,10 @@ def judge(p, vals):
     return '; '.join(msgs) or None
 
 
-def run_batch(progs):
-    """[(program, message)] for the programs of a batch that fail."""
-    r = run_text(''.join(p.text for p in progs))
-    if r.returncode == 0:
-        vals = parse(r.stdout)
-        bad = [(p, judge(p, vals.get(p.k))) for p in progs]
-        return [(p, m) for p, m in bad if m]
-    bad = []
-    for p in progs:
-        r1 = run_text(p.text)
-        if r1.returncode != 0:
-            bad.append((p, 'shmapi exited %d:\n%s' % (r1.returncode, r1.stderr[-3000:])))
-        else:
-            m = judge(p, parse(r1.stdout).get(p.k))
-            if m:
-                bad.append((p, m))
-    if not bad:
-        bad.append((progs[0], 'the batch failed (%d) but every program passes alone:\n%s'
-                    % (r.returncode, r.stderr[-3000:])))
-    return bad
-
-
 def main():
     rng = random.Random(SEED)
     progs = [_adgen.gen_program(rng, k, lowprec=rng.random() < 0.1) for k in range(N)]
-    batches = [progs[i:i + BATCH] for i in range(0, len(progs), BATCH)]
-    failures = []
-    with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
-        for bad in pool.map(run_batch, batches):
-            failures.extend(bad)
-    for n, (p, msg) in enumerate(failures):
-        print('FAIL program %d (%s): %s' % (p.k, p.desc, msg))
-        if n < 5:
-            print('--- program %d:' % p.k)
-            print(p.text)
+    failures = _batch.run_all(SHMAPI, progs, 'ad', 7, judge, 240, BATCH)
     nrev = sum(not p.fwd_only for p in progs)
     nsm = sum('@shard_map' in p.text for p in progs)
     print('%d programs (%d inside shard_map, %d also in reverse mode, %d in f32); %d failed'
