@@ -234,6 +234,9 @@ static bool merge_disjoint(Tr *T, int s, IrAtom ct, IrVar *v) {
     const IrStmt *a = p, *b = q;             /* a: zeros operand, b: zeros update */
     if (!is_zeros(T, &a->in[0])) { a = q; b = p; }
     if (!is_zeros(T, &a->in[0]) || !is_zeros(T, &b->in[1])) return false;
+    /* the pieces are disjoint only when the update b zeroes is the block
+       a fills: the same shape at the same (clamped) start */
+    if (!type_same_shape(&a->in[1].t, &b->in[1].t)) return false;
     in[0] = b->in[0];
     in[1] = a->in[1];
     for (int k = 2; k < n; k++) in[k] = p->in[k];
