@@ -95,6 +95,8 @@ static bool xform_marks(Ctx *cx, FuncDef *fd, int nparams, bool *mark) {
 
 /* ---- linear_transpose ------------------------------------------------------------------------ */
 
+/* The transpose for argument types: made from the target's instance whose
+   non-linear parameters and results they are. */
 static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
   AstFunc *af = fd->ast;
   FuncDef *t = fd->target;
@@ -276,6 +278,8 @@ static IrFunc *derive(Ctx *cx, FuncDef *fd, IrFunc *f, Span call) {
   return g;
 }
 
+/* A derivative for argument types: the target checked for its parameters'
+   types, the rest of the arguments checked, then differentiated. */
 static IrFunc *derive_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
   int n;
   IrFunc *f = target_instance(cx, fd, args, nargs, call, &n);

@@ -14,6 +14,7 @@ static void jv_body(Jv *J);
 
 /* ---- contexts and the variable map -------------------------------------------- */
 
+/* A context mapping src's variables into the function B writes. */
 static Jv *jv_new(JvRoot *R, Builder *B, IrFunc *src, Jv *up) {
   Jv *J = bld_alloc(B, sizeof *J);
   int ns = src->nslots + 1;
@@ -60,6 +61,7 @@ static IrAtom jv_atom(Jv *J, const IrAtom *a, IrAtom *t, bool *h) {
   return p;
 }
 
+/* Variable v (of J->src) is p, with tangent *t (or none when t is NULL). */
 static void jv_bind(Jv *J, IrVar *v, IrAtom p, const IrAtom *t) {
   J->prim[v->slot] = p;
   J->has[v->slot] = t != NULL;
@@ -86,6 +88,7 @@ bool jv_error(JvpCx *cx, const char *fmt, ...) {
 /* A new parameter of the function J writes, of type t. */
 static IrAtom jv_newparam(Jv *J, Str name, Type t) { return ir_var_atom(bld_param(J->B, name, t)); }
 
+/* A tangent parameter of type t, named after its primal. */
 static IrAtom tangent_param(Jv *J, Str primal, Type t) {
   IrAtom a = jv_newparam(J, str_c(""), t);
   jv_name(J, &a, primal);
@@ -101,6 +104,7 @@ typedef struct Caps {
   int nseen, capseen;
 } Caps;
 
+/* Add v to the list (once). */
 static void caps_add(Builder *B, Caps *c, IrVar *v) {
   for (int i = 0; i < c->n; i++)
     if (c->v[i] == v) return;
@@ -231,6 +235,7 @@ typedef struct Ops {
   int n;
 } Ops;
 
+/* The operands in[0..n-1] mapped, with their tangents. */
 static Ops map_ops(Jv *J, const IrAtom *in, int n) {
   Ops o;
   o.n = n;
@@ -241,6 +246,7 @@ static Ops map_ops(Jv *J, const IrAtom *in, int n) {
   return o;
 }
 
+/* The captured variables x mapped, with their tangents. */
 static Ops map_extras(Jv *J, const Caps *x) {
   Ops o;
   o.n = x->n;
@@ -296,6 +302,8 @@ static IrAtom *std_operands(Jv *J, const Ops *o, const Ops *x, int *n) {
   return in;
 }
 
+/* cond: each branch differentiated for the operands that have tangents; a
+   result has a tangent if it has one in some branch (zeros in the others). */
 bool jvp_cond(JvpCx *cx) {
   Jv *J = cx->J;
   const IrStmt *st = cx->st;
@@ -368,6 +376,8 @@ static Sub loop_body(Jv *J, IrFunc *body, int first, const Caps *x, const bool *
   return s;
 }
 
+/* fori_loop: the carries' tangents carried along (a fixed point), the
+   values the body captured passed as carries it returns unchanged. */
 bool jvp_fori_loop(JvpCx *cx) {
   Jv *J = cx->J;
   const IrStmt *st = cx->st;
@@ -464,6 +474,8 @@ static IrFunc *while_cond(Jv *J, IrFunc *cf, int cn, const Caps *x, const bool *
   return bld_finish(s.J->B, &o, 1);
 }
 
+/* while: the body differentiated, its carries' tangents carried along; the
+   cond_jaxpr reads the primal carries only. */
 bool jvp_while(JvpCx *cx) {
   Jv *J = cx->J;
   const IrStmt *st = cx->st;
@@ -555,12 +567,15 @@ bool jvp_while(JvpCx *cx) {
 
 /* ---- shard_map ------------------------------------------------------------------------------ */
 
+/* The spec P(). */
 static PVal *spec_none(Builder *B) {
   PVal *v = bld_pv_tuple(B, NULL, 0);
   v->k = PV_SPEC;
   return v;
 }
 
+/* shard_map: the body differentiated; a tangent enters and leaves through
+   its primal's spec, a captured value through P(). */
 bool jvp_shard_map(JvpCx *cx) {
   Jv *J = cx->J;
   const IrStmt *st = cx->st;
@@ -652,6 +667,7 @@ static void jv_call(Jv *J, const IrStmt *st) {
   }
 }
 
+/* An equation: the primal copied, then its tangents from the rule. */
 static void jv_eqn(Jv *J, const IrStmt *st) {
   if (st->prim < 0) { jv_call(J, st); return; }
   JvpCx cx;
@@ -694,6 +710,7 @@ static void jv_eqn(Jv *J, const IrStmt *st) {
   }
 }
 
+/* A statement of J->src. */
 static void jv_stmt(Jv *J, IrStmt *st) {
   bld_set_where(J->B, st->sp);
   switch (st->k) {
@@ -718,6 +735,7 @@ static void jv_stmt(Jv *J, IrStmt *st) {
   }
 }
 
+/* J->src's statements, in order (until a failure). */
 static void jv_body(Jv *J) {
   for (int i = 0; i < J->src->nbody && !J->R->failed; i++) jv_stmt(J, J->src->body[i]);
 }

@@ -46,6 +46,7 @@ IrAtom jv_lit(JvpCx *cx, int dt, double v) {
   return a;
 }
 
+/* A parameter key = value. */
 static IrParam kv(const char *k, PVal *v) {
   IrParam p = {k, v};
   return p;
@@ -53,6 +54,7 @@ static IrParam kv(const char *k, PVal *v) {
 
 static IrAtom un(JvpCx *cx, int prim, IrAtom a) { return jv_emit(cx, prim, NULL, 0, &a, 1); }
 
+/* prim a b. */
 static IrAtom bin(JvpCx *cx, int prim, IrAtom a, IrAtom b) {
   IrAtom in[2] = {a, b};
   return jv_emit(cx, prim, NULL, 0, in, 2);
@@ -69,6 +71,7 @@ static IrAtom cst(JvpCx *cx, IrAtom a, double v) { return jv_lit(cx, a.t.dt, v);
 #define NEG(a) un(cx, P_NEG, a)
 #define SQUARE(a) un(cx, P_SQUARE, a)
 
+/* integer_pow[y] a. */
 static IrAtom ipow(JvpCx *cx, IrAtom a, int64_t y) {
   IrParam ps[1] = {kv("y", bld_pv_int(cx->J->B, y))};
   return jv_emit(cx, P_INTEGER_POW, ps, 1, &a, 1);
@@ -104,11 +107,13 @@ typedef struct Acc {
   bool has;
 } Acc;
 
+/* Add a term to the sum. */
 static void acc_add(JvpCx *cx, Acc *s, IrAtom t) {
   s->a = s->has ? ADD(s->a, t) : t;
   s->has = true;
 }
 
+/* The sum is the tangent of result 0 (none when it has no term). */
 static bool acc_set(JvpCx *cx, Acc *s) {
   if (s->has) jv_set(cx, 0, s->a);
   return true;
@@ -118,6 +123,7 @@ static bool acc_set(JvpCx *cx, Acc *s) {
    the operand's tangent times the partial derivative `term` gives. */
 typedef IrAtom (*TermFn)(JvpCx *cx, int k, IrAtom g);
 
+/* Sum the terms of the operands that have tangents. */
 static bool by_terms(JvpCx *cx, TermFn term) {
   Acc s = {{0}, false};
   for (int k = 0; k < cx->st->nin && !cx->J->R->failed; k++)
@@ -127,6 +133,7 @@ static bool by_terms(JvpCx *cx, TermFn term) {
 
 /* ---- zero and linear ------------------------------------------------------------------ */
 
+/* A derivative that is zero: no tangent (JAX's defjvp_zero). */
 bool jvp_zero(JvpCx *cx) {
   (void)cx;
   return true;
@@ -161,6 +168,7 @@ bool jvp_pbroadcast(JvpCx *cx) {
 
 /* ---- elementwise binary ---------------------------------------------------------------- */
 
+/* add: the sum of the tangents (one alone broadcast to the result). */
 bool jvp_add(JvpCx *cx) {
   Acc s = {{0}, false};
   for (int k = 0; k < 2; k++)
@@ -168,6 +176,7 @@ bool jvp_add(JvpCx *cx) {
   return acc_set(cx, &s);
 }
 
+/* sub: the difference of the tangents. */
 bool jvp_sub(JvpCx *cx) {
   IrAtom t;
   if (cx->has[0] && cx->has[1]) t = SUB(tan_of(cx, 0), tan_of(cx, 1));
@@ -177,11 +186,13 @@ bool jvp_sub(JvpCx *cx) {
   return true;
 }
 
+/* mul: xdot y + x ydot. */
 static IrAtom mul_term(JvpCx *cx, int k, IrAtom g) {
   return k == 0 ? MUL(g, primal(cx, 1)) : MUL(primal(cx, 0), g);
 }
 bool jvp_mul(JvpCx *cx) { return by_terms(cx, mul_term); }
 
+/* div: xdot / y - ydot x / y^2. */
 static IrAtom div_term(JvpCx *cx, int k, IrAtom g) {
   IrAtom x = primal(cx, 0), y = primal(cx, 1);
   if (k == 0) return DIV(g, y);
@@ -189,6 +200,7 @@ static IrAtom div_term(JvpCx *cx, int k, IrAtom g) {
 }
 bool jvp_div(JvpCx *cx) { return by_terms(cx, div_term); }
 
+/* rem: xdot - ydot sign(x / y) floor(|x / y|). */
 static IrAtom rem_term(JvpCx *cx, int k, IrAtom g) {
   if (k == 0) return g;
   IrAtom q = DIV(primal(cx, 0), primal(cx, 1));
@@ -196,6 +208,7 @@ static IrAtom rem_term(JvpCx *cx, int k, IrAtom g) {
 }
 bool jvp_rem(JvpCx *cx) { return by_terms(cx, rem_term); }
 
+/* a converted to dtype dt (a itself when it has it). */
 static IrAtom convert(JvpCx *cx, IrAtom a, int dt) {
   if (a.t.dt == dt) return a;
   IrParam ps[1] = {kv("new_dtype", bld_pv_name(cx->J->B, dtype_names[dt]))};
@@ -224,12 +237,14 @@ static IrAtom balanced_eq(JvpCx *cx, IrAtom x, IrAtom z, IrAtom y) {
   return DIV(sel(cx, EQ(x, z), one, cst(cx, z, 0)), sel(cx, EQ(y, z), cst(cx, z, 2), one));
 }
 
+/* max, min: each operand's tangent where it is the result. */
 static IrAtom minmax_term(JvpCx *cx, int k, IrAtom g) {
   return MUL(g, balanced_eq(cx, primal(cx, k), ans(cx), primal(cx, 1 - k)));
 }
 bool jvp_max(JvpCx *cx) { return by_terms(cx, minmax_term); }
 bool jvp_min(JvpCx *cx) { return by_terms(cx, minmax_term); }
 
+/* atan2 x y: (y xdot - x ydot) / (x^2 + y^2). */
 static IrAtom atan2_term(JvpCx *cx, int k, IrAtom g) {
   IrAtom x = primal(cx, 0), y = primal(cx, 1);
   IrAtom d = ADD(SQUARE(x), SQUARE(y));
@@ -284,6 +299,7 @@ bool jvp_polygamma(JvpCx *cx) {
   return true;
 }
 
+/* integer_pow[y]: y x^(y-1) xdot (JAX's _integer_pow_jvp). */
 bool jvp_integer_pow(JvpCx *cx) {
   int64_t y = cx->st->at->i[0];
   IrAtom g = tan_of(cx, 0), x = primal(cx, 0);
@@ -326,6 +342,7 @@ bool jvp_select_n(JvpCx *cx) {
 
 /* ---- dot_general ------------------------------------------------------------------------ */
 
+/* dot_general: bilinear, dot(xdot, y) + dot(x, ydot). */
 static IrAtom dot_term(JvpCx *cx, int k, IrAtom g) {
   IrAtom in[2] = {k == 0 ? g : primal(cx, 0), k == 1 ? g : primal(cx, 1)};
   return jv_emit(cx, P_DOT_GENERAL, cx->st->params, cx->st->nparams, in, 2);
@@ -334,6 +351,7 @@ bool jvp_dot_general(JvpCx *cx) { return by_terms(cx, dot_term); }
 
 /* ---- reductions ---------------------------------------------------------------------------- */
 
+/* Is x among l[0..n-1]? */
 static bool in_list(const int64_t *l, int n, int64_t x) {
   for (int i = 0; i < n; i++)
     if (l[i] == x) return true;
@@ -361,6 +379,7 @@ bool jvp_reduce_chooser(JvpCx *cx) {
   return true;
 }
 
+/* a[lo:hi:stride] along dimension d (JAX's slice_in_dim). */
 static IrAtom slice_dim(JvpCx *cx, IrAtom a, int d, int64_t lo, int64_t hi, int64_t stride) {
   Builder *B = cx->J->B;
   int r = a.t.rank;
@@ -378,6 +397,7 @@ static IrAtom slice_dim(JvpCx *cx, IrAtom a, int d, int64_t lo, int64_t hi, int6
   return jv_emit(cx, P_SLICE, ps, stride == 1 ? 2 : 3, &a, 1);
 }
 
+/* a padded with v along dimension d. */
 static IrAtom pad_dim(JvpCx *cx, IrAtom a, IrAtom v, int d, int64_t lo, int64_t hi, int64_t interior) {
   Builder *B = cx->J->B;
   int r = a.t.rank;
@@ -454,6 +474,7 @@ static IrAtom interleave(JvpCx *cx, IrAtom a, IrAtom b, int d) {
   return ADD(pa, pb);
 }
 
+/* The same slice of a value and its tangent. */
 static Dual dual_slice(JvpCx *cx, Dual v, int d, int64_t lo, int64_t hi, int64_t s) {
   Dual r = {slice_dim(cx, v.p, d, lo, hi, s), slice_dim(cx, v.t, d, lo, hi, s)};
   return r;

@@ -58,12 +58,14 @@ static void pe_body(Pe *E);
 
 static void *pe_alloc(PeRoot *R, size_t n) { return arena_alloc(&R->P->arena, n); }
 
+/* Emit prim; false (the linearization failed) after an error. */
 static bool emit(Pe *E, Builder *B, int prim, const IrParam *ps, int np, IrAtom *in, int nin, IrAtom *out) {
   if (bld_prim(B, prim, ps, np, in, nin, out)) return true;
   E->R->failed = true;
   return false;
 }
 
+/* A parameter key = value. */
 static IrParam kv(const char *k, PVal *v) {
   IrParam p = {k, v};
   return p;
@@ -89,6 +91,8 @@ static void loop_deps(PeRoot *R, const IrFunc *body, bool *pin, int first, int n
   }
 }
 
+/* Which results of higher-order equation st depend on the operands uin[]
+   marks. */
 static void deps_special(PeRoot *R, const IrStmt *st, const bool *uin, bool *o) {
   const Attrs *at = st->at;
   switch (st->prim) {
@@ -157,6 +161,7 @@ static IrAtom known_of(Pe *E, const IrAtom *a) {
 
 static IrAtom stack_res(Pe *E, Res *r);
 
+/* Record a residual. */
 static void push_res(Pe *E, const Res *r) {
   if (E->nres == E->capres) {
     int nc = E->capres ? 2 * E->capres : 8;
@@ -364,6 +369,8 @@ static PVal *res_spec(Builder *B, const Mesh *m, uint32_t vma, Spec *sp) {
   return v;
 }
 
+/* A shard_map split: the known one computes its known results and the
+   residuals, the linear one its unknown results from them. */
 static void pe_shard_map(Pe *E, IrStmt *st) {
   PeRoot *R = E->R;
   const ShardMap *sm = st->at->ext;
@@ -511,6 +518,8 @@ static void cond_u_params(Pe **S, int nb, int b, int nunk, const int *fw, int nf
   U->nparams = np;
 }
 
+/* A cond split: every branch split; the known cond returns every branch's
+   residuals, the linear one takes them and the unknown operands. */
 static void pe_cond(Pe *E, IrStmt *st) {
   PeRoot *R = E->R;
   int nb = st->at->nfns, n = st->nin - 1, nout = st->nout;
@@ -618,6 +627,7 @@ static void pe_cond(Pe *E, IrStmt *st) {
 
 /* ---- loops ---------------------------------------------------------------------------------------- */
 
+/* The error for a loop whose trip count is not static. */
 static bool dynamic_trips(Pe *E, const IrStmt *st) {
   diag_error(st->sp, "reverse-mode differentiation does not work for %s, as in JAX: its trip count is not static "
              "(use fori_loop with literal bounds)", st->prim == P_WHILE ? "while" : "a fori_loop whose bounds are values");
@@ -625,6 +635,8 @@ static bool dynamic_trips(Pe *E, const IrStmt *st) {
   return false;
 }
 
+/* A fori_loop with literal bounds split: the known loop stacks its
+   residuals, the linear loop reads them back. */
 static void pe_fori(Pe *E, IrStmt *st) {
   PeRoot *R = E->R;
   IrFunc *H = st->at->fns[0];
@@ -745,6 +757,8 @@ static void pe_while(Pe *E, IrStmt *st) {
 
 /* ---- the walk ------------------------------------------------------------------------------------ */
 
+/* An equation: to the known part when it reads no unknown value, else to
+   the linear part (a higher-order one split). */
 static void pe_eqn(Pe *E, IrStmt *st) {
   PeRoot *R = E->R;
   bool any = false;
@@ -772,6 +786,7 @@ static void pe_eqn(Pe *E, IrStmt *st) {
   }
 }
 
+/* A statement of E->src (constants and prints go to the known part). */
 static void pe_stmt(Pe *E, IrStmt *st) {
   bld_set_where(E->KB, st->sp);
   bld_set_where(E->UB, st->sp);
@@ -797,6 +812,7 @@ static void pe_stmt(Pe *E, IrStmt *st) {
   }
 }
 
+/* E->src's statements, in order (until a failure). */
 static void pe_body(Pe *E) {
   for (int i = 0; i < E->src->nbody && !E->R->failed; i++) pe_stmt(E, E->src->body[i]);
 }
