@@ -365,6 +365,29 @@ class Suite:
         self.row("mesh 256×256, psum+ppermute f32[4]", w, "—", None, None, "< 2 s, RSS < 512 MiB",
                  w < 2 and r < 512 * 1024, r, f"whole run; the body alone {fmt_t(med(body))}")
 
+    # -- the cost model at a real model size: --abstract on a 70B step
+    def model_70b(self):
+        prog = os.path.join(os.path.dirname(HERE), "examples", "fsdp_tp_70b.shm")
+        walls, checks, rss = [], [], []
+        text = ""
+        for warm in self.rounds():
+            _, text, err, rc, r, w = run_marked(self.ref, [self.shm, "--abstract", "--time", prog])
+            if rc != 0:
+                raise Failure(f"shmapi --abstract --time {prog} exited {rc}:\n{err.strip()[-800:]}")
+            _, _, err, rc, _, wc = run_marked(self.ref, [self.shm, "--check", prog])
+            if rc != 0:
+                raise Failure(f"shmapi --check {prog} exited {rc}:\n{err.strip()[-800:]}")
+            if warm:
+                continue
+            walls.append(w)
+            checks.append(wc)
+            rss.append(r)
+        if not text.startswith("modelled on tpu-v5e: ") or "0-255 " not in text:
+            raise Failure("model_70b: not the report of 256 devices:\n" + text[:400])
+        w, c, r = med(walls), med(checks), max(rss)
+        self.row("70B FSDP x TP step, --abstract", w, "--check of it", c, w / c, "< 5 s, RSS < 256 MiB",
+                 w < 5 and r < 256 * 1024, r, "whole run: 80 layers forward and backward on 256 devices")
+
     # -- replicated input on 4096 instances vs 1
     def replicated(self):
         many, one, rss = [], [], []
@@ -403,6 +426,7 @@ class Suite:
         self.guarded("small_eqns", self.small)
         self.guarded("big_mesh", self.big_mesh)
         self.guarded("replicated", self.replicated)
+        self.guarded("model_70b", self.model_70b)
         self.guarded("startup", self.startup)
 
 
@@ -504,7 +528,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
                                   "nowhere with --only)")
-    ap.add_argument("--only", help="comma-separated subset: matmul,collectives,small,big,replicated,startup")
+    ap.add_argument("--only", help="comma-separated subset: matmul,collectives,small,big,replicated,model,startup")
     a = ap.parse_args()
     started = time.time()
     s = Suite(a)
@@ -522,6 +546,8 @@ def main():
             s.guarded("big_mesh", s.big_mesh)
         if "replicated" in names:
             s.guarded("replicated", s.replicated)
+        if "model" in names:
+            s.guarded("model_70b", s.model_70b)
         if "startup" in names:
             s.guarded("startup", s.startup)
     else:

@@ -204,7 +204,7 @@ def generate():
             sig = p['name'] + ('[' + ', '.join(p['params']) + ']' if p['params'] else '')
             line = '`%s`: %s, %s.' % (sig, operands(p), results(p))
             if p['alias']:
-                line += ' Also spelled `%s`.' % p['alias']
+                line += ' Also spelled %s.' % ', '.join('`%s`' % a for a in p['alias'].split())
             if p['transpose']:
                 line += ' `linear_transpose` knows its transpose.'
             if p['jvp'] == 'jvp_zero':

@@ -12,9 +12,9 @@
 **
 ** One input in four also gets an injected allocation failure.
 **
-** Inputs that `import` are skipped: an import reads the file system
-** (`import "/dev/stdin"` would block the fuzzer), which is not what these
-** harnesses test.
+** Inputs that `import`, `load` or `save` are skipped: those read or write
+** the file system (`import "/dev/stdin"` would block the fuzzer, `save`
+** would write anywhere); fuzz_npy fuzzes the file formats load reads.
 */
 #ifndef SHM_FUZZ_COMMON_H
 #define SHM_FUZZ_COMMON_H
@@ -106,7 +106,7 @@ enum { FUZZ_CHECK, FUZZ_RUN, FUZZ_REPL };
    for inputs the harness does not take. */
 static int fuzz_one(const uint8_t *data, size_t size, int mode) {
   bool run = mode != FUZZ_CHECK;
-  if (fuzz_has(data, size, "import")) return -1;
+  if (fuzz_has(data, size, "import") || fuzz_has(data, size, "load") || fuzz_has(data, size, "save")) return -1;
   mem_set_limit(run ? (size_t)32 << 20 : 0);
   /* One input in four also makes its Nth allocation fail (N from a hash
      of the input, so a crash reproduces): the paths that run out of

@@ -26,10 +26,10 @@
 %stack_size 2000
 
 %token ILLEGAL.
-%token NL SEMI IDENT INT FLOAT STRING.
+%token NL SEMI IDENT INT FLOAT STRING COMPLEX REPR CALL.
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
-%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE.
+%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE.
 
 %type stmt_list {AstList*}
 %type stmt {AstStmt*}
@@ -45,6 +45,13 @@
 %type param {AstParam*}
 %type value {PVal*}
 %type values {AstList*}
+%type callargs {AstList*}
+%type callarg {PVal*}
+%type ditems {AstList*}
+%type ditem {PVal*}
+%type lets {AstList*}
+%type jaxpr {AstFunc*}
+%type nls {int}
 %type args {AstList*}
 %type arg {AstArg*}
 %type lit {AstLit*}
@@ -86,6 +93,10 @@ stmt(A) ::= error.                         { A = ast_error_stmt(P); }
 
 simple(A) ::= binders(B) EQ IDENT(C) opt_params(Q) args(R).
     { A = ast_eqn(P, B, C, Q, Q != 0, R); }
+simple(A) ::= IDENT(C) LBRACK params(Q) RBRACK args(R).
+    { A = ast_eqn(P, ast_list(P), C, Q, true, R); }
+simple(A) ::= IDENT(C) LBRACK RBRACK args(R).
+    { A = ast_eqn(P, ast_list(P), C, ast_list(P), true, R); }
 simple(A) ::= binders(B) EQ lit(L).        { A = ast_lit_stmt(P, B, ast_alit_leaf(P, L)); }
 simple(A) ::= binders(B) EQ LBRACK(O) alits(I) RBRACK(C).
     { A = ast_lit_stmt(P, B, ast_alit_list(P, O, I, C)); }
@@ -147,6 +158,25 @@ value(A) ::= PSPEC(O) RPAREN(C).           { A = ast_pv_seq(P, PV_SPEC, O, ast_l
 value(A) ::= PSPEC(O) values(L) RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
 value(A) ::= PSPEC(O) values(L) COMMA RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
 value(A) ::= lambda(F).                    { A = ast_pv_func(P, F); }
+value(A) ::= COMPLEX(T).                   { A = ast_pv_complex(P, T); }
+/* Python reprs, as JAX prints parameters: <function f at 0x...>,
+   frozenset({'i'}), Mesh('i': 4, axis_types=(Auto,)), {0: ('i',)} */
+value(A) ::= REPR(T).                      { A = ast_pv_str(P, T); A->k = PV_REPR; }
+value(A) ::= CALL(O) RPAREN(C).            { A = ast_pv_call(P, O, ast_list(P), C); }
+value(A) ::= CALL(O) callargs(L) RPAREN(C). { A = ast_pv_call(P, O, L, C); }
+value(A) ::= CALL(O) callargs(L) COMMA RPAREN(C). { A = ast_pv_call(P, O, L, C); }
+value(A) ::= LBRACE(O) RBRACE(C).          { A = ast_pv_seq(P, PV_DICT, O, ast_list(P), C, true); }
+value(A) ::= LBRACE(O) ditems(L) RBRACE(C). { A = ast_pv_seq(P, PV_DICT, O, L, C, true); }
+value(A) ::= LBRACE(O) ditems(L) COMMA RBRACE(C). { A = ast_pv_seq(P, PV_DICT, O, L, C, true); }
+callargs(A) ::= callarg(X).                { A = ast_list_add(P, ast_list(P), X); }
+callargs(A) ::= callargs(L) COMMA callarg(X). { A = ast_list_add(P, L, X); }
+callarg(A) ::= value(X).                   { A = X; }
+callarg(A) ::= IDENT(K) EQ value(V).       { A = ast_pv_pair(P, PV_KW, ast_pv_name(P, K), V); }
+callarg(A) ::= value(K) COLON value(V).    { A = ast_pv_pair(P, PV_PAIR, K, V); }
+ditems(A) ::= ditem(X).                    { A = ast_list_add(P, ast_list(P), X); }
+ditems(A) ::= ditems(L) COMMA ditem(X).    { A = ast_list_add(P, L, X); }
+ditem(A) ::= value(X).                     { A = X; }
+ditem(A) ::= value(K) COLON value(V).      { A = ast_pv_pair(P, PV_PAIR, K, V); }
 
 /* JAX prints tuples of jaxprs with newlines and no commas: both are fine. */
 values(A) ::= value(X).                    { A = ast_list_add(P, ast_list(P), X); }
@@ -166,6 +196,8 @@ lit(A) ::= INT(T) COLON type(Y).           { A = ast_lit(P, T, LIT_INT, Y); }
 lit(A) ::= FLOAT(T) COLON type(Y).         { A = ast_lit(P, T, LIT_FLOAT, Y); }
 lit(A) ::= TRUE(T) COLON type(Y).          { A = ast_lit(P, T, LIT_BOOL, Y); }
 lit(A) ::= FALSE(T) COLON type(Y).         { A = ast_lit(P, T, LIT_BOOL, Y); }
+lit(A) ::= COMPLEX(T).                     { A = ast_lit(P, T, LIT_COMPLEX, 0); }
+lit(A) ::= COMPLEX(T) COLON type(Y).       { A = ast_lit(P, T, LIT_COMPLEX, Y); }
 
 alit(A) ::= lit(L).                        { A = ast_alit_leaf(P, L); }
 alit(A) ::= LBRACK(O) alits(I) RBRACK(C).  { A = ast_alit_list(P, O, I, C); }
@@ -184,6 +216,10 @@ item(A) ::= arg(X).                        { A = X; }
 item(A) ::= STRING(T).                     { A = ast_arg_str(P, T); }
 
 simple(A) ::= SHOW(K) IDENT(N).            { A = ast_show(P, K, N); }
+/* x = load "file.npy"; x = load "batch.npz" "images"; save "out.npy" x */
+simple(A) ::= binders(B) EQ LOAD(K) STRING(F). { A = ast_load(P, B, K, F, 0); }
+simple(A) ::= binders(B) EQ LOAD(K) STRING(F) STRING(N). { A = ast_load(P, B, K, F, &N); }
+simple(A) ::= SAVE(K) STRING(F) arg(X).    { A = ast_save(P, K, F, X); }
 simple(A) ::= IMPORT(K) STRING(S).         { A = ast_import(P, K, S); }
 
 simple(A) ::= MESH(K) IDENT(N) EQ LBRACE mesh_axes(L) RBRACE(C).       { A = ast_mesh(P, K, N, L, C); }
@@ -205,7 +241,16 @@ def(A) ::= IDENT(N) LPAREN fparams(L) RPAREN LBRACE stmt_list(B) last(S) RBRACE(
     { A = ast_func_readable(P, N, L, S ? ast_list_add(P, B, S) : B, C); }
 def(A) ::= IDENT(N) LPAREN fparams(L) COMMA RPAREN LBRACE stmt_list(B) last(S) RBRACE(C).
     { A = ast_func_readable(P, N, L, S ? ast_list_add(P, B, S) : B, C); }
-def(A) ::= IDENT(N) EQ lambda(F).          { A = ast_func_named(P, N, F); }
+def(A) ::= IDENT(N) EQ jaxpr(F).           { A = ast_func_named(P, N, F); }
+
+/* What jax.make_jaxpr prints: a jaxpr, after the jaxprs it calls more
+   than once, each bound by `let name = { lambda ... } in`. */
+jaxpr(A) ::= lambda(F).                    { A = F; }
+jaxpr(A) ::= lets(L) lambda(F).            { A = ast_lets(P, L, F); }
+lets(A) ::= LET IDENT(N) EQ lambda(F) IN nls. { A = ast_list_add(P, ast_list(P), ast_func_named(P, N, F)); }
+lets(A) ::= lets(L) LET IDENT(N) EQ lambda(F) IN nls. { A = ast_list_add(P, L, ast_func_named(P, N, F)); }
+nls(A) ::= .                               { A = 0; }
+nls(A) ::= nls NL.                         { A = 0; }
 def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G).
     { A = ast_func_transpose(P, N, T, Q, G); }
 
@@ -216,6 +261,9 @@ fparams(A) ::= fparams(L) COMMA binder(X). { A = ast_list_add(P, L, X); }
 /* JAX's printed form: { lambda consts ; params . let eqns in outs } */
 lambda(A) ::= LBRACE(O) LAMBDA lbinders(K) SEMI lbinders(X) DOT LET stmt_list(B) last(S) IN outs(R) RBRACE(C).
     { A = ast_lambda(P, O, K, X, S ? ast_list_add(P, B, S) : B, R, C); }
+/* JAX 0.1's header: constvars ; freevars ; invars. (both bound from scope) */
+lambda(A) ::= LBRACE(O) LAMBDA lbinders(K) SEMI lbinders(F) SEMI lbinders(X) DOT LET stmt_list(B) last(S) IN outs(R) RBRACE(C).
+    { A = ast_lambda(P, O, ast_list_cat(P, K, F), X, S ? ast_list_add(P, B, S) : B, R, C); }
 
 lbinders(A) ::= .                          { A = ast_list(P); }
 lbinders(A) ::= lbinders(L) binder(X).     { A = ast_list_add(P, L, X); }
@@ -225,3 +273,5 @@ outs(A) ::= arg(X).                        { A = ast_list_add(P, ast_list(P), X)
 outs(A) ::= LPAREN RPAREN.                 { A = ast_list(P); }
 outs(A) ::= LPAREN rets(L) RPAREN.         { A = L; }
 outs(A) ::= LPAREN rets(L) COMMA RPAREN.   { A = L; }
+outs(A) ::= LBRACK RBRACK.                 { A = ast_list(P); }
+outs(A) ::= LBRACK rets(L) RBRACK.         { A = L; }

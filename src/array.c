@@ -3,6 +3,7 @@
 */
 #include <math.h>
 #include "array.h"
+#include "half.h"
 #include "err.h"
 
 int64_t shape_size(int rank, const int64_t *shape) {
@@ -96,57 +97,140 @@ void arr_free_(Array *a) {
 
 size_t arr_nbytes(const Array *a) { return (size_t)a->size * dtype_sizes[a->dt]; }
 
-double arr_getf(const Array *a, int64_t i) {
+/* ---- elements of any dtype ---------------------------------------------------
+** An element read widened: the integer kinds as int64 (signed, bool) or
+** uint64 (unsigned), the floats as double, complex as two doubles. */
+typedef struct Wide {
+  char k;              /* the dtype's kind */
+  int64_t i;
+  uint64_t u;
+  double re, im;
+} Wide;
+
+static Wide wide_get(const Array *a, int64_t i) {
+  Wide w = {dtype_kinds[a->dt], 0, 0, 0, 0};
+  const void *d = a->data;
   switch ((DType)a->dt) {
-#define X(tag, name, npname, size, ctype, kind) \
-  case DT_##tag: return (double)((const ctype *)a->data)[i];
-    SHM_DTYPES(X)
+#define X(tag, name, npname, size, ctype, kind)                              \
+  case DT_##tag:                                                             \
+    if (kind == 'U') w.u = (uint64_t)((const ctype *)d)[i];                  \
+    else if (kind == 'F') w.re = (double)((const ctype *)d)[i];              \
+    else w.i = (int64_t)((const ctype *)d)[i];                               \
+    break;
+    SHM_PLAIN_DTYPES(X)
 #undef X
-  default: return 0;
+  case DT_BF16: w.re = bf16_to_f32(((const ShmBf16 *)d)[i].bits); break;
+  case DT_F16: w.re = f16_to_f32(((const ShmF16 *)d)[i].bits); break;
+  case DT_C64: w.re = ((const ShmC64 *)d)[i].re; w.im = ((const ShmC64 *)d)[i].im; break;
+  case DT_C128: w.re = ((const ShmC128 *)d)[i].re; w.im = ((const ShmC128 *)d)[i].im; break;
+  default: break;
   }
+  return w;
+}
+
+/* A float truncated toward zero into [lo, hi] (as doubles), NaN to 0. */
+static double sat(double x, double lo, double hi) {
+  return isnan(x) ? 0 : x <= lo ? lo : x >= hi ? hi : trunc(x);
+}
+
+/* The integer bits a widened element converts to, for an integer dtype of
+   `bits` bits (signed or not): integers wrap, floats saturate. */
+static uint64_t wide_int_bits(const Wide *w, int bits, bool is_unsigned) {
+  if (w->k == 'U') return w->u;
+  if (w->k == 'B' || w->k == 'I') return (uint64_t)w->i;
+  if (is_unsigned) {
+    if (bits == 64 && w->re >= 18446744073709551616.0) return UINT64_MAX;
+    double hi = bits == 64 ? 18446744073709551616.0 : ldexp(1.0, bits) - 1;
+    double x = sat(w->re, 0, hi);
+    return x >= 9223372036854775808.0 ? (uint64_t)(x - 9223372036854775808.0) + (UINT64_C(1) << 63) : (uint64_t)x;
+  }
+  double lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1) - 1;
+  if (bits == 64) {
+    if (isnan(w->re)) return 0;
+    if (w->re >= 9223372036854775808.0) return (uint64_t)INT64_MAX;
+    if (w->re <= -9223372036854775808.0) return (uint64_t)INT64_MIN;
+    return (uint64_t)(int64_t)trunc(w->re);
+  }
+  return (uint64_t)(int64_t)sat(w->re, lo, hi);
+}
+
+/* The value of an integer element as a float of the target: exact
+   conversions by C (correctly rounded), as double for the others. */
+static float wide_f32(const Wide *w) {
+  return w->k == 'U' ? (float)w->u : w->k == 'B' || w->k == 'I' ? (float)w->i : (float)w->re;
+}
+static double wide_f64(const Wide *w) {
+  return w->k == 'U' ? (double)w->u : w->k == 'B' || w->k == 'I' ? (double)w->i : w->re;
+}
+
+static void wide_set(Array *a, int64_t i, const Wide *w) {
+  void *d = a->data;
+  char k = dtype_kinds[a->dt];
+  if (a->dt == DT_BOOL) {
+    ((uint8_t *)d)[i] = w->k == 'U' ? w->u != 0 : w->k == 'B' || w->k == 'I' ? w->i != 0 : (w->re != 0 || w->im != 0);
+    return;
+  }
+  if (k == 'I' || k == 'U') {
+    uint64_t b = wide_int_bits(w, dtype_sizes[a->dt] * 8, k == 'U');
+    switch (dtype_sizes[a->dt]) {
+    case 1: ((uint8_t *)d)[i] = (uint8_t)b; break;
+    case 2: ((uint16_t *)d)[i] = (uint16_t)b; break;
+    case 4: ((uint32_t *)d)[i] = (uint32_t)b; break;
+    default: ((uint64_t *)d)[i] = b; break;
+    }
+    return;
+  }
+  switch ((DType)a->dt) {
+  case DT_F32: ((float *)d)[i] = wide_f32(w); break;
+  case DT_F64: ((double *)d)[i] = wide_f64(w); break;
+  case DT_BF16: ((ShmBf16 *)d)[i].bits = bf16_from_f32(wide_f32(w)); break;
+  case DT_F16: ((ShmF16 *)d)[i].bits = w->k == 'F' || w->k == 'H' || w->k == 'C' ? f16_from_f64(w->re)
+                                                                                  : f16_from_f64(wide_f64(w)); break;
+  case DT_C64: ((ShmC64 *)d)[i].re = wide_f32(w); ((ShmC64 *)d)[i].im = (float)w->im; break;
+  case DT_C128: ((ShmC128 *)d)[i].re = wide_f64(w); ((ShmC128 *)d)[i].im = w->im; break;
+  default: break;
+  }
+}
+
+double arr_getf(const Array *a, int64_t i) {
+  Wide w = wide_get(a, i);
+  return wide_f64(&w);
 }
 
 int64_t arr_geti(const Array *a, int64_t i) {
-  switch ((DType)a->dt) {
-  case DT_F32: {
-    float f = ((const float *)a->data)[i];
-    return isnan(f) ? 0 : f >= 9.2233720368547758e18f ? INT64_MAX
-         : f <= -9.2233720368547758e18f ? INT64_MIN : (int64_t)f;
-  }
-  case DT_F64: {
-    double f = ((const double *)a->data)[i];
-    return isnan(f) ? 0 : f >= 9.2233720368547758e18 ? INT64_MAX
-         : f <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)f;
-  }
-  case DT_BOOL: return ((const uint8_t *)a->data)[i];
-  case DT_I32: return ((const int32_t *)a->data)[i];
-  case DT_I64: return ((const int64_t *)a->data)[i];
-  default: return 0;
-  }
+  Wide w = wide_get(a, i);
+  return (int64_t)wide_int_bits(&w, 64, dtype_is_unsigned((DType)a->dt));
+}
+
+uint64_t arr_getu(const Array *a, int64_t i) {
+  Wide w = wide_get(a, i);
+  return wide_int_bits(&w, 64, true);
+}
+
+void arr_getc(const Array *a, int64_t i, double *re, double *im) {
+  Wide w = wide_get(a, i);
+  *re = wide_f64(&w);
+  *im = w.im;
 }
 
 void arr_setf(Array *a, int64_t i, double v) {
-  switch ((DType)a->dt) {
-  case DT_F32: ((float *)a->data)[i] = (float)v; break;
-  case DT_F64: ((double *)a->data)[i] = v; break;
-  case DT_BOOL: ((uint8_t *)a->data)[i] = v != 0; break;
-  default: {
-    int64_t x = isnan(v) ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX
-              : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
-    arr_seti(a, i, x);
-  }
-  }
+  Wide w = {'F', 0, 0, v, 0};
+  wide_set(a, i, &w);
 }
 
 void arr_seti(Array *a, int64_t i, int64_t v) {
-  switch ((DType)a->dt) {
-  case DT_F32: ((float *)a->data)[i] = (float)v; break;
-  case DT_F64: ((double *)a->data)[i] = (double)v; break;
-  case DT_BOOL: ((uint8_t *)a->data)[i] = v != 0; break;
-  case DT_I32: ((int32_t *)a->data)[i] = (int32_t)v; break;
-  case DT_I64: ((int64_t *)a->data)[i] = v; break;
-  default: break;
-  }
+  Wide w = {'I', v, 0, 0, 0};
+  wide_set(a, i, &w);
+}
+
+void arr_setu(Array *a, int64_t i, uint64_t v) {
+  Wide w = {'U', 0, v, 0, 0};
+  wide_set(a, i, &w);
+}
+
+void arr_setc(Array *a, int64_t i, double re, double im) {
+  Wide w = {'C', 0, 0, re, im};
+  wide_set(a, i, &w);
 }
 
 Array *arr_scalar_f(DType dt, double v) {
@@ -161,18 +245,20 @@ Array *arr_scalar_i(DType dt, int64_t v) {
   return a;
 }
 
+void arr_convert_into(const Array *a, Array *r) {
+  if (r->dt == a->dt) {
+    memcpy(r->data, a->data, arr_nbytes(a));
+    return;
+  }
+  for (int64_t i = 0; i < a->size; i++) {
+    Wide w = wide_get(a, i);
+    wide_set(r, i, &w);
+  }
+}
+
 Array *arr_convert(const Array *a, DType dt) {
   Array *r = arr_new(dt, a->rank, a->shape);
-  if (dt == a->dt) {
-    memcpy(r->data, a->data, arr_nbytes(a));
-  } else if (dtype_is_float(dt) || dtype_is_float((DType)a->dt)) {
-    if (dt == DT_BOOL)
-      for (int64_t i = 0; i < a->size; i++) arr_seti(r, i, arr_getf(a, i) != 0);
-    else
-      for (int64_t i = 0; i < a->size; i++) arr_setf(r, i, arr_getf(a, i));
-  } else {
-    for (int64_t i = 0; i < a->size; i++) arr_seti(r, i, arr_geti(a, i));
-  }
+  arr_convert_into(a, r);
   return r;
 }
 
@@ -279,4 +365,9 @@ void arr_put_block(Array *dst, const int64_t *start, const Array *src) {
   int64_t zero[SHM_MAXRANK] = {0};
   arr_copy_box(dst->data, dst->shape, start, src->data, src->shape, zero, src->shape, src->rank,
            dtype_sizes[dst->dt]);
+}
+
+void arr_drop_dim(Array *a, int d) {
+  for (int j = d; j + 1 < a->rank; j++) a->shape[j] = a->shape[j + 1];
+  a->rank--;
 }

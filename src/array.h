@@ -50,9 +50,14 @@ Array *arr_zeros(DType dt, int rank, const int64_t *shape);
 /* Scalars (rank 0). */
 Array *arr_scalar_f(DType dt, double v);
 Array *arr_scalar_i(DType dt, int64_t v);
-/* A copy of `a` converted to dtype `dt` (NumPy astype semantics; float to
-   int truncates toward zero, NaN to int gives 0). */
+/* A copy of `a` converted to dtype `dt`, as JAX's convert_element_type
+   does: integers wrap, floats become integers by truncation toward zero,
+   saturating at the range (NaN: 0), floats round to nearest even (bf16
+   through f32), complex becomes real by dropping the imaginary part, and
+   anything becomes bool by comparison with 0. */
 Array *arr_convert(const Array *a, DType dt);
+/* The same into r, of a's shape (r->dt the target). */
+void arr_convert_into(const Array *a, Array *r);
 
 static inline Array *arr_ref(Array *a) { if (a) a->refc++; return a; }
 void arr_free_(Array *a);
@@ -61,11 +66,17 @@ static inline void arr_unref(Array *a) {
 }
 
 size_t arr_nbytes(const Array *a);
-/* Element access by flat index, through double or int64. */
+/* Element access by flat index, through double or int64 (or uint64, or a
+   complex pair), converting as arr_convert does: a complex element reads as
+   its real part, an unsigned one above INT64_MAX as its bits. */
 double arr_getf(const Array *a, int64_t i);
 int64_t arr_geti(const Array *a, int64_t i);
+uint64_t arr_getu(const Array *a, int64_t i);
+void arr_getc(const Array *a, int64_t i, double *re, double *im);
 void arr_setf(Array *a, int64_t i, double v);
 void arr_seti(Array *a, int64_t i, int64_t v);
+void arr_setu(Array *a, int64_t i, uint64_t v);
+void arr_setc(Array *a, int64_t i, double re, double im);
 /* Equal dtype, shape and bytes. */
 bool arr_identical(const Array *a, const Array *b);
 /* Row-major strides (in elements) of a shape. */
@@ -94,6 +105,9 @@ void arr_byte_strides(int rank, const int64_t *shape, size_t es, int64_t *st);
 Array *arr_permuted(Array *a, const int *perm);
 /* A copy of the box of `a` starting at `start` with the given shape. */
 Array *arr_block(const Array *a, const int64_t *start, const int64_t *shape);
+/* Remove dimension d, of size 1, from an array still being built (its
+   layout does not change). */
+void arr_drop_dim(Array *a, int d);
 /* Copy all of `src` into `dst` (same dtype and rank) at offset `start`.
    Only for arrays still being built. */
 void arr_put_block(Array *dst, const int64_t *start, const Array *src);

@@ -61,6 +61,43 @@ PVal *ast_pv_func(Parser *P, AstFunc *fn) {
   return v;
 }
 
+PVal *ast_pv_complex(Parser *P, Tok t) {
+  PVal *v = pv(P, PV_COMPLEX, t.sp);
+  v->f = t.fval;
+  v->f2 = t.fval2;
+  return v;
+}
+
+PVal *ast_pv_call(Parser *P, Tok open, AstList *items, Tok close) {
+  PVal *v = pv(P, PV_CALL, span_join(open.sp, close.sp));
+  v->s = open.text;
+  TAKE(P, items, v->items, v->n);
+  return v;
+}
+
+PVal *ast_pv_pair(Parser *P, PVKind k, PVal *key, PVal *x) {
+  PVal *v = pv(P, k, span_join(key->sp, x->sp));
+  if (k == PV_KW) {
+    v->s = key->s;
+    v->items = arena_alloc(P->arena, sizeof(PVal *));
+    v->items[0] = x;
+    v->n = 1;
+  } else {
+    v->items = arena_alloc(P->arena, 2 * sizeof(PVal *));
+    v->items[0] = key;
+    v->items[1] = x;
+    v->n = 2;
+  }
+  return v;
+}
+
+AstList *ast_list_cat(Parser *P, AstList *a, AstList *b) {
+  AstList *r = ast_list(P);
+  for (int i = 0; i < a->n; i++) ast_list_add(P, r, a->v[i]);
+  for (int i = 0; i < b->n; i++) ast_list_add(P, r, b->v[i]);
+  return r;
+}
+
 AstParam *ast_param(Parser *P, Tok key, PVal *v) {
   AstParam *p = NEW(P, AstParam);
   p->key = key.text;
@@ -114,7 +151,8 @@ AstLit *ast_lit(Parser *P, Tok t, LitKind k, AstType *type) {
   l->k = k;
   l->sp = type ? span_join(t.sp, type->sp) : t.sp;
   l->i = k == LIT_BOOL ? (t.type == TK_TRUE) : t.ival;
-  l->f = k == LIT_FLOAT ? t.fval : (double)l->i;
+  l->f = k == LIT_FLOAT || k == LIT_COMPLEX ? t.fval : (double)l->i;
+  l->im = k == LIT_COMPLEX ? t.fval2 : 0;
   l->type = type;
   return l;
 }
@@ -172,8 +210,7 @@ static Span list_span(AstList *l, Span dflt) {
 }
 
 AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args) {
-  AstBinder *first = outs->v[0];
-  Span sp = span_join(first->sp, list_span(args, callee.sp));
+  Span sp = span_join(outs->n ? ((AstBinder *)outs->v[0])->sp : callee.sp, list_span(args, callee.sp));
   AstStmt *s = stmt(P, ST_EQN, sp);
   TAKE(P, outs, s->outs, s->nouts);
   s->callee = callee.text;
@@ -209,6 +246,31 @@ AstStmt *ast_import(Parser *P, Tok kw, Tok path) {
   AstStmt *s = stmt(P, ST_IMPORT, span_join(kw.sp, path.sp));
   s->name = path.text;
   s->name_sp = path.sp;
+  return s;
+}
+
+AstStmt *ast_load(Parser *P, AstList *outs, Tok kw, Tok path, const Tok *key) {
+  AstBinder *first = outs->v[0];
+  AstStmt *s = stmt(P, ST_LOAD, span_join(first->sp, key ? key->sp : path.sp));
+  TAKE(P, outs, s->outs, s->nouts);
+  s->callee_sp = kw.sp;
+  s->name = path.text;
+  s->name_sp = path.sp;
+  if (key) {
+    s->key = key->text;
+    s->has_key = true;
+  }
+  return s;
+}
+
+AstStmt *ast_save(Parser *P, Tok kw, Tok path, AstArg *value) {
+  AstStmt *s = stmt(P, ST_SAVE, span_join(kw.sp, value->sp));
+  s->callee_sp = kw.sp;
+  s->name = path.text;
+  s->name_sp = path.sp;
+  s->args = arena_alloc(P->arena, sizeof(AstArg *));
+  s->args[0] = value;
+  s->nargs = 1;
   return s;
 }
 
@@ -282,6 +344,13 @@ AstFunc *ast_func_named(Parser *P, Tok name, AstFunc *lambda) {
   lambda->sp = name.sp;
   lambda->whole = span_join(name.sp, lambda->whole);
   return lambda;
+}
+
+AstFunc *ast_lets(Parser *P, AstList *lets, AstFunc *main) {
+  (void)P;
+  TAKE(P, lets, main->lets, main->nlets);
+  if (main->nlets) main->whole = span_join(main->lets[0]->whole, main->whole);
+  return main;
 }
 
 AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok target) {

@@ -21,7 +21,8 @@ typedef struct Tok {
   Str text;        /* raw text (for strings: the decoded contents) */
   Span sp;
   int64_t ival;    /* INT */
-  double fval;     /* FLOAT */
+  double fval;     /* FLOAT; COMPLEX: the real part */
+  double fval2;    /* COMPLEX: the imaginary part */
 } Tok;
 
 /* ---- lists -------------------------------------------------------------- */
@@ -35,7 +36,14 @@ typedef struct AstList {
 
 typedef enum PVKind {
   PV_INT, PV_FLOAT, PV_STR, PV_NAME, PV_NONE, PV_BOOL,
-  PV_TUPLE, PV_LIST, PV_SPEC, PV_FUNC
+  PV_TUPLE, PV_LIST, PV_SPEC, PV_FUNC,
+  /* Python reprs JAX prints in parameters */
+  PV_COMPLEX,            /* (1+2j): f and f2 */
+  PV_REPR,               /* <function f at 0x...>: s is the text, brackets included */
+  PV_CALL,               /* Name(items): s is the name (frozenset, Mesh, array) */
+  PV_DICT,               /* {items}: PV_PAIR items (a dict) or values (a set) */
+  PV_PAIR,               /* key: value, in a dict or a call: items[0], items[1] */
+  PV_KW                  /* key=value in a call: s is the key, items[0] the value */
 } PVKind;
 
 struct AstFunc;
@@ -44,7 +52,8 @@ typedef struct PVal {
   PVKind k;
   Span sp;
   int64_t i;             /* PV_INT, PV_BOOL */
-  double f;              /* PV_FLOAT */
+  double f;              /* PV_FLOAT, PV_COMPLEX (real part) */
+  double f2;             /* PV_COMPLEX: the imaginary part */
   Str s;                 /* PV_STR (decoded), PV_NAME */
   struct PVal **items;   /* PV_TUPLE, PV_LIST, PV_SPEC */
   int n;
@@ -78,13 +87,14 @@ typedef struct AstBinder {
   AstType *type;         /* NULL when not annotated */
 } AstBinder;
 
-typedef enum { LIT_INT, LIT_FLOAT, LIT_BOOL } LitKind;
+typedef enum { LIT_INT, LIT_FLOAT, LIT_BOOL, LIT_COMPLEX } LitKind;
 
 typedef struct AstLit {
   LitKind k;
   Span sp;
   int64_t i;
   double f;
+  double im;             /* LIT_COMPLEX: the imaginary part (f the real) */
   AstType *type;         /* `1.0:f32[]` */
 } AstLit;
 
@@ -117,6 +127,8 @@ typedef enum StmtKind {
   ST_MESH,      /* mesh name = {axis: size, ...} */
   ST_DEF,       /* def ... */
   ST_RETURN,    /* return args */
+  ST_LOAD,      /* outs = load "path" ["key"] (name: the path, key: the key) */
+  ST_SAVE,      /* save "path" arg (name: the path, args[0]) */
   ST_ERROR      /* a statement that did not parse (already diagnosed) */
 } StmtKind;
 
@@ -142,9 +154,11 @@ typedef struct AstStmt {
   AstArg **args;         /* also ST_PRINT items and ST_RETURN values */
   int nargs;
   AstALit *alit;         /* ST_LIT */
-  /* ST_SHOW, ST_MESH, ST_IMPORT */
+  /* ST_SHOW, ST_MESH, ST_IMPORT, ST_LOAD, ST_SAVE */
   Str name;
   Span name_sp;
+  Str key;               /* ST_LOAD: the .npz member, or empty */
+  bool has_key;
   AstMeshAxis **axes;
   int naxes;
   /* ST_DEF */
@@ -180,6 +194,9 @@ typedef struct AstFunc {
   AstParam **tparams;
   int ntparams;
   int end_line;          /* last line, for `longlist` */
+  /* a jaxpr printed after the jaxprs it shares: `let name = {...} in` */
+  struct AstFunc **lets;
+  int nlets;
 } AstFunc;
 
 /* ---- the parse context (Lemon's %extra_context) -------------------------- */
@@ -207,6 +224,13 @@ PVal *ast_pv_name(Parser *P, Tok t);
 PVal *ast_pv_const(Parser *P, Tok t, PVKind k, int64_t v);
 PVal *ast_pv_seq(Parser *P, PVKind k, Tok open, AstList *items, Tok close, bool comma);
 PVal *ast_pv_func(Parser *P, struct AstFunc *fn);
+PVal *ast_pv_complex(Parser *P, Tok t);
+/* Name(args): the CALL token is the name and its `(`. */
+PVal *ast_pv_call(Parser *P, Tok open, AstList *items, Tok close);
+/* key: value (PV_PAIR) or key=value (PV_KW, key a PV_NAME). */
+PVal *ast_pv_pair(Parser *P, PVKind k, PVal *key, PVal *v);
+/* The items of a then those of b, in a new list. */
+AstList *ast_list_cat(Parser *P, AstList *a, AstList *b);
 AstParam *ast_param(Parser *P, Tok key, PVal *v);
 
 AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
@@ -225,6 +249,8 @@ AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit);
 AstStmt *ast_print(Parser *P, Tok kw, AstList *items);
 AstStmt *ast_show(Parser *P, Tok kw, Tok name);
 AstStmt *ast_import(Parser *P, Tok kw, Tok path);
+AstStmt *ast_load(Parser *P, AstList *outs, Tok kw, Tok path, const Tok *key);
+AstStmt *ast_save(Parser *P, Tok kw, Tok path, AstArg *value);
 AstStmt *ast_mesh(Parser *P, Tok kw, Tok name, AstList *axes, Tok close);
 AstMeshAxis *ast_mesh_axis(Parser *P, Tok name, Tok size);
 AstStmt *ast_return(Parser *P, Tok kw, AstList *vals);
@@ -234,6 +260,8 @@ AstStmt *ast_error_stmt(Parser *P);
 AstFunc *ast_func_readable(Parser *P, Tok name, AstList *params, AstList *body, Tok close);
 AstFunc *ast_lambda(Parser *P, Tok open, AstList *consts, AstList *params, AstList *body, AstList *outs, Tok close);
 AstFunc *ast_func_named(Parser *P, Tok name, AstFunc *lambda);
+/* A jaxpr with the shared jaxprs printed before it. */
+AstFunc *ast_lets(Parser *P, AstList *lets, AstFunc *main);
 AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok target);
 AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn);
 

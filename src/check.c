@@ -16,6 +16,7 @@
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
+#include "npy.h"
 #include "parse.h"
 #include "show.h"
 
@@ -155,8 +156,9 @@ bool check_types_equal(const Type *a, const Type *b) {
    literal cannot take that dtype. */
 static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
   (void)cx;
-  if (l->k == LIT_FLOAT && !dtype_is_float((DType)dt)) {
-    diag_error(l->sp, "float literal %.*s cannot take dtype %s",
+  if ((l->k == LIT_FLOAT && !dtype_is_float((DType)dt) && !dtype_is_complex((DType)dt)) ||
+      (l->k == LIT_COMPLEX && !dtype_is_complex((DType)dt))) {
+    diag_error(l->sp, "%s literal %.*s cannot take dtype %s", l->k == LIT_FLOAT ? "float" : "complex",
                (int)l->sp.len, diag_file_text(l->sp.file, NULL) + l->sp.off, dtype_names[dt]);
     return false;
   }
@@ -168,16 +170,30 @@ static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
     diag_error(l->sp, "integer literal cannot take dtype bool");
     return false;
   }
-  if (l->k == LIT_INT && dt == DT_I32 && (l->i > INT32_MAX || l->i < INT32_MIN)) {
-    diag_error(l->sp, "integer literal %lld does not fit in i32", (long long)l->i);
+  if (l->k == LIT_INT && dtype_is_int((DType)dt) && dtype_sizes[dt] < 8) {
+    int bits = dtype_sizes[dt] * 8;
+    int64_t lo = dtype_is_unsigned((DType)dt) ? 0 : -((int64_t)1 << (bits - 1));
+    int64_t hi = dtype_is_unsigned((DType)dt) ? ((int64_t)1 << bits) - 1 : ((int64_t)1 << (bits - 1)) - 1;
+    if (l->i < lo || l->i > hi) {
+      diag_error(l->sp, "integer literal %lld does not fit in %s", (long long)l->i, dtype_names[dt]);
+      return false;
+    }
+  }
+  if (l->k == LIT_INT && dt == DT_U64 && l->i < 0) {
+    diag_error(l->sp, "integer literal %lld does not fit in u64", (long long)l->i);
     return false;
   }
-  *out = l->k == LIT_FLOAT ? arr_scalar_f((DType)dt, l->f) : arr_scalar_i((DType)dt, l->i);
+  if (l->k == LIT_COMPLEX) {
+    *out = arr_new((DType)dt, 0, NULL);
+    arr_setc(*out, 0, l->f, l->im);
+  } else {
+    *out = l->k == LIT_FLOAT ? arr_scalar_f((DType)dt, l->f) : arr_scalar_i((DType)dt, l->i);
+  }
   return true;
 }
 
 static int lit_default_dtype(const AstLit *l) {
-  return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : DT_I32;
+  return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : l->k == LIT_COMPLEX ? DT_C64 : DT_I32;
 }
 
 static void array_release(void *a) { arr_unref(a); }
@@ -189,7 +205,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
   int dt = dtype_lookup(at->dtype);
   if (dt < 0) {
-    diag_error(at->sp, "unknown dtype '%.*s' (dtypes: bool, i32, i64, f32, f64)", at->dtype.n, at->dtype.p);
+    diag_error(at->sp, "unknown dtype '%.*s' (dtypes: %s)", at->dtype.n, at->dtype.p, dtype_list_text);
     return false;
   }
   if (at->rank_overflow) {
@@ -327,9 +343,9 @@ bool check_finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int n
 static void check_top(Checker *C, AstList *stmts, int file);
 
 /* Bind the outputs of a statement, checking count and annotations. */
-static void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
+void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
   if (s->nouts != nout) {
-    diag_error(s->outs[0]->sp, "%s gives %d result%s, but %d name%s bound", what, nout,
+    diag_error(s->nouts ? s->outs[0]->sp : s->callee_sp, "%s gives %d result%s, but %d name%s bound", what, nout,
                nout == 1 ? "" : "s", s->nouts, s->nouts == 1 ? " is" : "s are");
     for (int i = 0; i < nout; i++) outt[i] = check_bad_type();
     nout = s->nouts;
@@ -573,6 +589,23 @@ static void lit_fill(Ctx *cx, const AstALit *a, Array *arr, int64_t *pos, bool *
   (*pos)++;
 }
 
+/* The statement binding the constant `value` (of type t) to b, bound in
+   cx's scope; the caller emits it. */
+static IrStmt *const_stmt(Ctx *cx, AstStmt *s, AstBinder *b, Type t, Array *value) {
+  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
+  st->line = s->line;
+  st->value = value;
+  st->out = NEWN(cx->C, IrVar *, 1);
+  st->nout = 1;
+  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
+  st->out[0] = v;
+  if (!str_eqc(b->name, "_")) {
+    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
+    cx->scope->var = v;
+  }
+  return st;
+}
+
 static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   if (s->nouts != 1) {
     diag_error(s->outs[1]->sp, "a literal is one value; it cannot be bound to %d names", s->nouts);
@@ -640,17 +673,78 @@ static void check_lit_stmt(Ctx *cx, AstStmt *s) {
   err_undefer(arr);
   if (!ok) { arr_unref(arr); check_bind_bad(cx, s); return; }
   prog_keep(&cx->C->prog, arr);
-  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
-  st->line = s->line;
-  st->value = arr;
-  st->out = NEWN(cx->C, IrVar *, 1);
-  st->nout = 1;
-  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
-  st->out[0] = v;
-  if (!str_eqc(b->name, "_")) {
-    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
-    cx->scope->var = v;
+  emit_stmt(EM(cx), const_stmt(cx, s, b, t, arr));
+}
+
+/* ---- load and save -------------------------------------------------------------------- */
+
+/* A path written in file `file`, relative to that file's folder (as
+   written when absolute), into out. */
+static void script_relative(int file, Str p, char *out, size_t n) {
+  const char *from = diag_file_name(file);
+  const char *slash = strrchr(from, '/');
+  if (p.n && p.p[0] == '/') snprintf(out, n, "%.*s", p.n, p.p);
+  else snprintf(out, n, "%.*s%.*s", slash ? (int)(slash - from + 1) : 0, from, p.n, p.p);
+}
+
+/* x = load "file.npy" (or "batch.npz" "key"): the array is read when the
+   statement is checked (its type is the file's), a constant of the
+   program from then on. */
+static void check_load(Ctx *cx, AstStmt *s) {
+  if (s->nouts != 1) {
+    diag_error(s->outs[1]->sp, "load gives one array; it cannot be bound to %d names", s->nouts);
+    check_bind_bad(cx, s);
+    return;
   }
+  char path[4096], key[512], err[NPY_ERRLEN];
+  script_relative(s->sp.file, s->name, path, sizeof path);
+  snprintf(key, sizeof key, "%.*s", s->key.n, s->key.p);
+  Array *a = npy_load(path, s->has_key ? key : NULL, err);
+  if (!a) {
+    diag_error(s->has_key ? span_join(s->name_sp, s->sp) : s->name_sp, "%s", err);
+    check_bind_bad(cx, s);
+    return;
+  }
+  prog_keep(&cx->C->prog, a);
+  Type t;
+  memset(&t, 0, sizeof t);
+  t.dt = a->dt;
+  t.rank = a->rank;
+  memcpy(t.shape, a->shape, sizeof(int64_t) * a->rank);
+  AstBinder *b = s->outs[0];
+  if (!check_annotation(cx, b, &t, "the file")) { check_bind_bad(cx, s); return; }
+  IrStmt *st = const_stmt(cx, s, b, t, a);
+  st->loaded = true;
+  st->load_path = s->name;
+  st->load_key = s->key;
+  st->load_has_key = s->has_key;
+  emit_stmt(EM(cx), st);
+}
+
+/* save "file.npy" x: written when the statement runs. */
+static void check_save(Ctx *cx, AstStmt *s) {
+  if (cx->mesh) {
+    diag_error(s->callee_sp, "save inside a shard_map body: save the shard_map's result instead");
+    return;
+  }
+  if (s->name.n < 4 || memcmp(s->name.p + s->name.n - 4, ".npy", 4)) {
+    diag_error(s->name_sp, "save writes NumPy's .npy files: the file name must end in .npy");
+    return;
+  }
+  IrStmt *st = emit_new_stmt(EM(cx), IS_SAVE, s->sp);
+  st->line = s->line;
+  st->in = NEWN(cx->C, IrAtom, 1);
+  st->nin = 1;
+  if (!check_resolve_arg(cx, s->args[0], &st->in[0]) || st->in[0].t.bad) return;
+  if (!st->in[0].var && !st->in[0].lit) {
+    if (!check_lit_value(cx, &s->args[0]->lit, st->in[0].t.dt, &st->in[0].lit)) return;
+    prog_keep(&cx->C->prog, st->in[0].lit);
+    st->in[0].t.weak = false;
+  }
+  char path[4096];
+  script_relative(s->sp.file, s->name, path, sizeof path);
+  st->path = arena_strndup(&cx->C->prog.arena, path, strlen(path));
+  st->load_path = s->name;
   emit_stmt(EM(cx), st);
 }
 
@@ -883,7 +977,9 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
     AstBinder *b = af->consts[i];
     Binding *v = check_lookup(sub->scope, B_VAR, b->name);
     if (!v) {
-      diag_error(b->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)", b->name.n, b->name.p);
+      diag_error(b->sp, "constvar '%.*s' has no value: a jaxpr's constvars are bound from the values of the same "
+                 "names where it is defined (bind one first, e.g. %.*s = load \"%.*s.npy\")",
+                 b->name.n, b->name.p, b->name.n, b->name.p, b->name.n, b->name.p);
       ok = false;
       continue;
     }
@@ -971,6 +1067,7 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
   Ctx sub;
   check_ctx_init(&sub, C, f, fd->scope, mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
+  sub.scope = jax_bind_lets(C, af, sub.scope, f);
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
     fd->checking = true;
@@ -1047,6 +1144,8 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_MESH: check_mesh(cx, s); break;
   case ST_IMPORT: check_import(cx, s); break;
   case ST_DEF: check_def(cx, s); break;
+  case ST_LOAD: check_load(cx, s); break;
+  case ST_SAVE: check_save(cx, s); break;
   case ST_RETURN:
     if (cx->fn == cx->C->main) diag_error(s->sp, "return outside a function");
     else if (cx->fn->ast && cx->fn->ast->form == FN_LAMBDA)
@@ -1121,7 +1220,12 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_FORI_LOOP: flow_fori(cx, s, in, &r, at); break;
   case P_WHILE: flow_while(cx, s, in, &r, at); break;
   case P_SHARD_MAP: smap_eqn(cx, s, in, &r, at); break;
-  default: check_bind_bad(cx, s); break;
+  case P_SCAN: flow_scan(cx, s, in, &r, at); break;
+  case P_XLA_PMAP: jax_pmap(cx, s, in, &r, at); break;
+  default:
+    if (jax_is_call(prim)) jax_call(cx, s, prim, in, &r, at);
+    else check_bind_bad(cx, s);
+    break;
   }
 }
 

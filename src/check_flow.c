@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "build.h"
 #include "check_int.h"
 #include "diag.h"
 #include "err.h"
@@ -58,6 +59,14 @@ static void carry_mismatch(Ctx *cx, Span sp, const char *what, const Type *carry
   buf_free(&b0);
   err_undefer(&b1);
   buf_free(&b1);
+}
+
+/* Do f's first n results have the carries' dtypes and shapes? */
+static bool prefix_fits(const IrFunc *f, const Type *t, int n) {
+  if (f->nouts < n) return false;
+  for (int i = 0; i < n; i++)
+    if (!same_shape_dtype(&f->outs[i].t, &t[i])) return false;
+  return true;
 }
 
 /* Do f's results have the carries' dtypes and shapes? */
@@ -117,7 +126,90 @@ static uint32_t ast_param_vma(Ctx *cx, const FuncDef *fd, int p) {
   return v;
 }
 
+/* "cond branches disagree: A returns (...), B returns (...)" */
+static void branches_disagree(Ctx *cx, Span sp, const char *an, const IrFunc *a, const char *bn, const IrFunc *b) {
+  Buf b0 = {0}, b1 = {0};
+  err_defer(buf_release, &b0);
+  err_defer(buf_release, &b1);
+  check_describe_types(cx, &b0, a->outs, a->nouts);
+  check_describe_types(cx, &b1, b->outs, b->nouts);
+  diag_error(sp, "cond branches disagree: %s returns %s, %s returns %s", an, buf_cstr(&b0), bn, buf_cstr(&b1));
+  err_undefer(&b0);
+  buf_free(&b0);
+  err_undefer(&b1);
+  buf_free(&b1);
+}
+
+/* A branch of JAX 0.1's cond that takes all the operands, passing its own
+   n of them, from `first`, to f; its results lifted to the variance sets u. */
+static IrFunc *branch_wrapper(Ctx *cx, Span sp, const char *name, IrFunc *f, const Type *args, int nargs, int first,
+                              const uint32_t *u) {
+  Builder *B = bld_new(&cx->C->prog, name, cx->fn, cx->mesh, sp);
+  IrAtom *all = NEWN(cx->C, IrAtom, nargs), *out = NEWN(cx->C, IrAtom, f->nouts);
+  for (int i = 0; i < nargs; i++) {
+    all[i].var = bld_param(B, str_c("x"), args[i]);
+    all[i].t = args[i];
+    all[i].sp = sp;
+  }
+  bld_call(B, f, all + first, f->nparams, out);
+  for (int k = 0; k < f->nouts; k++) out[k] = bld_lift(B, out[k], u[k]);
+  return bld_finish(B, out, f->nouts);
+}
+
+/* JAX 0.1's cond[true_jaxpr, false_jaxpr] pred true_ops... false_ops...:
+   as cond[branches=(false, true)] pred ops..., each branch taking its
+   own operands from all of them. */
+static void flow_cond_old(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  PVal *tv = rule_get(r, "true_jaxpr"), *fv = rule_get(r, "false_jaxpr");
+  rule_get(r, "linear");
+  if (!tv || !fv) { rule_missing(r, tv ? "false_jaxpr" : "true_jaxpr"); check_bind_bad(cx, s); return; }
+  if (!rule_unused(r, "true_jaxpr false_jaxpr linear")) { check_bind_bad(cx, s); return; }
+  if (!check_index_operand(cx, &in[0], s->args[0], "the predicate of cond")) { check_bind_bad(cx, s); return; }
+  FuncDef *tf = check_func_param(cx, r, "true_jaxpr", tv), *ff = tf ? check_func_param(cx, r, "false_jaxpr", fv) : NULL;
+  if (!ff) { check_bind_bad(cx, s); return; }
+  int nargs = s->nargs - 1, nt = tf->ast->nparams, nf = ff->ast->nparams;
+  if (nt + nf != nargs) {
+    rule_error(r, "cond takes the predicate, true_jaxpr's %d operand%s, then false_jaxpr's %d: %d in all, not %d", nt,
+               nt == 1 ? "" : "s", nf, nt + nf + 1, s->nargs);
+    check_bind_bad(cx, s);
+    return;
+  }
+  if (!check_finish_literals(cx, in + 1, (const AstArg *const *)s->args + 1, nargs)) { check_bind_bad(cx, s); return; }
+  Type *args = NEWN(cx->C, Type, nargs);
+  for (int i = 0; i < nargs; i++) { in[i + 1].t.weak = false; args[i] = in[i + 1].t; }
+  uint32_t pv = in[0].t.vma;
+  IrFunc *t = inst_ctrl(cx, tf, args, nt, pv, NULL, 0, s->callee_sp);
+  IrFunc *f = t ? inst_ctrl(cx, ff, args + nt, nf, pv, NULL, 0, s->callee_sp) : NULL;
+  if (!f) { check_bind_bad(cx, s); return; }
+  bool fit = t->nouts == f->nouts;
+  for (int i = 0; fit && i < t->nouts; i++) fit = same_shape_dtype(&t->outs[i].t, &f->outs[i].t);
+  if (!fit) {
+    branches_disagree(cx, s->callee_sp, "true_jaxpr", t, "false_jaxpr", f);
+    check_bind_bad(cx, s);
+    return;
+  }
+  int nout = t->nouts;
+  uint32_t *u = NEWN(cx->C, uint32_t, nout);
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int i = 0; i < nout; i++) {
+    u[i] = t->outs[i].t.vma | f->outs[i].t.vma;
+    out[i] = t->outs[i].t;
+    out[i].vma = u[i] | pv;
+  }
+  check_add_fn(cx, at, branch_wrapper(cx, s->callee_sp, "false_branch", f, args, nargs, nt, u));
+  check_add_fn(cx, at, branch_wrapper(cx, s->callee_sp, "true_branch", t, args, nargs, 0, u));
+  PVal *canon = NEW(cx->C, PVal);
+  canon->k = PV_TUPLE;
+  canon->n = 2;
+  canon->items = NEWN(cx->C, PVal *, 2);
+  canon->items[0] = check_fn_ref(cx, 0);
+  canon->items[1] = check_fn_ref(cx, 1);
+  rule_record(r, "branches", canon);
+  check_emit_special(cx, s, P_COND, at, r, in, s->nargs, out, nout, pv);
+}
+
 void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  if (rule_has(r, "true_jaxpr") || rule_has(r, "false_jaxpr")) { flow_cond_old(cx, s, in, r, at); return; }
   PVal *bv = pv_unparen(rule_get(r, "branches"));
   if (!bv) { rule_missing(r, "branches"); check_bind_bad(cx, s); return; }
   rule_get(r, "linear");
@@ -149,17 +241,9 @@ void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     bool fit = fs[b]->nouts == nout;
     for (int i = 0; fit && i < nout; i++) fit = same_shape_dtype(&fs[b]->outs[i].t, &fs[0]->outs[i].t);
     if (!fit) {
-      Buf b0 = {0}, b1 = {0};
-      err_defer(buf_release, &b0);
-      err_defer(buf_release, &b1);
-      check_describe_types(cx, &b0, fs[0]->outs, fs[0]->nouts);
-      check_describe_types(cx, &b1, fs[b]->outs, fs[b]->nouts);
-      diag_error(s->callee_sp, "cond branches disagree: branch 0 returns %s, branch %d returns %s",
-                 buf_cstr(&b0), b, buf_cstr(&b1));
-      err_undefer(&b0);
-      buf_free(&b0);
-      err_undefer(&b1);
-      buf_free(&b1);
+      char nb[32];
+      snprintf(nb, sizeof nb, "branch %d", b);
+      branches_disagree(cx, s->callee_sp, "branch 0", fs[0], nb, fs[b]);
       check_bind_bad(cx, s);
       return;
     }
@@ -433,3 +517,107 @@ void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   check_emit_special(cx, s, P_WHILE, at, r, in, n, c, nc, pv);
 }
 
+
+/* scan[jaxpr=f, num_consts, num_carry, length, reverse] consts... carry...
+   xs...: f(consts..., carry..., x...) -> (carry..., y...), x the slices of
+   the xs along their first dimension (length of them), the ys stacked
+   along a new first one.  Attrs: i[0] num_consts, i[1] num_carry, i[2]
+   length, b[0] reverse.  JAX's older `forward=True` is reverse=False. */
+void flow_scan(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  int64_t nc, ncar, len = -1;
+  bool rev = false, fwd = true;
+  PVal *jv = rule_get(r, "jaxpr");
+  if (!jv) { rule_missing(r, "jaxpr"); check_bind_bad(cx, s); return; }
+  PVal *fv = pv_unparen(rule_get(r, "forward"));
+  if (fv && fv->k != PV_BOOL) { rule_param_error(r, "forward", "forward must be True or False"); check_bind_bad(cx, s); return; }
+  if (fv) fwd = fv->i != 0;
+  if (!rule_int(r, "num_consts", false, 0, &nc) || !rule_int(r, "num_carry", true, 0, &ncar) ||
+      !rule_bool(r, "reverse", !fwd, &rev)) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  bool has_len = rule_has(r, "length");
+  if (has_len && !rule_int(r, "length", true, 0, &len)) { check_bind_bad(cx, s); return; }
+  rule_get(r, "linear");
+  rule_get(r, "unroll");
+  rule_get(r, "_split_transpose");
+  rule_get(r, "jaxpr");
+  if (!rule_unused(r, "jaxpr length reverse num_consts num_carry linear unroll _split_transpose")) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  int n = s->nargs;
+  if (nc < 0 || ncar < 0 || nc + ncar > n) {
+    rule_error(r, "scan has %d operand%s, fewer than num_consts + num_carry = %lld", n, n == 1 ? "" : "s",
+               (long long)(nc + ncar));
+    check_bind_bad(cx, s);
+    return;
+  }
+  if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, n)) { check_bind_bad(cx, s); return; }
+  int nx = n - (int)nc - (int)ncar;
+  Type *args = NEWN(cx->C, Type, n);
+  for (int i = 0; i < n; i++) { in[i].t.weak = false; args[i] = in[i].t; }
+  for (int i = 0; i < nx; i++) {        /* the xs: their slices */
+    Type *x = &args[nc + ncar + i];
+    if (x->rank == 0 || (len >= 0 && x->shape[0] != len)) {
+      diag_error(in[nc + ncar + i].sp, "scan's xs must have a first dimension of size %s%lld, but operand %lld is %s",
+                 len >= 0 ? "length = " : "", (long long)(len >= 0 ? len : 0), (long long)(nc + ncar + i + 1),
+                 check_type_text(cx, x));
+      check_bind_bad(cx, s);
+      return;
+    }
+    if (len < 0) len = x->shape[0];
+    x->rank--;
+    for (int d = 0; d < x->rank; d++) x->shape[d] = x->shape[d + 1];
+  }
+  if (len < 0) { rule_error(r, "scan without xs needs the parameter 'length'"); check_bind_bad(cx, s); return; }
+  at->i[0] = nc;
+  at->i[1] = ncar;
+  at->i[2] = len;
+  at->b[0] = rev;
+  FuncDef *fd = check_func_param(cx, r, "jaxpr", jv);
+  if (!fd) { check_bind_bad(cx, s); return; }
+  Type *carry = args + nc;
+  IrFunc *f = NULL;
+  int mark = trial_begin(cx);
+  for (;;) {      /* the carries' variance: what the body makes of them */
+    f = inst_ctrl(cx, fd, args, n, 0, NULL, 0, s->callee_sp);
+    if (!f || !prefix_fits(f, carry, (int)ncar)) break;
+    bool stable = true;
+    for (int k = 0; k < ncar; k++) {
+      uint32_t v = carry[k].vma | f->outs[k].t.vma;
+      if (v != carry[k].vma) { carry[k].vma = v; stable = false; }
+    }
+    if (stable) break;
+  }
+  trial_end(cx, mark);
+  f = inst_ctrl(cx, fd, args, n, 0, NULL, 0, s->callee_sp);
+  if (!f) { check_bind_bad(cx, s); return; }
+  if (!prefix_fits(f, carry, (int)ncar)) {
+    carry_mismatch(cx, s->callee_sp, "scan's jaxpr", carry, (int)ncar, f);
+    check_bind_bad(cx, s);
+    return;
+  }
+  int nout = f->nouts;
+  uint32_t *cv = NEWN(cx->C, uint32_t, nout);
+  for (int k = 0; k < nout; k++) cv[k] = k < ncar ? carry[k].vma : f->outs[k].t.vma;
+  if (!outs_vma_are(f, cv, nout)) {
+    f = inst_ctrl(cx, fd, args, n, 0, cv, nout, s->callee_sp);
+    if (!f) { check_bind_bad(cx, s); return; }
+    if (!outs_vma_are(f, cv, nout)) { carry_mismatch(cx, s->callee_sp, "scan's jaxpr", carry, (int)ncar, f); check_bind_bad(cx, s); return; }
+  }
+  for (int k = 0; k < ncar; k++) in[nc + k] = emit_lift(EM(cx), in[nc + k], cv[k], s->callee_sp);
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int k = 0; k < nout; k++) {
+    out[k] = f->outs[k].t;
+    if (k < ncar) continue;
+    if (out[k].rank >= SHM_MAXRANK) { rule_error(r, "scan's stacked result %d has too high a rank", k); check_bind_bad(cx, s); return; }
+    for (int d = out[k].rank; d > 0; d--) out[k].shape[d] = out[k].shape[d - 1];
+    out[k].shape[0] = len;
+    out[k].rank++;
+  }
+  check_add_fn(cx, at, f);
+  rule_record(r, "jaxpr", check_fn_ref(cx, 0));
+  rule_record(r, "length", rule_pv_int(r, len));
+  check_emit_special(cx, s, P_SCAN, at, r, in, n, out, nout, 0);
+}

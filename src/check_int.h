@@ -129,6 +129,9 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma);
 bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out);
 /* Give weak literal atoms their final dtype and value. */
 bool check_finish_literals(Ctx *cx, IrAtom *in, const AstArg *const *args, int n);
+/* Bind the results of statement s to the types outt (their count and
+   annotations checked); `what` names the callee in messages. */
+void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what);
 /* Bind a failed statement's results with the bad type. */
 void check_bind_bad(Ctx *cx, AstStmt *s);
 /* Resolve all operands of an equation. */
@@ -167,6 +170,24 @@ void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 void flow_fori(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* while[cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts] consts... carry... */
 void flow_while(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* scan[jaxpr, length, reverse, num_consts, num_carry, ...] consts... carry... xs... */
+void flow_scan(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+
+/* ---- check_jax.c: what jax.make_jaxpr prints beyond shm's own forms -------- */
+/* Is prim one of JAX's call primitives (pjit, xla_call, ...)? */
+bool jax_is_call(int prim);
+/* A call primitive: a call of the function its jaxpr parameter names. */
+void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at);
+/* xla_pmap[axis_name, axis_size, call_jaxpr, mapped_invars, ...] args... */
+void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* A mesh written as JAX prints one (Mesh('i': 4), Mesh(device_ids=array(
+   ...), axis_names=(...)), AbstractMesh(...)); NULL after an error. */
+Mesh *jax_mesh(Ctx *cx, RuleCtx *r, PVal *v);
+/* in_names / out_names entries ({0: ('i',)}) as partition specs P(...). */
+PVal *jax_names_spec(Ctx *cx, RuleCtx *r, const char *key, PVal *v);
+/* Bind the shared jaxprs printed before a jaxpr (`let f = {...} in`),
+   all visible to each other and to the jaxpr, in front of scope. */
+Binding *jax_bind_lets(Checker *C, const AstFunc *af, Binding *scope, IrFunc *parent);
 
 /* ---- check_smap.c: shard_map and its specs --------------------------------- */
 /* One partition spec against a mesh; errors at the spec. */

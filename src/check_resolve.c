@@ -241,7 +241,11 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   switch (s->k) {
   case ST_EQN: res_eqn(R, s); break;
   case ST_LIT:
+  case ST_LOAD:
     for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+    break;
+  case ST_SAVE:
+    res_arg(R, s->args[0]);
     break;
   case ST_PRINT:
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);

@@ -15,6 +15,7 @@
 static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
   v = pv_unparen(v);
   if (!v) { rule_missing(r, "mesh"); return NULL; }
+  if (v->k == PV_CALL) return jax_mesh(cx, r, v);
   if (v->k != PV_NAME) { rule_param_error(r, "mesh", "parameter 'mesh' must name a mesh"); return NULL; }
   Binding *b = check_lookup(cx->scope, B_MESH, v->s);
   if (!b) {
@@ -41,6 +42,48 @@ static bool spec_list(RuleCtx *r, const char *key, PVal *v, int want, PVal ***it
     return rule_param_error(r, key, "%s must be a partition spec P(...) or a tuple of them", key);
   *items = v->items;
   *n = v->n;
+  return true;
+}
+
+/* JAX 0.4's in_names / out_names: a tuple of dicts {dimension: (axes...)},
+   one per operand, as specs. */
+static bool names_list(Ctx *cx, RuleCtx *r, const char *key, PVal *v, PVal ***items, int *n) {
+  v = pv_unparen(v);
+  if (!v || (v->k != PV_TUPLE && v->k != PV_LIST))
+    return rule_param_error(r, key, "%s must be a tuple of dicts {dimension: (axes...)}", key);
+  *n = v->n;
+  *items = arena_alloc(r->arena, sizeof(PVal *) * (size_t)(v->n ? v->n : 1));
+  for (int i = 0; i < v->n; i++)
+    if (!((*items)[i] = jax_names_spec(cx, r, key, v->items[i]))) return false;
+  return true;
+}
+
+/* The specs of one side: `specs` (P(...)s) or JAX 0.4's `names`. */
+static bool side_specs(Ctx *cx, RuleCtx *r, const char *specs, const char *names, int want, PVal ***items, int *n) {
+  PVal *v = rule_get(r, specs);
+  PVal *nv = rule_get(r, names);
+  if (!v && nv) return names_list(cx, r, names, nv, items, n);
+  return spec_list(r, specs, v, want, items, n);
+}
+
+/* auto, manual_axes, newly_manual_axes: the body is manual over every axis
+   of the mesh (shm has no automatic axes inside a body). */
+static bool all_manual(RuleCtx *r, const Mesh *m) {
+  PVal *a = pv_unparen(rule_get(r, "auto"));
+  if (a && !(a->k == PV_CALL && a->n == 0) && !(a->k == PV_DICT && a->n == 0) && a->k != PV_NONE)
+    return rule_param_error(r, "auto", "shard_map with automatic axes (auto=%s) is not supported: every mesh axis is "
+                            "manual in a body", a->k == PV_CALL ? "frozenset({...})" : "...");
+  static const char *const keys[] = {"manual_axes", "newly_manual_axes"};
+  for (int k = 0; k < 2; k++) {
+    PVal *v = pv_unparen(rule_get(r, keys[k]));
+    if (!v || v->k == PV_NONE) continue;
+    PVal *set = v->k == PV_CALL && v->n == 1 ? pv_unparen(v->items[0]) : v;
+    int n = set->k == PV_DICT || set->k == PV_TUPLE || set->k == PV_LIST ? set->n : 0;
+    if (n != m->naxes)
+      return rule_param_error(r, keys[k], "%s names %d of the mesh's %d axes: shard_map over only some axes is not "
+                              "supported", keys[k], n, m->naxes);
+  }
+  rule_get(r, "rewrite");
   return true;
 }
 
@@ -222,14 +265,14 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   if (!m) return NULL;
   PVal **ins, **outs;
   int nin, nout;
-  PVal *outv = rule_get(r, "out_specs");
-  if (!spec_list(r, "in_specs", rule_get(r, "in_specs"), nargs, &ins, &nin)) return NULL;
-  if (!pv_unparen(outv)) return rule_missing(r, "out_specs"), NULL;
+  if (!side_specs(cx, r, "in_specs", "in_names", nargs, &ins, &nin)) return NULL;
+  if (!pv_unparen(rule_get(r, "out_specs")) && !pv_unparen(rule_get(r, "out_names")))
+    return rule_missing(r, "out_specs"), NULL;
   bool check_vma = true;
   PVal *cr = pv_unparen(rule_get(r, "check_rep"));
   if (cr && cr->k != PV_BOOL) return rule_param_error(r, "check_rep", "check_rep must be True or False"), NULL;
   if (!rule_bool(r, "check_vma", cr ? cr->i != 0 : true, &check_vma)) return NULL;
-  rule_get(r, "auto");
+  if (!all_manual(r, m)) return NULL;
   if (!rule_unused(r, "f mesh in_specs out_specs check_vma")) return NULL;
   if (nin != nargs) {
     rule_param_error(r, "in_specs", "shard_map has %d in_specs for %d argument%s", nin, nargs, nargs == 1 ? "" : "s");
@@ -247,7 +290,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   sub.ctrl = 0;
   IrFunc *f = check_instantiate(&sub, body, block, nargs, sp);
   if (!f) { r->failed = true; return NULL; }
-  if (!spec_list(r, "out_specs", outv, f->nouts, &outs, &nout)) return NULL;
+  if (!side_specs(cx, r, "out_specs", "out_names", f->nouts, &outs, &nout)) return NULL;
   if (nout != f->nouts) {
     rule_param_error(r, "out_specs", "shard_map has %d out_specs for %d result%s", nout, f->nouts, f->nouts == 1 ? "" : "s");
     return NULL;
@@ -260,9 +303,12 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   check_add_fn(cx, at, f);
   /* canonical parameters */
   rule_record(r, "f", check_fn_ref(cx, 0));
-  PVal *mv = NEW(cx->C, PVal);
-  mv->k = PV_NAME;
-  mv->s = m->name;
+  PVal *mv = m->inline_src;
+  if (!mv) {
+    mv = NEW(cx->C, PVal);
+    mv->k = PV_NAME;
+    mv->s = m->name;
+  }
   rule_record(r, "mesh", mv);
   PVal *it = NEW(cx->C, PVal), *ot = NEW(cx->C, PVal);
   it->k = ot->k = PV_TUPLE;
@@ -276,7 +322,8 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
 }
 
 void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
-  FuncDef *fd = check_func_param(cx, r, "f", rule_get(r, "f"));
+  const char *fkey = rule_has(r, "f") || !rule_has(r, "jaxpr") ? "f" : "jaxpr";
+  FuncDef *fd = check_func_param(cx, r, fkey, rule_get(r, fkey));
   if (!fd) { check_bind_bad(cx, s); return; }
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
   Type *args = NEWN(cx->C, Type, s->nargs);

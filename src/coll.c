@@ -28,8 +28,13 @@ bool coll_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
   if (in[0].dt == DT_BOOL && strcmp(rule_prim_name(cx), "pmax") && strcmp(rule_prim_name(cx), "pmin"))
     return rule_error(cx, "%s does not accept bool operands", rule_prim_name(cx));
+  bool minmax = !strcmp(rule_prim_name(cx), "pmax") || !strcmp(rule_prim_name(cx), "pmin");
+  if (minmax && dtype_is_complex((DType)in[0].dt))
+    return rule_error(cx, "%s does not accept complex operands", rule_prim_name(cx));
   out[0] = in[0];
-  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !in[0].weak) out[0].dt = DT_F32;
+  if (!strcmp(rule_prim_name(cx), "pmean") && !dtype_is_float((DType)in[0].dt) && !dtype_is_complex((DType)in[0].dt) &&
+      !in[0].weak)
+    out[0].dt = DT_F32;
   return true;
 }
 
@@ -41,6 +46,17 @@ bool coll_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
+/* JAX's axis_size parameter, when written: the size of the group. */
+static bool axis_size_ok(RuleCtx *cx, const Attrs *at) {
+  if (!rule_has(cx, "axis_size")) return true;
+  int64_t s;
+  if (!rule_int(cx, "axis_size", false, 0, &s)) return false;
+  if (s != rule_group_size(cx, at))
+    return rule_param_error(cx, "axis_size", "%s axis_size=%lld, but its axes have %lld devices", rule_prim_name(cx),
+                            (long long)s, (long long)rule_group_size(cx, at));
+  return true;
+}
+
 /* all_gather, all_gather_invariant.  Attrs: axes; i[0] axis; b[0] tiled. */
 bool coll_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   (void)nin;
@@ -49,10 +65,7 @@ bool coll_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
   const char *akey = rule_has(cx, "all_gather_dimension") && !rule_has(cx, "axis") ? "all_gather_dimension" : "axis";
   if (!rule_int(cx, akey, false, 0, &axis) || !rule_bool(cx, "tiled", false, &tiled)) return false;
-  if (rule_has(cx, "axis_size")) {
-    int64_t s;
-    if (!rule_int(cx, "axis_size", false, 0, &s)) return false;
-  }
+  if (!axis_size_ok(cx, at)) return false;
   /* negative: counted from the end of the result (untiled: one rank more) */
   rule_axis_index(cx, akey, &axis, in[0].rank + !tiled);
   int64_t p = rule_group_size(cx, at);
@@ -85,7 +98,7 @@ bool coll_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
   int64_t dim;
   bool tiled;
   if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
-  if (!rule_int(cx, key, false, 0, &dim) || !rule_bool(cx, "tiled", false, &tiled)) return false;
+  if (!rule_int(cx, key, false, 0, &dim) || !rule_bool(cx, "tiled", false, &tiled) || !axis_size_ok(cx, at)) return false;
   rule_axis_index(cx, key, &dim, in[0].rank);
   int64_t p = rule_group_size(cx, at);
   if (dim < 0 || dim >= in[0].rank)
@@ -200,3 +213,14 @@ bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
+/* The bytes one member sends under the ring algorithms (coll.h). */
+double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
+  double f = p > 0 ? (double)(p - 1) / (double)p : 0;
+  switch (prim) {
+  case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: return 2 * f * n_in;
+  case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: return f * n_out;
+  case P_PSUM_SCATTER: case P_ALL_TO_ALL: return f * n_in;
+  case P_PPERMUTE: return n_in;
+  default: return 0;
+  }
+}

@@ -16,4 +16,16 @@ bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 
+/* The bytes one member of a group of p sends (and receives) in a
+   collective under the standard ring algorithms, from the bytes of one
+   member's operand (n_in) and result (n_out):
+     all-reduce (psum, pmax, pmin, pmean)   2(p-1)/p * n_in
+     all-gather (both forms)                (p-1)/p * n_out
+     psum_scatter, all_to_all               (p-1)/p * n_in
+     ppermute                               n_in (a member that sends)
+     pbroadcast, pscatter, axis_index       0
+   The fabric's statistics (--stats) and the cost model (cost.h) both
+   count with it, so their totals agree. */
+double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out);
+
 #endif

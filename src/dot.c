@@ -152,6 +152,28 @@ static Array *gemm_layout(Array *a, const int *p1, bool id1, bool id2, bool *tra
   return arr_permuted(a, p1);
 }
 
+/* Complex dot_general on (batch, M, K) and (batch, K, N) layouts: sums of
+   products in double, rounded once to the result's parts. */
+static void dot_complex(const Array *A, const Array *B, const int *p1, const int *q1, int64_t nb, int64_t M,
+                        int64_t N, int64_t K, Array *r) {
+  Array *Ap = arr_permuted((Array *)A, p1), *Bp = arr_permuted((Array *)B, q1);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double sr = 0, si = 0;
+        for (int64_t k = 0; k < K; k++) {
+          double ar, ai, br, bi;
+          arr_getc(Ap, (b * M + i) * K + k, &ar, &ai);
+          arr_getc(Bp, (b * K + k) * N + j, &br, &bi);
+          sr += ar * br - ai * bi;
+          si += ar * bi + ai * br;
+        }
+        arr_setc(r, (b * M + i) * N + j, sr, si);
+      }
+  arr_unref(Ap);
+  arr_unref(Bp);
+}
+
 /* dot_general: both operands converted to the result dtype and laid out
    as (batch, M, K) and (batch, K, N) blocks; then OpenBLAS sgemm/dgemm per
    batch for floats, and exact 64-bit loops for integers (wrapping to the
@@ -159,10 +181,11 @@ static Array *gemm_layout(Array *a, const int *p1, bool id1, bool id2, bool *tra
 void dot_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
   (void)nin;
   const IntList *lc = &at->l[0], *rc = &at->l[1], *lb = &at->l[2], *rb = &at->l[3];
-  DType dt = (DType)outt[0].dt;
+  /* bf16 and f16 compute in f32 (inputs exact), the result rounded once */
+  DType dt = dtype_is_half((DType)outt[0].dt) ? DT_F32 : (DType)outt[0].dt;
   Array *A = in[0]->dt == dt ? arr_ref(in[0]) : arr_convert(in[0], dt);
   Array *B = in[1]->dt == dt ? arr_ref(in[1]) : arr_convert(in[1], dt);
-  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  Array *r = arr_new(dt, outt[0].rank, outt[0].shape);
   int lf[SHM_MAXRANK], rf[SHM_MAXRANK], p1[SHM_MAXRANK], p2[SHM_MAXRANK], q1[SHM_MAXRANK],
       q2[SHM_MAXRANK];
   int nlf = free_dims(A->rank, lc, lb, lf), nrf = free_dims(B->rank, rc, rb, rf);
@@ -181,6 +204,8 @@ void dot_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const T
   bool qid2 = make_perm(q2, vrb, nbd, rf, nrf, vrc, nc);   /* (batch, N, K) */
   if (r->size == 0 || K == 0) {
     memset(r->data, 0, arr_nbytes(r));
+  } else if (dtype_is_complex(dt)) {
+    dot_complex(A, B, p1, q1, nb, M, N, K, r);
   } else if (dtype_is_float(dt)) {
     bool ta, tb;
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
@@ -223,6 +248,11 @@ void dot_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const T
   }
   arr_unref(A);
   arr_unref(B);
+  if (r->dt != outt[0].dt) {
+    Array *h = arr_convert(r, (DType)outt[0].dt);
+    arr_unref(r);
+    r = h;
+  }
   out[0] = r;
 }
 

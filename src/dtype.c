@@ -23,6 +23,8 @@ const char dtype_kinds[DT_COUNT] = {
     SHM_DTYPES(X)
 #undef X
 };
+const char dtype_list_text[] =
+    "bool, i8, i16, i32, i64, u8, u16, u32, u64, bf16, f16, f32, f64, c64, c128";
 
 int dtype_lookup(Str name) {
   for (int d = 0; d < DT_COUNT; d++)

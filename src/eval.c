@@ -7,6 +7,7 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "npy.h"
 #include "format.h"
 
 volatile sig_atomic_t eval_interrupted;
@@ -18,6 +19,7 @@ struct Interp {
   long steps, max_steps;
   EvalTrace trace;
   void *trace_data;
+  EvalObserver obs;        /* obs.data NULL: none */
   bool abandon;            /* eval_abandon: unwind without a message */
   bool release_top;        /* eval_release_top: a script's top level drops values too */
 };
@@ -134,12 +136,15 @@ static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
 
 static void run_body(Interp *I, Frame *F);
 
-/* Call fn with argument values (borrowed); results are new references. */
-static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp) {
+/* Call fn with argument values (borrowed); results are new references.
+   `site`: the statement calling it (for the observer). */
+static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp, IrStmt *site) {
   Frame *F = frame_new(I, fn, caller, sp);
   for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
+  if (I->obs.data) I->obs.call(I->obs.data, F, site);
   run_body(I, F);
   if (I->trace) I->trace(I, F, NULL, EV_RETURN, I->trace_data);
+  if (I->obs.data) I->obs.ret(I->obs.data, F, site);
   for (int i = 0; i < fn->nouts; i++) {
     const IrAtom *o = &fn->outs[i];
     outs[i] = o->lit ? val_of(o->lit) : val_ref(value_of(F, o->var));
@@ -197,6 +202,8 @@ static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *ou
     Val *v = opv[i];
     Array *a0 = v ? v->blk[0] : lit[i];
     if (!a0 || (dt >= 0 && a0->dt != dt)) return false;
+    for (int d = 0; a0->rank && d < a0->rank; d++)      /* a dimension of 1 broadcast: the kernel's */
+      if (a0->rank != t->rank || a0->shape[d] != t->shape[d]) return false;
     dt = a0->dt;
     uni[i] = !v || v->mask == 0;
     if (uni[i] ? a0->rank != 0 : v->mask != R || a0->rank != t->rank || !arr_in_slab(v->blk, nb))
@@ -303,6 +310,16 @@ static void block_start(const Mesh *m, const Spec *spc, const int64_t *coords, c
   }
 }
 
+/* A per-device type of an xla_pmap with its mapped dimension d, of size 1. */
+static Type pmap_view(const Type *t, int d) {
+  Type v = *t;
+  for (int j = v.rank; j > d; j--) v.shape[j] = v.shape[j - 1];
+  v.shape[d] = 1;
+  v.rank++;
+  return v;
+}
+
+/* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
   IrFunc *body = st->at->fns[0];
@@ -315,7 +332,9 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   for (int i = 0; i < nin; i++) {
     Array *g = atom_block(F, &st->in[i], 0, 0);
     const Spec *spc = &sm->in[i];
-    const Type *bt = &body->params[i]->t;
+    Type bt = body->params[i]->t;
+    int d = sm->in_axis ? sm->in_axis[i] : -1;
+    if (d >= 0) bt = pmap_view(&bt, d);    /* xla_pmap: the block with its mapped dimension */
     int64_t nb = val_nblk(m, spc->mask);
     Val *v = val_new(spc->mask, nb);
     args[i] = v;
@@ -323,11 +342,12 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
       val_coords(m, val_first_inst(m, spc->mask, b), coords);
       int64_t start[SHM_MAXRANK];
-      block_start(m, spc, coords, bt->shape, bt->rank, start);
-      v->blk[b] = arr_block(g, start, bt->shape);
+      block_start(m, spc, coords, bt.shape, bt.rank, start);
+      v->blk[b] = arr_block(g, start, bt.shape);
+      if (d >= 0) arr_drop_dim(v->blk[b], d);
     }
   }
-  call_fn(I, F, body, args, outs, &bs);
+  call_fn(I, F, body, args, outs, &bs, st);
   for (int i = 0; i < nout; i++) {
     const Spec *spc = &sm->out[i];
     Val *v = outs[i];
@@ -341,11 +361,16 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       int64_t nb = val_nblk(m, spc->mask);
       for (int64_t b = 0; b < nb; b++) {
         int64_t inst = val_first_inst(m, spc->mask, b);
-        Array *blk = v->blk[val_block_of(m, v->mask, inst)];
+        Array *blk = v->blk[val_block_of(m, v->mask, inst)], view = *blk;
+        if (sm->out_axis && sm->out_axis[i] >= 0) {   /* xla_pmap: stacked along out_axis */
+          Type vt = pmap_view(&st->at->fns[0]->outs[i].t, sm->out_axis[i]);
+          view.rank = vt.rank;
+          memcpy(view.shape, vt.shape, sizeof view.shape);
+        }
         val_coords(m, inst, coords);
         int64_t start[SHM_MAXRANK];
-        block_start(m, spc, coords, blk->shape, blk->rank, start);
-        arr_put_block(g, start, blk);
+        block_start(m, spc, coords, view.shape, view.rank, start);
+        arr_put_block(g, start, &view);
       }
     }
   }
@@ -414,6 +439,8 @@ static Val **atom_vals(Frame *F, const IrAtom *a, int n) {
   return v;
 }
 
+static void exec_scan(Interp *I, Frame *F, IrStmt *st);
+
 static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
   Val *idx = st->in[0].lit ? NULL : value_of(F, st->in[0].var);
@@ -430,7 +457,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
   if (uniform >= 0 || !idx) {
     if (uniform < 0) uniform = 0;
     if (uniform >= nb) uniform = nb - 1;
-    call_fn(I, F, st->at->fns[uniform], args, res, sp);
+    call_fn(I, F, st->at->fns[uniform], args, res, sp, st);
     for (int j = 0; j < nout; j++) {
       /* widen to the result's mask (the index's variance) without copies */
       uint32_t R = st->out[j]->t.vma;
@@ -457,7 +484,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
       if (count) {
         Space bsp = *sp;
         bsp.active = act;
-        call_fn(I, F, st->at->fns[k], args, res, &bsp);
+        call_fn(I, F, st->at->fns[k], args, res, &bsp, st);
         for (int j = 0; j < nout; j++) {
           merge_into(sp, out[j], res[j], act);
           val_unref(res[j]);
@@ -543,7 +570,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
-    call_fn(I, F, body, args, next, &lsp);
+    call_fn(I, F, body, args, next, &lsp, st);
     val_unref(index[0]);
     index[0] = NULL;
     for (int k = 0; k < n; k++) {
@@ -585,7 +612,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     step(I, &lsp);
     for (int k = 0; k < cn; k++) cargs[k] = all[k];
     for (int k = 0; k < n; k++) cargs[cn + k] = carry[k];
-    call_fn(I, F, cf, cargs, pv, &lsp);
+    call_fn(I, F, cf, cargs, pv, &lsp, st);
     Val *pred = pv[0];
     bool varying = pred->mask != 0;
     if (!varying) {
@@ -607,7 +634,7 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
     }
     for (int k = 0; k < bn; k++) bargs[k] = all[cn + k];
     for (int k = 0; k < n; k++) bargs[bn + k] = carry[k];
-    call_fn(I, F, bf, bargs, next, &lsp);
+    call_fn(I, F, bf, bargs, next, &lsp, st);
     for (int k = 0; k < n; k++) {
       /* instances that have stopped keep their carry */
       next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
@@ -625,10 +652,85 @@ static void exec_while(Interp *I, Frame *F, IrStmt *st) {
   vals_free(all);
 }
 
+/* One slice of every block of v along its first dimension (index t). */
+static Val *val_slice(Val *v, int64_t t) {
+  Val *r = val_new(v->mask, v->nblk);
+  for (int64_t b = 0; b < v->nblk; b++) {
+    Array *a = v->blk[b];
+    if (!a) continue;
+    int64_t start[SHM_MAXRANK] = {0}, shape[SHM_MAXRANK];
+    memcpy(shape, a->shape, sizeof shape);
+    start[0] = t;
+    shape[0] = 1;
+    r->blk[b] = arr_block(a, start, shape);
+    arr_drop_dim(r->blk[b], 0);
+  }
+  return r;
+}
+
+/* scan: the body runs `length` times (from the end when reverse) on the
+   consts, the carries and slice t of each xs; the ys are stacked. */
+static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
+  const Space *sp = &F->space;
+  int nc = (int)st->at->i[0], ncar = (int)st->at->i[1], n = st->nin, nx = n - nc - ncar, nout = st->nout;
+  int64_t len = st->at->i[2];
+  bool rev = st->at->b[0];
+  IrFunc *body = st->at->fns[0];
+  Val **all = atom_vals(F, st->in, n);
+  Val **carry = all + nc, **xs = all + nc + ncar;
+  for (int k = 0; k < ncar; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
+  Val **ys = vals_new(nout + 1);         /* the stacked results, ys[k] for k >= ncar */
+  for (int k = ncar; k < nout; k++) {
+    const Type *t = &st->out[k]->t;
+    Val *v = ys[k] = val_new(t->vma, val_nblk(sp->mesh, t->vma));
+    for (int64_t b = 0; b < v->nblk; b++) v->blk[b] = arr_new((DType)t->dt, t->rank, t->shape);
+  }
+  Val **args = vals_new(n + 1), **res = vals_new(nout + 1);
+  for (int64_t s0 = 0; s0 < len; s0++) {
+    int64_t t = rev ? len - 1 - s0 : s0;
+    step(I, sp);
+    for (int k = 0; k < nc + ncar; k++) args[k] = val_ref(all[k]);
+    for (int k = 0; k < nx; k++) args[nc + ncar + k] = val_slice(xs[k], t);
+    call_fn(I, F, body, args, res, sp, st);
+    for (int k = 0; k < n; k++) {
+      val_unref(args[k]);
+      args[k] = NULL;
+    }
+    for (int k = 0; k < nout; k++) {
+      Val *v = val_widen(sp->mesh, res[k], st->out[k]->t.vma);
+      res[k] = NULL;
+      if (k < ncar) {
+        val_unref(carry[k]);
+        carry[k] = v;
+        continue;
+      }
+      for (int64_t b = 0; b < v->nblk; b++) {
+        if (!v->blk[b] || !ys[k]->blk[b]) continue;
+        Array view = *v->blk[b];
+        int64_t start[SHM_MAXRANK] = {0};
+        for (int d = view.rank; d > 0; d--) view.shape[d] = view.shape[d - 1];
+        view.shape[0] = 1;
+        view.rank++;
+        start[0] = t;
+        arr_put_block(ys[k]->blk[b], start, &view);
+      }
+      val_unref(v);
+    }
+  }
+  for (int k = 0; k < nout; k++) {
+    set_slot(F, st->out[k], k < ncar ? val_ref(carry[k]) : ys[k]);
+    if (k >= ncar) ys[k] = NULL;
+  }
+  vals_free(res);
+  vals_free(args);
+  vals_free(ys);
+  vals_free(all);
+}
+
 static void exec_call(Interp *I, Frame *F, IrStmt *st) {
   Val **args = atom_vals(F, st->in, st->nin);
   Val **outs = vals_new(st->nout);
-  call_fn(I, F, st->callee, args, outs, &F->space);
+  call_fn(I, F, st->callee, args, outs, &F->space, st);
   for (int j = 0; j < st->nout; j++) {
     set_slot(F, st->out[j], outs[j]);
     outs[j] = NULL;
@@ -712,6 +814,12 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
   case IS_SHOW:
     fputs(st->text, stdout);
     break;
+  case IS_SAVE: {
+    char err[NPY_ERRLEN];
+    Array *a = st->in[0].lit ? st->in[0].lit : value_of(F, st->in[0].var)->blk[0];
+    if (!npy_save(st->path, a, err)) err_throw("%s", err);
+    break;
+  }
   case IS_EQN:
     if (st->prim < 0) exec_call(I, F, st);
     else if (prim_table[st->prim].kernel) exec_local(F, st);
@@ -728,7 +836,8 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     } else if (st->prim == P_COND) exec_cond(I, F, st);
     else if (st->prim == P_WHILE) exec_while(I, F, st);
     else if (st->prim == P_FORI_LOOP) exec_fori(I, F, st);
-    else if (st->prim == P_SHARD_MAP) exec_shard_map(I, F, st);
+    else if (st->prim == P_SHARD_MAP || st->prim == P_XLA_PMAP) exec_shard_map(I, F, st);
+    else if (st->prim == P_SCAN) exec_scan(I, F, st);
     break;
   }
 }
@@ -776,8 +885,10 @@ static void run_body(Interp *I, Frame *F) {
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
+    if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     exec_stmt(I, F, st);
+    if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);
   }
@@ -848,8 +959,10 @@ bool eval_run_to(Interp *I, int start, int to) {
       I->cur = T;
       I->steps = 0;
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
+      if (I->obs.data) I->obs.before(I->obs.data, T, st, i);
       T->release_at = I->release_top && !I->trace ? i : -1;
       exec_stmt(I, T, st);
+      if (I->obs.data) I->obs.after(I->obs.data, T, st, i);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
       else if (T->release_at >= 0) drop_dead(T, st);
     }
@@ -889,6 +1002,11 @@ void eval_set_trace(Interp *I, EvalTrace trace, void *data) {
 
 Frame *eval_top(Interp *I) { return I->top; }
 
+void eval_set_observer(Interp *I, const EvalObserver *obs) {
+  if (obs) I->obs = *obs;
+  else memset(&I->obs, 0, sizeof I->obs);
+}
+
 void eval_abandon(Interp *I) {
   I->abandon = true;
   err_throw("abandoned");
@@ -904,7 +1022,7 @@ bool eval_call(Interp *I, Frame *F, IrFunc *fn, Val **outs, bool traced, Span *w
   ErrJmp j;
   if (ERR_TRY(&j)) {
     I->cur = F;
-    call_fn(I, F, fn, NULL, outs, &F->space);
+    call_fn(I, F, fn, NULL, outs, &F->space, NULL);
     err_end(&j);
   } else {
     ok = false;

@@ -55,6 +55,24 @@ typedef enum EvalEvent {
 } EvalEvent;
 typedef void (*EvalTrace)(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data);
 void eval_set_trace(Interp *I, EvalTrace trace, void *data);
+/* An observer of the run (the cost model's, timeline.h): told when a
+   function's frame has its parameters bound and its body is about to run
+   (`site`: the statement calling it -- a call, cond, while, fori_loop or
+   shard_map -- or NULL for eval_call), when its body has run (its results
+   readable, the frame not yet released), and before and after each
+   statement of a body (`index`: its place in the body).  It sees F->space
+   for the running instances.  Independent of the trace: the debugger's
+   trace and an observer may be set at once, and neither changes what the
+   run does. */
+typedef struct EvalObserver {
+  void (*call)(void *data, Frame *F, IrStmt *site);
+  void (*ret)(void *data, Frame *F, IrStmt *site);
+  void (*before)(void *data, Frame *F, IrStmt *st, int index);
+  void (*after)(void *data, Frame *F, IrStmt *st, int index);
+  void *data;
+} EvalObserver;
+/* Set (a copy of) the observer; NULL removes it. */
+void eval_set_observer(Interp *I, const EvalObserver *obs);
 /* Run main's statements [from, to) (eval_run runs to the end). */
 bool eval_run_to(Interp *I, int from, int to);
 /* The frame of main (top-level variables). */

@@ -15,8 +15,10 @@
 ** double, integers in 64 bits); ew_scan and ew_arg run along one axis
 ** (cumulative operations, argmax/argmin).
 */
+#include <complex.h>
 #include <math.h>
 #include "ew.h"
+#include "half.h"
 #include "par.h"
 
 
@@ -98,8 +100,8 @@ static double bin_f(int op, double a, double b) {
   case B_DIV: return a / b;
   case B_REM: return fmod(a, b);
   case B_POW: return pow(a, b);
-  case B_MAX: return isnan(a) ? a : isnan(b) ? b : a > b ? a : b;
-  case B_MIN: return isnan(a) ? a : isnan(b) ? b : a < b ? a : b;
+  case B_MAX: return isnan(a) ? a : isnan(b) ? b : a >= b ? a : b;
+  case B_MIN: return isnan(a) ? a : isnan(b) ? b : a <= b ? a : b;
   case B_ATAN2: return atan2(a, b);
   case B_NEXTAFTER: return nextafter(a, b);
   case B_POLYGAMMA: return polygamma(a, b);
@@ -213,6 +215,44 @@ static int64_t un_i(int op, int64_t x) {
   }
 }
 
+/* A binary operation on unsigned integers of `bits` bits (zero-extended);
+   the caller truncates.  x / 0 is all ones and x % 0 is x, as XLA has
+   them; an arithmetic shift reads the bits as signed. */
+static uint64_t bin_u(int op, uint64_t a, uint64_t b, int bits) {
+  switch (op) {
+  case B_ADD: return a + b;
+  case B_SUB: return a - b;
+  case B_MUL: return a * b;
+  case B_DIV: return b == 0 ? ~UINT64_C(0) : a / b;
+  case B_REM: return b == 0 ? a : a % b;
+  case B_POW: return (uint64_t)ipow((int64_t)a, (int64_t)(b > INT64_MAX ? INT64_MAX : b));
+  case B_MAX: return a > b ? a : b;
+  case B_MIN: return a < b ? a : b;
+  case B_AND: return a & b;
+  case B_OR: return a | b;
+  case B_XOR: return a ^ b;
+  case B_SHL: return b >= (uint64_t)bits ? 0 : a << b;
+  case B_SHRA: {
+    int64_t v = bits == 64 ? (int64_t)a : (int64_t)(a << (64 - bits)) >> (64 - bits);
+    return (uint64_t)(b >= (uint64_t)bits ? (v < 0 ? -1 : 0) : v >> b);
+  }
+  case B_SHRL: return b >= (uint64_t)bits ? 0 : a >> b;
+  default: return 0;
+  }
+}
+
+static bool cmp_u(int op, uint64_t a, uint64_t b) { return COMPARE(op, a, b); }
+
+/* A unary operation on unsigned integers (wrapping; the caller truncates). */
+static uint64_t un_u(int op, uint64_t x) {
+  switch (op) {
+  case U_NEG: return 0 - x;
+  case U_SIGN: return x != 0;
+  case U_NOT: return ~x;
+  default: return x;
+  }
+}
+
 /* ---- typed loops ----------------------------------------------------------
 ** The common operations get one loop per operation and dtype (and per
 ** broadcasting case), with the operation written out, so the compiler can
@@ -225,8 +265,8 @@ static int64_t un_i(int op, int64_t x) {
 ** too: the first operand's, as the generic loops give it.  Everything
 ** else takes the generic loops. */
 
-static inline double max_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
-static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
+static inline double max_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a >= b ? a : b; }
+static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a <= b ? a : b; }
 
 /* o[i] = F(x[i], y[i]) for i < n, a scalar operand (stride 0) broadcast. */
 #define EW_LOOP2(TI, TO, F)                                                            \
@@ -329,6 +369,155 @@ static bool ew_binary_typed(int op, const Array *a, const Array *b, Array *r, in
   }
 }
 
+static void ew_binary_seq(int op, const Array *a, const Array *b, Array *r);
+static void ew_unary_seq(int op, const Array *a, Array *r);
+
+/* ---- the 16-bit floats: in f32, each result rounded once -------------------- */
+
+#define HCHUNK 512
+
+/* Elements [lo, lo + m) of a 16-bit float array (or its one element, a
+   scalar) as f32 in buf; returns an f32 view of them. */
+static Array half_view(const Array *a, int64_t lo, int64_t m, bool scalar, float *buf) {
+  Array v = *a;
+  v.dt = DT_F32;
+  v.data = buf;
+  int64_t cnt = scalar ? 1 : m, off = scalar ? 0 : lo;
+  const uint16_t *h = (const uint16_t *)a->data + off;
+  if (a->dt == DT_BF16) for (int64_t i = 0; i < cnt; i++) buf[i] = bf16_to_f32(h[i]);
+  else for (int64_t i = 0; i < cnt; i++) buf[i] = f16_to_f32(h[i]);
+  v.rank = scalar ? 0 : 1;
+  v.size = cnt;
+  v.shape[0] = cnt;
+  return v;
+}
+
+/* Round m f32 results into elements [lo, lo + m) of a 16-bit array. */
+static void half_store(Array *r, int64_t lo, int64_t m, const float *buf) {
+  uint16_t *h = (uint16_t *)r->data + lo;
+  if (r->dt == DT_BF16) for (int64_t i = 0; i < m; i++) h[i] = bf16_from_f32(buf[i]);
+  else for (int64_t i = 0; i < m; i++) h[i] = f16_from_f32(buf[i]);
+}
+
+/* An output view of elements [lo, lo + m): f32 in buf, or r's own bools. */
+static Array half_out(Array *r, int64_t lo, int64_t m, float *buf) {
+  Array v = *r;
+  v.rank = 1;
+  v.size = m;
+  v.shape[0] = m;
+  if (r->dt == DT_BOOL) v.data = (uint8_t *)r->data + lo;
+  else { v.dt = DT_F32; v.data = buf; }
+  return v;
+}
+
+static void ew_half_binary(int op, const Array *a, const Array *b, Array *r) {
+  float xa[HCHUNK], xb[HCHUNK], xo[HCHUNK];
+  bool s0 = a->rank == 0 && r->rank != 0, s1 = b->rank == 0 && r->rank != 0;
+  for (int64_t lo = 0; lo < r->size; lo += HCHUNK) {
+    int64_t m = r->size - lo < HCHUNK ? r->size - lo : HCHUNK;
+    Array va = half_view(a, lo, m, s0 || a->rank == 0, xa), vb = half_view(b, lo, m, s1 || b->rank == 0, xb);
+    Array vo = half_out(r, lo, m, xo);
+    if (r->rank == 0) { va.rank = vb.rank = vo.rank = 0; }
+    ew_binary_seq(op, &va, &vb, &vo);
+    if (r->dt != DT_BOOL) half_store(r, lo, m, xo);
+  }
+}
+
+static void ew_half_unary(int op, const Array *a, Array *r) {
+  float xa[HCHUNK], xo[HCHUNK];
+  for (int64_t lo = 0; lo < r->size; lo += HCHUNK) {
+    int64_t m = r->size - lo < HCHUNK ? r->size - lo : HCHUNK;
+    Array va = half_view(a, lo, m, false, xa), vo = half_out(r, lo, m, xo);
+    ew_unary_seq(op, &va, &vo);
+    if (r->dt != DT_BOOL) half_store(r, lo, m, xo);
+  }
+}
+
+/* ---- complex: NumPy's formulas, in the parts' precision ------------------------ */
+
+/* One complex operation, in float for c64 (T float) and double for c128. */
+#define CBIN(T, op, ar, ai, br, bi, rr, ri)                                            \
+  do {                                                                                 \
+    switch (op) {                                                                      \
+    case B_ADD: rr = ar + br; ri = ai + bi; break;                                     \
+    case B_SUB: rr = ar - br; ri = ai - bi; break;                                     \
+    case B_MUL: rr = ar * br - ai * bi; ri = ar * bi + ai * br; break;                 \
+    case B_DIV: {                                                                      \
+      T abr = (T)fabs((double)br), abi = (T)fabs((double)bi);                          \
+      if (abr >= abi) {                                                                \
+        if (abr == 0 && abi == 0) { rr = ar / abr; ri = ai / abr; }                    \
+        else {                                                                         \
+          T rat = bi / br, scl = (T)1 / (br + bi * rat);                               \
+          rr = (ar + ai * rat) * scl; ri = (ai - ar * rat) * scl;                      \
+        }                                                                              \
+      } else {                                                                         \
+        T rat = br / bi, scl = (T)1 / (bi + br * rat);                                 \
+        rr = (ar * rat + ai) * scl; ri = (ai * rat - ar) * scl;                        \
+      }                                                                                \
+      break;                                                                           \
+    }                                                                                  \
+    default: rr = 0; ri = 0; break;                                                    \
+    }                                                                                  \
+  } while (0)
+
+static void ew_complex_binary(int op, const Array *a, const Array *b, Array *r) {
+  int64_t n = r->size, sa = a->rank || r->rank == 0 ? 1 : 0, sb = b->rank || r->rank == 0 ? 1 : 0;
+  bool cmp = op == C_EQ || op == C_NE;
+  for (int64_t i = 0; i < n; i++) {
+    if (a->dt == DT_C64) {
+      ShmC64 x = ((const ShmC64 *)a->data)[i * sa], y = ((const ShmC64 *)b->data)[i * sb];
+      if (cmp) { ((uint8_t *)r->data)[i] = (x.re == y.re && x.im == y.im) == (op == C_EQ); continue; }
+      ShmC64 *o = &((ShmC64 *)r->data)[i];
+      CBIN(float, op, x.re, x.im, y.re, y.im, o->re, o->im);
+    } else {
+      ShmC128 x = ((const ShmC128 *)a->data)[i * sa], y = ((const ShmC128 *)b->data)[i * sb];
+      if (cmp) { ((uint8_t *)r->data)[i] = (x.re == y.re && x.im == y.im) == (op == C_EQ); continue; }
+      ShmC128 *o = &((ShmC128 *)r->data)[i];
+      CBIN(double, op, x.re, x.im, y.re, y.im, o->re, o->im);
+    }
+  }
+}
+
+/* re + i im, infinities and NaNs kept (a complex is laid out as two
+   doubles; CMPLX is not everywhere). */
+static double complex mkc(double re, double im) {
+  double complex z;
+  double parts[2] = {re, im};
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+
+/* A complex unary operation in double (the result rounded to the parts'
+   precision by the caller). */
+static double complex un_c(int op, double complex z) {
+  switch (op) {
+  case U_NEG: return -z;
+  case U_SIGN: return z == 0 ? 0 : z / cabs(z);
+  case U_EXP: return cexp(z);
+  case U_LOG: return clog(z);
+  case U_SQRT: return csqrt(z);
+  case U_RSQRT: return 1.0 / csqrt(z);
+  case U_SIN: return csin(z);
+  case U_COS: return ccos(z);
+  case U_TAN: return ctan(z);
+  case U_TANH: return ctanh(z);
+  case U_EXPM1: return cexp(z) - 1.0;
+  case U_LOG1P: return clog(1.0 + z);
+  default: return z;
+  }
+}
+
+static void ew_complex_unary(int op, const Array *a, Array *r) {
+  for (int64_t i = 0; i < a->size; i++) {
+    double re, im;
+    arr_getc(a, i, &re, &im);
+    if (op == U_ISFINITE) { ((uint8_t *)r->data)[i] = isfinite(re) && isfinite(im); continue; }
+    if (op == U_ABS) { arr_setf(r, i, a->dt == DT_C64 ? (double)hypotf((float)re, (float)im) : hypot(re, im)); continue; }
+    double complex z = un_c(op, mkc(re, im));
+    arr_setc(r, i, creal(z), cimag(z));
+  }
+}
+
 /* Applies a binary or comparison op elementwise: r = a op b.  a and b have
    the same dtype; a rank-0 operand broadcasts against r's shape. */
 static void ew_binary_seq(int op, const Array *a, const Array *b, Array *r) {
@@ -337,6 +526,8 @@ static void ew_binary_seq(int op, const Array *a, const Array *b, Array *r) {
   bool cmp = op >= C_EQ && op <= C_GE;
   char kd = dtype_kinds[a->dt];
   int bits = dtype_sizes[a->dt] * 8;
+  if (kd == 'H') { ew_half_binary(op, a, b, r); return; }
+  if (kd == 'C') { ew_complex_binary(op, a, b, r); return; }
   switch ((DType)a->dt) {
 #define X(tag, nm, np, sz, T, kind)                                                     \
   case DT_##tag: {                                                                      \
@@ -345,6 +536,8 @@ static void ew_binary_seq(int op, const Array *a, const Array *b, Array *r) {
       uint8_t *o = (uint8_t *)r->data;                                                  \
       if (kd == 'F')                                                                    \
         for (int64_t i = 0; i < n; i++) o[i] = cmp_f(op, (double)x[i * sa], (double)y[i * sb]); \
+      else if (kd == 'U')                                                               \
+        for (int64_t i = 0; i < n; i++) o[i] = cmp_u(op, (uint64_t)x[i * sa], (uint64_t)y[i * sb]); \
       else                                                                              \
         for (int64_t i = 0; i < n; i++) o[i] = cmp_i(op, (int64_t)x[i * sa], (int64_t)y[i * sb]); \
     } else {                                                                            \
@@ -356,13 +549,16 @@ static void ew_binary_seq(int op, const Array *a, const Array *b, Array *r) {
       else if (kd == 'B')                                                               \
         for (int64_t i = 0; i < n; i++)                                                 \
           o[i] = (T)(bin_i(op, (int64_t)x[i * sa], (int64_t)y[i * sb], 1) != 0);         \
+      else if (kd == 'U')                                                               \
+        for (int64_t i = 0; i < n; i++)                                                 \
+          o[i] = (T)bin_u(op, (uint64_t)x[i * sa], (uint64_t)y[i * sb], bits);           \
       else                                                                              \
         for (int64_t i = 0; i < n; i++)                                                 \
           o[i] = (T)bin_i(op, (int64_t)x[i * sa], (int64_t)y[i * sb], bits);             \
     }                                                                                   \
     break;                                                                              \
   }
-    SHM_DTYPES(X)
+    SHM_PLAIN_DTYPES(X)
 #undef X
   default: break;
   }
@@ -490,6 +686,8 @@ static bool ew_unary_typed(int op, const Array *a, Array *r, int64_t n) {
 static void ew_unary_seq(int op, const Array *a, Array *r) {
   int64_t n = a->size;
   char kd = dtype_kinds[a->dt];
+  if (kd == 'H') { ew_half_unary(op, a, r); return; }
+  if (kd == 'C') { ew_complex_unary(op, a, r); return; }
   if (ew_unary_typed(op, a, r, n)) return;
   switch ((DType)a->dt) {
 #define X(tag, nm, np, sz, T, kind)                                                     \
@@ -504,12 +702,14 @@ static void ew_unary_seq(int op, const Array *a, Array *r) {
         for (int64_t i = 0; i < n; i++) o[i] = (T)un_f(op, (double)x[i]);               \
       else if (kd == 'B')                                                               \
         for (int64_t i = 0; i < n; i++) o[i] = (T)(op == U_NOT ? !x[i] : x[i]);          \
+      else if (kd == 'U')                                                               \
+        for (int64_t i = 0; i < n; i++) o[i] = (T)un_u(op, (uint64_t)x[i]);             \
       else                                                                              \
         for (int64_t i = 0; i < n; i++) o[i] = (T)un_i(op, (int64_t)x[i]);              \
     }                                                                                   \
     break;                                                                              \
   }
-    SHM_DTYPES(X)
+    SHM_PLAIN_DTYPES(X)
 #undef X
   default: break;
   }
@@ -577,16 +777,53 @@ static double red_init_f(int op) {
   }
 }
 
-/* The identity of a reduction op on integers or bools of dtype dt. */
+/* The identity of a reduction op on integers or bools of dtype dt (an
+   unsigned dtype's as its bits). */
 static int64_t red_init_i(int op, int dt) {
-  bool b = dt == DT_BOOL, i32 = dt == DT_I32;
+  bool b = dt == DT_BOOL, u = dtype_is_unsigned((DType)dt);
+  int bits = dtype_sizes[dt] * 8;
+  int64_t smin = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
   switch (op) {
   case B_MUL: return 1;
-  case B_MAX: return b ? 0 : i32 ? INT32_MIN : INT64_MIN;
-  case B_MIN: return b ? 1 : i32 ? INT32_MAX : INT64_MAX;
+  case B_MAX: return b || u ? 0 : smin;
+  case B_MIN: return b ? 1 : u ? -1 : bits == 64 ? INT64_MAX : -(smin + 1);
   case B_AND: return b ? 1 : -1;
   default: return 0;
   }
+}
+
+/* One step of a fold on integers of dtype dt (unsigned ones as bits). */
+static int64_t fold_i(int op, int64_t acc, const Array *a, int64_t i, int bits) {
+  if (dtype_is_unsigned((DType)a->dt)) return (int64_t)bin_u(op, (uint64_t)acc, arr_getu(a, i), bits);
+  return bin_i(op, acc, arr_geti(a, i), bits);
+}
+
+/* A complex fold (sum or product) of a's elements over the axes of a
+   reduction, into r: accumulated in double, rounded once. */
+static void reduce_complex(int op, const Array *a, const int64_t *ostr, Array *r) {
+  double *acc = mem_alloc(sizeof(double) * 2 * (size_t)r->size);
+  for (int64_t j = 0; j < r->size; j++) { acc[2 * j] = op == B_MUL; acc[2 * j + 1] = 0; }
+  int64_t idx[SHM_MAXRANK] = {0}, o = 0;
+  for (int64_t i = 0; i < a->size; i++) {
+    double re, im, *c = &acc[2 * o];
+    arr_getc(a, i, &re, &im);
+    if (op == B_MUL) {
+      double t = c[0] * re - c[1] * im;
+      c[1] = c[0] * im + c[1] * re;
+      c[0] = t;
+    } else {
+      c[0] += re;
+      c[1] += im;
+    }
+    for (int d = a->rank - 1; d >= 0; d--) {
+      o += ostr[d];
+      if (++idx[d] < a->shape[d]) break;
+      o -= ostr[d] * a->shape[d];
+      idx[d] = 0;
+    }
+  }
+  for (int64_t j = 0; j < r->size; j++) arr_setc(r, j, acc[2 * j], acc[2 * j + 1]);
+  mem_free(acc);
 }
 
 /* Folds `a` over the axes `axes` (distinct, in range) with the binary op
@@ -606,6 +843,10 @@ void ew_reduce(int op, const Array *a, const IntList *axes, Array *r) {
     memcpy(r->data, a->data, arr_nbytes(a));
     return;
   }
+  if (dtype_is_complex((DType)a->dt)) {
+    reduce_complex(op, a, ostr, r);
+    return;
+  }
   double *af = fl ? mem_alloc(sizeof(double) * (size_t)r->size) : NULL;
   int64_t *ai = fl ? NULL : mem_alloc(sizeof(int64_t) * (size_t)r->size);
   for (int64_t j = 0; j < r->size; j++) {
@@ -614,7 +855,7 @@ void ew_reduce(int op, const Array *a, const IntList *axes, Array *r) {
   }
   for (int64_t i = 0; i < a->size; i++) {
     if (fl) af[o] = bin_f(op, af[o], arr_getf(a, i));
-    else ai[o] = bin_i(op, ai[o], arr_geti(a, i), bits);
+    else ai[o] = fold_i(op, ai[o], a, i, bits);
     for (int d = rank - 1; d >= 0; d--) {
       o += ostr[d];
       if (++idx[d] < a->shape[d]) break;
@@ -624,7 +865,7 @@ void ew_reduce(int op, const Array *a, const IntList *axes, Array *r) {
   }
   for (int64_t j = 0; j < r->size; j++) {
     if (fl) arr_setf(r, j, af[j]);
-    else arr_seti(r, j, ai[j]);
+    else arr_setu(r, j, (uint64_t)ai[j]);
   }
   mem_free(af);
   mem_free(ai);
@@ -656,8 +897,8 @@ void ew_scan(int op, const Array *a, int axis, bool reverse, Array *r) {
           af = bin_f(op, af, arr_getf(a, i));
           arr_setf(r, i, af);
         } else {
-          ai = bin_i(op, ai, arr_geti(a, i), bits);
-          arr_seti(r, i, ai);
+          ai = fold_i(op, ai, a, i, bits);
+          arr_setu(r, i, (uint64_t)ai);
         }
       }
     }
@@ -677,6 +918,12 @@ void ew_arg(bool is_max, const Array *a, int axis, Array *r) {
         for (int64_t k = 1; k < n && !isnan(bv); k++) {
           double v = arr_getf(a, base + k * inner);
           if (isnan(v) || (is_max ? v > bv : v < bv)) bv = v, best = k;
+        }
+      } else if (dtype_is_unsigned((DType)a->dt)) {
+        uint64_t bv = arr_getu(a, base);
+        for (int64_t k = 1; k < n; k++) {
+          uint64_t v = arr_getu(a, base + k * inner);
+          if (is_max ? v > bv : v < bv) bv = v, best = k;
         }
       } else {
         int64_t bv = arr_geti(a, base);

@@ -5,6 +5,7 @@
 */
 #include <math.h>
 #include <stdio.h>
+#include "coll.h"
 #include "err.h"
 #include "fabric.h"
 #include "par.h"
@@ -110,6 +111,32 @@ uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
    stays in cache while every member's block is added to it. */
 #define TILE 2048
 
+/* reduce_into for the 16-bit floats (each step in f32, rounded, as XLA's
+   CPU backend adds them) and complex numbers (part by part). */
+static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+  Array d = *src[0];
+  d.data = (char *)dst - off * dtype_sizes[dt];      /* dst as an array indexed like the sources */
+  d.size = off + n;
+  for (int64_t i = off; i < off + n; i++) {
+    double re, im;
+    arr_getc(src[0], i, &re, &im);
+    for (int64_t g = 1; g < p; g++) {
+      double br, bi;
+      arr_getc(src[g], i, &br, &bi);
+      if (dtype_is_complex(dt)) { re += br; im += bi; }
+      else if (prim == P_PMAX) re = (re != re || re >= br) ? re : br;
+      else if (prim == P_PMIN) re = (re != re || re <= br) ? re : br;
+      else re = (double)(float)((float)re + (float)br);
+      if (dtype_is_half(dt)) {       /* the step's result rounded */
+        arr_setf(&d, i, re);
+        re = arr_getf(&d, i);
+      }
+    }
+    if (dtype_is_complex(dt) && dt == DT_C64) { re = (float)re; im = (float)im; }
+    arr_setc(&d, i, re, im);
+  }
+}
+
 /* dst[0..n) = op over the members g = 0, 1, ..., p-1 of src[g][off..off+n),
    combined left to right (the fixed order that makes sums reproducible),
    one cache-sized tile at a time. */
@@ -136,8 +163,17 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
   break;
   case DT_F32: LOOP(float, float)
   case DT_F64: LOOP(double, double)
+  case DT_I8: LOOP(int8_t, uint8_t)
+  case DT_I16: LOOP(int16_t, uint16_t)
   case DT_I32: LOOP(int32_t, uint32_t)
   case DT_I64: LOOP(int64_t, uint64_t)
+  case DT_U8: LOOP(uint8_t, uint8_t)
+  case DT_U16: LOOP(uint16_t, uint16_t)
+  case DT_U32: LOOP(uint32_t, uint32_t)
+  case DT_U64: LOOP(uint64_t, uint64_t)
+  case DT_BF16: case DT_F16: case DT_C64: case DT_C128:
+    reduce_slow(prim, dt, dst, src, p, off, n);
+    break;
   case DT_BOOL: {
     uint8_t *a = dst;
     if (a != (const uint8_t *)src[0]->data + off) memcpy(a, (const uint8_t *)src[0]->data + off, (size_t)n);
@@ -170,6 +206,14 @@ static void divide(Array *acc, int64_t p) {
   case DT_F64: { double *a = acc->data; for (int64_t i = 0; i < n; i++) a[i] /= (double)p; break; }
   case DT_I32: { int32_t *a = acc->data; for (int64_t i = 0; i < n; i++) a[i] = (int32_t)(a[i] / p); break; }
   case DT_I64: { int64_t *a = acc->data; for (int64_t i = 0; i < n; i++) a[i] /= p; break; }
+  case DT_BF16: case DT_F16: case DT_C64: case DT_C128:
+    for (int64_t i = 0; i < n; i++) {
+      double re, im;
+      arr_getc(acc, i, &re, &im);
+      if (acc->dt == DT_C128) arr_setc(acc, i, re / (double)p, im / (double)p);
+      else arr_setc(acc, i, (float)re / (float)p, (float)im / (float)p);
+    }
+    break;
   default: break;
   }
 }
@@ -226,7 +270,7 @@ static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, ui
   par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
   mem_free(blk);
   if (prim == P_PMEAN) {
-    if (!dtype_is_float((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
+    if (!dtype_is_float((DType)acc->dt) && !dtype_is_complex((DType)acc->dt)) {   /* JAX's pmean of integers is a float32 mean */
       Array *f = arr_convert(acc, DT_F32);
       arr_unref(acc);
       acc = f;
@@ -435,7 +479,7 @@ static void exec_pbroadcast(Coll *c) {
 static void exec_reduce(Coll *c) {
   for (int64_t o = 0; o < c->nouter; o++)
     if (!skip_group(c, o)) c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
-  double each = 2.0 * (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -450,7 +494,7 @@ static void exec_all_gather(Coll *c) {
       arr_unref(g);
     }
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_out;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -487,7 +531,7 @@ static void exec_psum_scatter(Coll *c) {
     }
     arr_unref(sum);
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -531,8 +575,10 @@ static void exec_ppermute(Coll *c) {
       if (!got[k]) *member_slot(c, o, k) = arr_zeros((DType)c->outt->dt, c->outt->rank, c->outt->shape);
     mem_free(got);
   }
-  /* every pair moves one block; devices that send nothing send 0 */
-  double each = c->devices ? c->n_in * (double)np * (double)c->nouter / (double)c->devices : 0;
+  /* every pair of every group moves one block (devices along the axes
+     the operand does not vary over hold copies, and each sends its own);
+     averaged over the members, devices that send nothing sending 0 */
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out) * (double)np / (double)c->p;
   account(c->prim, c->devices, each, each);
 }
 
@@ -570,7 +616,7 @@ static void exec_all_to_all(Coll *c) {
       *member_slot(c, o, k) = r;
     }
   }
-  double each = (double)(c->p - 1) / (double)c->p * c->n_in;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 

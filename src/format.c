@@ -20,13 +20,15 @@
 **      picks one common format; a recursive walk then writes the nested
 **      brackets, wrapping rows at 75 columns.
 **
-** Nothing here allocates: every number is rendered into a stack buffer and
-** appended to the caller's Buf.
+** Nothing here allocates but a complex array's parts: every number is
+** rendered into a stack buffer and appended to the caller's Buf.
 */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include "err.h"
 #include "format.h"
+#include "half.h"
 
 /* NumPy's default print options. */
 #define FMT_PRECISION 8
@@ -415,15 +417,15 @@ static void finish_fraction(NumStr *o, Trim trim, int min_digits, int *frac, boo
 ** at least that many characters left / right of the point (negative: none).
 */
 static void fmt_positional(const Decomp *v, int precision, int min_digits,
-                           Trim trim, int pad_left, int pad_right, NumStr *o) {
+                           Trim trim, int pad_left, int pad_right, bool plus, NumStr *o) {
   Digits dg;
-  int has_sign = v->neg ? 1 : 0;
+  int has_sign = v->neg || plus ? 1 : 0;
   int whole, frac = 0;
 
   gen_digits(v, CUT_FRACTION, precision, min_digits, &dg);
   o->n = 0;
   o->s[0] = 0;
-  if (has_sign) ns_put(o, '-');
+  if (has_sign) ns_put(o, v->neg ? '-' : '+');
   if (dg.exp10 >= 0) {
     whole = dg.exp10 + 1;
     if (dg.n <= whole) {
@@ -459,17 +461,17 @@ static void fmt_positional(const Decomp *v, int precision, int min_digits,
 ** exponent digits (negative: 2); pad_left as for fmt_positional.
 */
 static void fmt_scientific(const Decomp *v, int precision, int min_digits,
-                           Trim trim, int pad_left, int exp_digits,
+                           Trim trim, int pad_left, int exp_digits, bool plus,
                            NumStr *o) {
   Digits dg;
-  int has_sign = v->neg ? 1 : 0;
+  int has_sign = v->neg || plus ? 1 : 0;
 
   gen_digits(v, CUT_TOTAL, precision < 0 ? -1 : precision + 1,
              min_digits < 0 ? -1 : min_digits + 1, &dg);
   o->n = 0;
   o->s[0] = 0;
   for (int i = 1 + has_sign; i < pad_left; i++) ns_put(o, ' ');
-  if (has_sign) ns_put(o, '-');
+  if (has_sign) ns_put(o, v->neg ? '-' : '+');
   ns_put(o, dg.d[0]);
   int frac = dg.n - 1;
   if (frac > 0) {
@@ -494,20 +496,24 @@ static void fmt_scientific(const Decomp *v, int precision, int min_digits,
 }
 
 /* Write "nan", "inf" or "-inf" into o. */
-static void fmt_nonfinite(const Decomp *v, NumStr *o) {
+static void fmt_nonfinite(const Decomp *v, bool plus, NumStr *o) {
   o->n = 0;
   o->s[0] = 0;
   if (!v->isinf) {
+    if (plus) ns_put(o, '+');
     ns_put(o, 'n'); ns_put(o, 'a'); ns_put(o, 'n');
     return;
   }
   if (v->neg) ns_put(o, '-');
+  else if (plus) ns_put(o, '+');
   ns_put(o, 'i'); ns_put(o, 'n'); ns_put(o, 'f');
 }
 
 /* Take element i of a float array apart in its own precision. */
 static Decomp elem_decomp(const Array *a, int64_t i) {
   if (a->dt == DT_F32) return decomp_f32(((const float *)a->data)[i]);
+  if (a->dt == DT_F16) return decomp_bits(((const ShmF16 *)a->data)[i].bits, 10, 5);
+  if (a->dt == DT_BF16) return decomp_bits(((const ShmBf16 *)a->data)[i].bits, 7, 8);
   return decomp_f64(((const double *)a->data)[i]);
 }
 
@@ -518,11 +524,11 @@ static Decomp elem_decomp(const Array *a, int64_t i) {
 */
 static void fmt_float_scalar(const Decomp *v, double mag, NumStr *o) {
   if (!v->finite) {
-    fmt_nonfinite(v, o);
+    fmt_nonfinite(v, false, o);
   } else if (mag == 0 || (mag >= 1e-4 && mag < 1e16)) {
-    fmt_positional(v, -1, -1, TRIM_ONE_ZERO, -1, -1, o);
+    fmt_positional(v, -1, -1, TRIM_ONE_ZERO, -1, -1, false, o);
   } else {
-    fmt_scientific(v, -1, -1, TRIM_POINT, -1, -1, o);
+    fmt_scientific(v, -1, -1, TRIM_POINT, -1, -1, false, o);
   }
 }
 
@@ -555,8 +561,10 @@ static void walk_shown(const Array *a, bool summ, int ax, int64_t off,
 /* The format shared by all elements of one array. */
 typedef struct ElemFmt {
   DType dt;
+  bool plus;            /* a '+' before non-negative numbers (complex parts' imaginary) */
   /* integers */
   int int_width;
+  uint64_t umax;        /* unsigned: the largest shown */
   /* floats */
   bool exp_mode;
   int precision;        /* digits cut-off for elements */
@@ -564,6 +572,9 @@ typedef struct ElemFmt {
   Trim trim;
   int pad_left, pad_right;
   int exp_size;
+  /* complex: the formats of the real and imaginary parts, and those parts */
+  const struct ElemFmt *re_fmt, *im_fmt;
+  const Array *re, *im;
   /* pre-pass accumulators */
   bool have_int;
   int64_t imin, imax;
@@ -575,6 +586,11 @@ typedef struct ElemFmt {
 /* Pre-pass step 1: integer range, float magnitudes and special values. */
 static void scan_elem(void *ctx, const Array *a, int64_t i) {
   ElemFmt *f = ctx;
+  if (dtype_is_unsigned((DType)a->dt)) {
+    uint64_t x = arr_getu(a, i);
+    if (x > f->umax) f->umax = x;
+    return;
+  }
   if (dtype_is_int((DType)a->dt)) {
     int64_t x = arr_geti(a, i);
     if (!f->have_int || x < f->imin) f->imin = x;
@@ -604,7 +620,7 @@ static void measure_elem(void *ctx, const Array *a, int64_t i) {
   NumStr s;
   if (!d.finite) return;
   if (f->exp_mode) {
-    fmt_scientific(&d, FMT_PRECISION, -1, TRIM_ZEROS, -1, -1, &s);
+    fmt_scientific(&d, FMT_PRECISION, -1, TRIM_ZEROS, -1, -1, f->plus, &s);
     const char *dot = strchr(s.s, '.');
     const char *e = strchr(s.s, 'e');
     int ip = (int)(dot - s.s), fp = (int)(e - dot - 1);
@@ -613,7 +629,7 @@ static void measure_elem(void *ctx, const Array *a, int64_t i) {
     if (fp > f->precision) f->precision = fp;
     if (ep > f->exp_size) f->exp_size = ep;
   } else {
-    fmt_positional(&d, FMT_PRECISION, -1, TRIM_ZEROS, -1, -1, &s);
+    fmt_positional(&d, FMT_PRECISION, -1, TRIM_ZEROS, -1, -1, f->plus, &s);
     const char *dot = strchr(s.s, '.');
     int ip = (int)(dot - s.s), fp = (int)strlen(dot + 1);
     if (ip > f->pad_left) f->pad_left = ip;
@@ -628,28 +644,37 @@ static int int_len(int64_t x) {
 }
 
 /* Decide the common element format from the shown elements of a. */
-static void choose_format(const Array *a, bool summ, ElemFmt *f) {
+static void choose_format(const Array *a, bool summ, bool plus, ElemFmt *f) {
   int64_t strides[SHM_MAXRANK];
   memset(f, 0, sizeof *f);
   f->dt = (DType)a->dt;
+  f->plus = plus;
   arr_strides(a->rank, a->shape, strides);
   walk_shown(a, summ, 0, 0, strides, scan_elem, f);
 
+  if (dtype_is_unsigned(f->dt)) {
+    char tmp[32];
+    f->int_width = snprintf(tmp, sizeof tmp, "%" PRIu64, f->umax);
+    return;
+  }
   if (dtype_is_int(f->dt)) {
     int l1 = int_len(f->imax), l2 = int_len(f->imin);
     f->int_width = l1 > l2 ? l1 : l2;
     return;
   }
-  if (!dtype_is_float(f->dt)) return;
+  if (!dtype_is_float(f->dt) || f->dt == DT_BF16) return;
 
   if (f->have_nz) {
     double ratio = f->nz_max / f->nz_min;
-    bool wide;
+    bool wide, small = f->nz_min < 0.0001;
     if (f->dt == DT_F32)
       wide = ratio > 1e30 || (double)(float)ratio > 1000.0;
-    else
+    else if (f->dt == DT_F16) {   /* NumPy divides and compares in float16 */
+      wide = f16_to_f32(f16_from_f32((float)f->nz_max / (float)f->nz_min)) > 1000.0f;
+      small = f->nz_min < (double)f16_to_f32(f16_from_f64(0.0001));
+    } else
       wide = ratio > 1000.0;
-    f->exp_mode = f->nz_max >= 1e8 || f->nz_min < 0.0001 || wide;
+    f->exp_mode = f->nz_max >= 1e8 || small || wide;
   }
 
   if (f->n_finite == 0) {
@@ -681,7 +706,14 @@ static void choose_format(const Array *a, bool summ, ElemFmt *f) {
   }
 }
 
+/* A bfloat16 as ml_dtypes prints it (C++'s `<<` of the float: %g, six
+   significant digits; NaN without a sign). */
+static void bf16_text(double x, NumStr *o) {
+  o->n = snprintf(o->s, NUM_MAX, "%g", isnan(x) ? fabs(x) : x);
+}
+
 /* Render element i of a with the common format f. */
+static void format_elem(const ElemFmt *f, const Array *a, int64_t i, NumStr *o);
 static void format_elem(const ElemFmt *f, const Array *a, int64_t i,
                         NumStr *o) {
   o->n = 0;
@@ -689,21 +721,36 @@ static void format_elem(const ElemFmt *f, const Array *a, int64_t i,
   if (dtype_is_bool(f->dt)) {
     bool t = ((const uint8_t *)a->data)[i] != 0;
     o->n = snprintf(o->s, NUM_MAX, "%s", t ? " True" : "False");
+  } else if (f->dt == DT_BF16) {
+    bf16_text(arr_getf(a, i), o);
+  } else if (dtype_is_complex(f->dt)) {
+    /* NumPy's ComplexFloatingFormat: the parts formatted each with its
+       own common format, a 'j' before the imaginary part's padding */
+    NumStr im;
+    format_elem(f->re_fmt, f->re, i, o);
+    format_elem(f->im_fmt, f->im, i, &im);
+    int sp = im.n;
+    while (sp > 0 && im.s[sp - 1] == ' ') sp--;
+    for (int k = 0; k < sp; k++) ns_put(o, im.s[k]);
+    ns_put(o, 'j');
+    for (int k = sp; k < im.n; k++) ns_put(o, ' ');
+  } else if (dtype_is_unsigned(f->dt)) {
+    o->n = snprintf(o->s, NUM_MAX, "%*" PRIu64, f->int_width, arr_getu(a, i));
   } else if (dtype_is_int(f->dt)) {
     o->n = snprintf(o->s, NUM_MAX, "%*" PRId64, f->int_width, arr_geti(a, i));
   } else {
     Decomp d = elem_decomp(a, i);
     if (!d.finite) {
       NumStr t;
-      fmt_nonfinite(&d, &t);
+      fmt_nonfinite(&d, f->plus, &t);
       ns_pad_front(&t, f->pad_left + f->pad_right + 1 - t.n);
       *o = t;
     } else if (f->exp_mode) {
       fmt_scientific(&d, f->precision, f->min_digits, f->trim, f->pad_left,
-                     f->exp_size, o);
+                     f->exp_size, f->plus, o);
     } else {
       fmt_positional(&d, f->precision, f->min_digits, f->trim, f->pad_left,
-                     f->pad_right, o);
+                     f->pad_right, f->plus, o);
     }
   }
 }
@@ -795,10 +842,52 @@ static void lay_array(Layout *L, int ax, int64_t off, int indent, int width) {
 /* ---- entry point ------------------------------------------------------- */
 
 /* Append str(a) to b, exactly as NumPy 1.24 prints it, without a newline. */
+/* A float part of a complex scalar as NumPy prints it: str() of the float
+   without a trailing ".0". */
+static void complex_part(const Decomp *d, double mag, NumStr *o) {
+  fmt_float_scalar(d, mag, o);
+  if (o->n > 2 && !strcmp(o->s + o->n - 2, ".0")) o->s[o->n -= 2] = 0;
+}
+
+/* str() of a complex scalar: "(1+2j)", or "2j" when the real part is +0. */
+static void complex_scalar(Buf *b, const Array *a) {
+  double re, im;
+  arr_getc(a, 0, &re, &im);
+  bool c64 = a->dt == DT_C64;
+  Decomp dr = c64 ? decomp_f32((float)re) : decomp_f64(re), di = c64 ? decomp_f32((float)im) : decomp_f64(im);
+  NumStr rs, is;
+  complex_part(&dr, fabs(re), &rs);
+  di.neg = false;
+  complex_part(&di, fabs(im), &is);
+  char sign = signbit(im) && !isnan(im) ? '-' : '+';
+  if (re == 0 && !signbit(re)) buf_printf(b, "%s%sj", sign == '-' ? "-" : "", is.s);
+  else buf_printf(b, "(%s%c%sj)", rs.s, sign, is.s);
+}
+
+static void release_array(void *a) { arr_unref(a); }
+
+/* The real or imaginary parts of a complex array, as a float array. */
+static Array *complex_parts(const Array *a, bool imag) {
+  Array *r = arr_new(dtype_real((DType)a->dt), a->rank, a->shape);
+  for (int64_t i = 0; i < a->size; i++) {
+    double re, im;
+    arr_getc(a, i, &re, &im);
+    arr_setf(r, i, imag ? im : re);
+  }
+  return r;
+}
+
 void fmt_array(Buf *b, const Array *a) {
   if (a->rank == 0) {
     NumStr s;
-    if (dtype_is_float((DType)a->dt)) {
+    if (a->dt == DT_BF16) {
+      bf16_text(arr_getf(a, 0), &s);
+      buf_put(b, s.s, (size_t)s.n);
+    } else if (dtype_is_complex((DType)a->dt)) {
+      complex_scalar(b, a);
+    } else if (dtype_is_unsigned((DType)a->dt)) {
+      buf_printf(b, "%" PRIu64, arr_getu(a, 0));
+    } else if (dtype_is_float((DType)a->dt)) {
       Decomp d = elem_decomp(a, 0);
       fmt_float_scalar(&d, fabs(arr_getf(a, 0)), &s);
       buf_put(b, s.s, (size_t)s.n);
@@ -814,9 +903,25 @@ void fmt_array(Buf *b, const Array *a) {
     return;
   }
 
-  ElemFmt f;
+  ElemFmt f, fre, fim;
   bool summ = a->size > FMT_THRESHOLD;
-  choose_format(a, summ, &f);
+  Array *re = NULL, *im = NULL;
+  if (dtype_is_complex((DType)a->dt)) {
+    re = complex_parts(a, false);
+    err_defer(release_array, re);
+    im = complex_parts(a, true);
+    err_defer(release_array, im);
+    choose_format(re, summ, false, &fre);
+    choose_format(im, summ, true, &fim);
+    memset(&f, 0, sizeof f);
+    f.dt = (DType)a->dt;
+    f.re_fmt = &fre;
+    f.im_fmt = &fim;
+    f.re = re;
+    f.im = im;
+  } else {
+    choose_format(a, summ, false, &f);
+  }
 
   Layout L;
   L.b = b;
@@ -826,4 +931,10 @@ void fmt_array(Buf *b, const Array *a) {
   L.line_start = b->n;
   arr_strides(a->rank, a->shape, L.strides);
   lay_array(&L, 0, 0, 1, FMT_LINEWIDTH);
+  if (re) {
+    err_undefer(im);
+    err_undefer(re);
+    arr_unref(im);
+    arr_unref(re);
+  }
 }

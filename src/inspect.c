@@ -602,8 +602,8 @@ static void whos_top(Insp *in) {
       kind = e->mesh || (e->ast && e->ast->has_deco) ? "shard_map" : "function";
       put_signature(&ty, e);
       if (e->mesh)
-        buf_printf(&dv, "mesh %.*s, %lld device%s", e->mesh->name.n, e->mesh->name.p, (long long)e->mesh->ndev,
-                   e->mesh->ndev == 1 ? "" : "s");
+        buf_printf(&dv, "mesh%s%.*s, %lld device%s", e->mesh->name.n ? " " : "", e->mesh->name.n, e->mesh->name.p,
+                   (long long)e->mesh->ndev, e->mesh->ndev == 1 ? "" : "s");
       else buf_puts(&dv, "-");
     }
     tab_add(&t, buf_cstr(&nm));

@@ -80,11 +80,13 @@ typedef struct Attrs {
 
 /* A mesh: named axes with sizes; devices numbered row-major. */
 typedef struct Mesh {
-  Str name;
+  Str name;              /* empty for a mesh written inline */
   int naxes;
   Str axis[SHM_MAXAXES];
   int64_t size[SHM_MAXAXES];
   int64_t ndev;
+  PVal *inline_src;      /* a mesh written as JAX prints it, Mesh('i': 4): the value */
+  bool pmap;             /* the one axis of an xla_pmap */
 } Mesh;
 
 struct IrFunc;
@@ -132,7 +134,8 @@ typedef enum IrStmtKind {
   IS_EQN,      /* out... = prim[params] in...   or a call (prim < 0) */
   IS_CONST,    /* out[0] = an array literal */
   IS_PRINT,    /* print items */
-  IS_SHOW      /* show a function (text made at check time) */
+  IS_SHOW,     /* show a function (text made at check time) */
+  IS_SAVE      /* save in[0] to the .npy file `path` */
 } IrStmtKind;
 
 typedef struct IrPrintItem {
@@ -156,6 +159,10 @@ typedef struct IrStmt {
   IrVar **out;
   int nout;
   bool inserted;          /* added by the checker (pbroadcast) */
+  int via;                /* a call written as JAX's call primitive (pjit ...):
+                             that PrimId + 1, printed with `params` and
+                             at->fns[0] the callee; 0 for a plain call */
+  Str via_name;           /* that primitive's name as written (jit, pjit, ...) */
   /* IS_CONST */
   Array *value;
   /* IS_PRINT */
@@ -163,6 +170,11 @@ typedef struct IrStmt {
   int nitems;
   /* IS_SHOW */
   char *text;
+  /* IS_SAVE: the file (resolved against the script's folder); IS_CONST
+     made by `load`: the path and key as written, which show prints */
+  const char *path;
+  Str load_path, load_key;
+  bool loaded, load_has_key;
 } IrStmt;
 
 /* The parameters of a shard_map equation (Attrs.ext). */
@@ -185,6 +197,10 @@ typedef struct ShardMap {
   Spec *out;
   int nout;
   bool check_vma;
+  /* xla_pmap: the dimension of each operand (result) the mapped axis takes
+     away (adds), or -1; NULL for a shard_map, whose blocks keep the rank */
+  int8_t *in_axis;
+  int8_t *out_axis;
 } ShardMap;
 
 typedef struct IrFunc {

@@ -4,7 +4,9 @@
 ** The lexer turns a NUL-terminated source into tokens for the Lemon parser.
 ** It tracks the nesting of brackets: inside (...) and [...] a newline is
 ** white space; at top level and inside {...} it ends a statement (runs of
-** newlines, blank lines and comments give a single NL token).
+** newlines, blank lines and comments give a single NL token), except in
+** a jaxpr's header and where a line continues a jaxpr's equation (the
+** layouts jax.make_jaxpr prints: grammar/lexer.re).
 */
 #ifndef SHM_LEX_H
 #define SHM_LEX_H
@@ -23,8 +25,11 @@ typedef struct Lexer {
   const char *lim;       /* end of the text (a NUL is stored there) */
   int file;
   Arena *arena;          /* decoded strings live here */
-  char nest[LEX_MAXNEST]; /* open brackets: '(' '[' '{' */
+  char nest[LEX_MAXNEST]; /* open brackets: '(' '[' '{', 'L' a jaxpr's brace */
+  bool header[LEX_MAXNEST]; /* a jaxpr's header (`lambda ... let`) is open */
+  int stmt_col[LEX_MAXNEST]; /* a jaxpr's current equation starts there, or -1 */
   int depth;
+  int prev;              /* the type of the last token returned */
   bool at_line_start;    /* no token yet since the last NL */
   const char *error;     /* message of the last TK_ILLEGAL */
 } Lexer;

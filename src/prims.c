@@ -32,14 +32,19 @@
 #include "ew.h"
 #include "prims.h"
 #include "par.h"
+#include "rng.h"
 #include "rule.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
 
 /* Accepts a parameter that JAX prints and shmapi does not use (sharding,
-   out_sharding, precision, accuracy): its value is not read. */
-static void ignore_param(RuleCtx *cx, const char *key) { (void)rule_has(cx, key); }
+   out_sharding, precision, accuracy): its value is not read, only kept
+   for show. */
+static void ignore_param(RuleCtx *cx, const char *key) {
+  PVal *v = rule_get(cx, key);
+  if (v) rule_record(cx, key, v);
+}
 
 /* A new result array of type t. */
 static Array *new_arr(const Type *t) { return arr_new((DType)t->dt, t->rank, t->shape); }
@@ -55,13 +60,35 @@ static bool binary_rule(RuleCtx *cx, Type *in, Type *out, int kinds, bool to_boo
   int dt = 0;
   if (!rule_unify_dtypes(cx, in, idx, 2, &dt)) return false;
   if (!rule_check_kind(cx, &in[0], kinds)) return false;
-  if (!rule_unify_shapes(cx, in, idx, 2, out)) return false;
+  if (!rule_bcast_shapes(cx, in, idx, 2, out)) return false;
   out->dt = (uint8_t)(to_bool ? DT_BOOL : dt);
   return true;
 }
 
-/* add sub mul div rem: numbers.  Fills nothing. */
-static bool rule_bin_num(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_NUM, false); }
+/* a broadcast to the shape of t (its rank, dimensions of size 1 repeated);
+   a new reference to a when it has that shape already or is a scalar. */
+static Array *bcast_to(Array *a, const Type *t, DType dt) {
+  bool same = true;
+  for (int i = 0; i < a->rank; i++) same &= a->shape[i] == t->shape[i];
+  if (same && a->dt == dt) return arr_ref(a);
+  Array *c = a->dt == dt ? arr_ref(a) : arr_convert(a, dt);
+  if (same) return c;
+  Array *r = arr_new(dt, t->rank, t->shape);
+  int64_t ds[SHM_MAXRANK], ss[SHM_MAXRANK];
+  size_t es = dtype_sizes[dt];
+  arr_byte_strides(r->rank, r->shape, es, ds);
+  arr_byte_strides(c->rank, c->shape, es, ss);
+  for (int i = 0; i < c->rank; i++)
+    if (c->shape[i] == 1) ss[i] = 0;
+  arr_copy_strided(r->data, ds, c->data, ss, r->rank, r->shape, es);
+  arr_unref(c);
+  return r;
+}
+
+/* add sub mul div: numbers, complex too.  Fills nothing. */
+static bool rule_bin_num(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ARITH, false); }
+/* rem: real numbers.  Fills nothing. */
+static bool rule_rem(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_NUM, false); }
 /* max min: any dtype.  Fills nothing. */
 static bool rule_bin_any(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ANY, false); }
 /* and or xor: bools and integers (bitwise).  Fills nothing. */
@@ -70,8 +97,10 @@ static bool rule_bin_logic(RARGS) { (void)nin; (void)at; return binary_rule(cx, 
 static bool rule_bin_int(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_INT, false); }
 /* atan2 nextafter polygamma: floats.  Fills nothing. */
 static bool rule_bin_float(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_FLOAT, false); }
-/* eq ne lt le gt ge: any dtype, result bool.  Fills nothing. */
+/* lt le gt ge: any real dtype, result bool.  Fills nothing. */
 static bool rule_cmp(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ANY, true); }
+/* eq ne: any dtype, complex too, result bool.  Fills nothing. */
+static bool rule_eq(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ALL, true); }
 
 /* pow x y: float ** float, int ** int (same dtype), or float ** integer
    (any integer dtype; the result has x's dtype, f32 for a float literal).
@@ -91,13 +120,11 @@ static bool rule_pow(RARGS) {
    integer exponent of a float base first converts the exponent. */
 static void binary_kernel(int op, Array *const *in, Array **out, const Type *outt) {
   Array *r = new_arr(&outt[0]);
-  if (in[1]->dt != in[0]->dt) {
-    Array *b = arr_convert(in[1], (DType)in[0]->dt);
-    ew_binary(op, in[0], b, r);
-    arr_unref(b);
-  } else {
-    ew_binary(op, in[0], in[1], r);
-  }
+  Array *a = bcast_to(in[0], &outt[0], (DType)in[0]->dt), *b = NULL;
+  b = bcast_to(in[1], &outt[0], (DType)in[0]->dt);
+  ew_binary(op, a, b, r);
+  arr_unref(a);
+  arr_unref(b);
   out[0] = r;
 }
 
@@ -136,20 +163,33 @@ static bool rule_un_float(RARGS) {
   ignore_param(cx, "accuracy");
   return unary_rule(cx, in, out, K_FLOAT, false);
 }
+/* exp log sqrt rsqrt sin cos tan tanh expm1 log1p: floats and complex.
+   Fills nothing. */
+static bool rule_un_floatc(RARGS) {
+  (void)nin; (void)at;
+  ignore_param(cx, "accuracy");
+  return unary_rule(cx, in, out, K_FLOATC, false);
+}
 /* floor ceil erf erfc lgamma digamma and the inverse and hyperbolic
    trigonometric functions: floats.  Fills nothing. */
 static bool rule_un_float_plain(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_FLOAT, false); }
-/* neg sign square: numbers.  Fills nothing. */
-static bool rule_un_num(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_NUM, false); }
+/* neg sign square: numbers, complex too.  Fills nothing. */
+static bool rule_un_num(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ARITH, false); }
 /* not: bools and integers.  Fills nothing. */
 static bool rule_un_logic(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_LOGIC, false); }
 /* copy: any dtype.  Fills nothing. */
-static bool rule_un_any(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ANY, false); }
+static bool rule_un_any(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ALL, false); }
 /* is_finite: floats, result bool.  Fills nothing. */
 static bool rule_is_finite(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_FLOAT, true); }
 
-/* abs: integers and floats (JAX: signed integers).  Fills nothing. */
-static bool rule_abs(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_NUM, false); }
+/* abs: numbers; of a complex number, its magnitude (f32 for c64, f64 for
+   c128).  Fills nothing. */
+static bool rule_abs(RARGS) {
+  (void)nin; (void)at;
+  if (!unary_rule(cx, in, out, K_ARITH, false)) return false;
+  out->dt = (uint8_t)dtype_real((DType)out->dt);
+  return true;
+}
 
 /* round[rounding_method=0]: 0 rounds half away from zero (lax.round's
    default), 1 half to even (jnp.round).  Fills i[0] = rounding_method. */
@@ -211,12 +251,12 @@ static bool rule_integer_pow(RARGS) {
   (void)nin;
   int64_t y;
   if (!rule_int(cx, "y", true, 0, &y)) return false;
-  if (!rule_check_kind(cx, &in[0], K_NUM)) return false;
+  if (!rule_check_kind(cx, &in[0], K_ARITH)) return false;
   if (y < 0 && dtype_is_int((DType)in[0].dt))
     return rule_error(cx, "integers cannot be raised to negative powers, got integer_pow(%s, %lld)",
                       dtype_names[in[0].dt], (long long)y);
   at->i[0] = y;
-  return unary_rule(cx, in, out, K_NUM, false);
+  return unary_rule(cx, in, out, K_ARITH, false);
 }
 
 /* integer_pow: JAX's square-and-multiply on whole arrays (so f32 results
@@ -283,57 +323,94 @@ static bool rule_convert(RARGS) {
   return true;
 }
 
-/* Float to integer as XLA converts: truncation toward zero, saturating at
-   the integer range, NaN to 0. */
-static int64_t f2i(double v, int64_t lo, int64_t hi) {
-  if (isnan(v)) return 0;
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi;
-  return (int64_t)v;
-}
-
-/* Converts n elements of dtype `sdt` at src into r (dtype r->dt). */
-static void convert_elems(int sdt, const void *src, Array *r) {
-  int64_t n = r->size;
-  bool fl = dtype_is_float((DType)sdt);
-  switch ((DType)sdt) {
-#define X(tag, nm, np, sz, T, kind)                                                     \
-  case DT_##tag: {                                                                      \
-    const T *x = (const T *)src;                                                        \
-    switch ((DType)r->dt) {                                                             \
-    case DT_BOOL:                                                                       \
-      for (int64_t i = 0; i < n; i++) ((uint8_t *)r->data)[i] = x[i] != 0;              \
-      break;                                                                            \
-    case DT_I32:                                                                        \
-      for (int64_t i = 0; i < n; i++)                                                   \
-        ((int32_t *)r->data)[i] = (int32_t)(fl ? f2i((double)x[i], INT32_MIN, INT32_MAX) \
-                                               : (int64_t)x[i]);                        \
-      break;                                                                            \
-    case DT_I64:                                                                        \
-      for (int64_t i = 0; i < n; i++)                                                   \
-        ((int64_t *)r->data)[i] = fl ? f2i((double)x[i], INT64_MIN, INT64_MAX) : (int64_t)x[i]; \
-      break;                                                                            \
-    case DT_F32:                                                                        \
-      for (int64_t i = 0; i < n; i++) ((float *)r->data)[i] = (float)x[i];              \
-      break;                                                                            \
-    case DT_F64:                                                                        \
-      for (int64_t i = 0; i < n; i++) ((double *)r->data)[i] = (double)x[i];            \
-      break;                                                                            \
-    default: break;                                                                     \
-    }                                                                                   \
-    break;                                                                              \
-  }
-    SHM_DTYPES(X)
-#undef X
-  default: break;
-  }
-}
-
 /* convert_element_type: elementwise conversion. */
 static void kern_convert(KARGS) {
   (void)at; (void)nin;
   Array *r = new_arr(&outt[0]);
-  convert_elems(in[0]->dt, in[0]->data, r);
+  arr_convert_into(in[0], r);
+  out[0] = r;
+}
+
+/* bitcast_convert_type[new_dtype]: the same bytes read as another dtype.
+   A narrower dtype adds a last dimension (the ratio of the sizes), a
+   wider one takes the last dimension, which must be that ratio, away.
+   Fills dtype = new_dtype. */
+static bool rule_bitcast(RARGS) {
+  (void)nin;
+  int dt = 0;
+  if (!rule_dtype(cx, "new_dtype", true, -1, &dt)) return false;
+  if (dt < 0) return rule_param_error(cx, "new_dtype", "bitcast_convert_type needs a new_dtype");
+  at->dtype = dt;
+  *out = in[0];
+  out->weak = false;
+  out->dt = (uint8_t)dt;
+  int from = dtype_sizes[in[0].dt], to = dtype_sizes[dt];
+  TyBuf a;
+  if (from > to) {
+    if (!rule_check_rank(cx, in[0].rank + 1)) return false;
+    out->shape[out->rank++] = from / to;
+  } else if (from < to) {
+    if (in[0].rank == 0 || in[0].shape[in[0].rank - 1] != to / from)
+      return rule_error(cx, "bitcast_convert_type from %s to the wider %s needs a last dimension of %d, got %s",
+                        dtype_names[in[0].dt], dtype_names[dt], to / from, rule_ty(&a, &in[0]));
+    out->rank--;
+  }
+  return true;
+}
+
+/* bitcast_convert_type: the bytes, unchanged. */
+static void kern_bitcast(KARGS) {
+  (void)at; (void)nin;
+  Array *r = new_arr(&outt[0]);
+  memcpy(r->data, in[0]->data, arr_nbytes(r));
+  out[0] = r;
+}
+
+/* real, imag: the parts of a complex number, as f32 (c64) or f64 (c128).
+   conj: the complex conjugate (a real operand becomes complex).  Fills
+   i[0] = 0 real, 1 imag, 2 conj. */
+static bool part_rule(RuleCtx *cx, Type *in, Attrs *at, Type *out, int which) {
+  ignore_param(cx, "input_dtype");
+  at->i[0] = which;
+  if (!rule_check_kind(cx, &in[0], which == 2 ? K_FLOATC : K_COMPLEX)) return false;
+  *out = in[0];
+  out->weak = false;
+  if (which < 2) out->dt = (uint8_t)dtype_real((DType)in[0].dt);
+  else if (!dtype_is_complex((DType)in[0].dt)) out->dt = in[0].dt == DT_F64 ? DT_C128 : DT_C64;
+  return true;
+}
+static bool rule_real(RARGS) { (void)nin; return part_rule(cx, in, at, out, 0); }
+static bool rule_imag(RARGS) { (void)nin; return part_rule(cx, in, at, out, 1); }
+static bool rule_conj(RARGS) { (void)nin; return part_rule(cx, in, at, out, 2); }
+
+static void kern_part(KARGS) {
+  (void)nin;
+  Array *r = new_arr(&outt[0]);
+  for (int64_t i = 0; i < r->size; i++) {
+    double re, im;
+    arr_getc(in[0], i, &re, &im);
+    if (at->i[0] == 2) arr_setc(r, i, re, -im);
+    else arr_setf(r, i, at->i[0] ? im : re);
+  }
+  out[0] = r;
+}
+
+/* complex x y: x + iy, of two floats of one dtype (f32 gives c64, f64 c128;
+   bf16 and f16 are not).  Fills nothing. */
+static bool rule_complex(RARGS) {
+  (void)nin; (void)at;
+  if (!binary_rule(cx, in, out, K_FLOAT, false)) return false;
+  if (out->dt != DT_F32 && out->dt != DT_F64)
+    return rule_error(cx, "complex takes f32 or f64 parts, not %s", dtype_names[out->dt]);
+  out->dt = out->dt == DT_F64 ? DT_C128 : DT_C64;
+  return true;
+}
+
+static void kern_complex(KARGS) {
+  (void)at; (void)nin;
+  Array *r = new_arr(&outt[0]);
+  for (int64_t i = 0; i < r->size; i++)
+    arr_setc(r, i, arr_getf(in[0], in[0]->rank ? i : 0), arr_getf(in[1], in[1]->rank ? i : 0));
   out[0] = r;
 }
 
@@ -486,7 +563,7 @@ static bool reduce_rule(RuleCtx *cx, Type *in, Attrs *at, Type *out, int kinds) 
 }
 
 /* reduce_sum reduce_prod[axes]: numbers.  Fills l[0] = axes. */
-static bool rule_reduce_num(RARGS) { (void)nin; return reduce_rule(cx, in, at, out, K_NUM); }
+static bool rule_reduce_num(RARGS) { (void)nin; return reduce_rule(cx, in, at, out, K_ARITH); }
 /* reduce_max reduce_min[axes]: any dtype.  Fills l[0] = axes. */
 static bool rule_reduce_any(RARGS) { (void)nin; return reduce_rule(cx, in, at, out, K_ANY); }
 /* reduce_and reduce_or reduce_xor[axes]: bools and integers.  Fills l[0] = axes. */
@@ -1193,8 +1270,19 @@ static void kern_arange(KARGS) {
     for (int64_t i = 0; i < n; i++) o[i] = i == 1 ? s1 : s + (double)i * d;
     break;
   }
+  case DT_BF16: case DT_F16: case DT_C64: case DT_C128: {   /* as f32 (f64 for c128), then rounded */
+    double b0 = r->dt == DT_C128 ? s : (float)s, d = (r->dt == DT_C128 ? s1 : (float)s1) - b0;
+    for (int64_t i = 0; i < n; i++) arr_setf(r, i, i == 1 ? s1 : r->dt == DT_C128 ? b0 + (double)i * d
+                                                            : (double)((float)b0 + (float)i * (float)d));
+    break;
+  }
   default: {
-    int64_t b0 = f2i(s, INT64_MIN, INT64_MAX), d = f2i(s1, INT64_MIN, INT64_MAX) - b0;
+    Array *t = arr_new(DT_I64, 0, NULL);
+    arr_setf(t, 0, s);
+    int64_t b0 = arr_geti(t, 0);
+    arr_setf(t, 0, s1);
+    int64_t d = arr_geti(t, 0) - b0;
+    arr_unref(t);
     for (int64_t i = 0; i < n; i++)
       arr_seti(r, i, (int64_t)((uint64_t)b0 + (uint64_t)i * (uint64_t)d));
     break;
@@ -1228,8 +1316,7 @@ static bool rule_full(RARGS) {
 static void kern_full(KARGS) {
   (void)in; (void)nin;
   Array *r = new_arr(&outt[0]), *one = arr_new((DType)outt[0].dt, 0, NULL);
-  double v = at->f[0];
-  convert_elems(DT_F64, &v, one);
+  arr_setf(one, 0, at->f[0]);
   int64_t dst[SHM_MAXRANK], zero[SHM_MAXRANK] = {0};
   size_t es = dtype_sizes[r->dt];
   arr_byte_strides(r->rank, r->shape, es, dst);
@@ -1278,17 +1365,29 @@ void prim_ew_apply(int op, const Array *a, const Array *b, Array *r) {
   else ew_binary(op, a, b, r);
 }
 
-/* A primitive by canonical name or alias; -1 if none. */
+/* Is `name` one of the space-separated words of `list`? */
+static bool word_in(Str name, const char *list) {
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ') p++;
+    const char *e = p;
+    while (*e && *e != ' ') e++;
+    if (e > p && (int)(e - p) == name.n && !memcmp(p, name.p, (size_t)name.n)) return true;
+    p = e;
+  }
+  return false;
+}
+
+/* A primitive by canonical name or alias (the alias column may list
+   several, space-separated); -1 if none. */
 int prim_lookup(Str name) {
   for (int p = 0; p < P_COUNT; p++)
-    if (str_eqc(name, prim_table[p].name) ||
-        (prim_table[p].alias && str_eqc(name, prim_table[p].alias)))
-      return p;
+    if (str_eqc(name, prim_table[p].name) || word_in(name, prim_table[p].alias)) return p;
   return -1;
 }
 
 bool prim_accepts(int prim, Str key) {
   const char *p = prim_table[prim].params;
+  if (p && strchr(p, '*')) return true;        /* JAX's call primitives keep any parameter */
   while (p && *p) {
     while (*p == ' ' || *p == '|') p++;
     const char *e = p;

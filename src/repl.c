@@ -453,7 +453,12 @@ static void cand_reset(void) {
 static void cand_prims(void) {
   for (int i = 0; i < P_COUNT; i++) {
     cand_add(prim_table[i].name, strlen(prim_table[i].name));
-    if (prim_table[i].alias) cand_add(prim_table[i].alias, strlen(prim_table[i].alias));
+    for (const char *a = prim_table[i].alias; a && *a;) {   /* aliases, space-separated */
+      while (*a == ' ') a++;
+      size_t n = strcspn(a, " ");
+      if (n) cand_add(a, n);
+      a += n;
+    }
   }
 }
 

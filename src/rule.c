@@ -169,7 +169,7 @@ bool rule_dtype(RuleCtx *r, const char *key, bool required, int dflt, int *out) 
     return true;
   }
   int dt = (v->k == PV_NAME || v->k == PV_STR) ? dtype_lookup(v->s) : -1;
-  if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (bool, i32, i64, f32, f64)", key, r->prim);
+  if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (%s)", key, r->prim, dtype_list_text);
   *out = dt;
   PVal *d = rule_pv(r, PV_NAME);
   d->s = str_c(dtype_names[dt]);
@@ -420,21 +420,25 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
 
 /* The kind bit of a dtype. */
 int rule_kind_bit(int dt) {
-  return dtype_is_float((DType)dt) ? K_FLOAT : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
+  return dtype_is_complex((DType)dt) ? K_COMPLEX : dtype_is_float((DType)dt) ? K_FLOAT
+       : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
 }
 
-/* Order of kinds for weak typing: bool < int < float. */
+/* Order of kinds for weak typing: bool < int < float < complex. */
 int rule_kind_rank(int dt) {
-  return dtype_is_float((DType)dt) ? 2 : dtype_is_int((DType)dt) ? 1 : 0;
+  return dtype_is_complex((DType)dt) ? 3 : dtype_is_float((DType)dt) ? 2 : dtype_is_int((DType)dt) ? 1 : 0;
 }
 
 /* A human description of a set of kinds, for "accepts ..." messages. */
 const char *rule_kinds_text(int kinds) {
   switch (kinds) {
-  case K_FLOAT: return "floating-point dtypes (f32, f64)";
-  case K_INT: return "integer dtypes (i32, i64)";
-  case K_NUM: return "numeric dtypes (i32, i64, f32, f64)";
+  case K_FLOAT: return "floating-point dtypes (bf16, f16, f32, f64)";
+  case K_INT: return "integer dtypes (i8 ... i64, u8 ... u64)";
+  case K_NUM: return "real numeric dtypes (integers and floats)";
+  case K_ARITH: return "numeric dtypes (integers, floats and complex)";
+  case K_FLOATC: return "floating-point and complex dtypes";
   case K_LOGIC: return "bool and integer dtypes";
+  case K_ANY: return "any dtype but complex";
   default: return "any dtype";
   }
 }
@@ -528,6 +532,35 @@ bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt) {
     t->dt = (uint8_t)target;
   }
   *dt = target;
+  return true;
+}
+
+bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res) {
+  int big = -1;
+  int64_t shape[SHM_MAXRANK];
+  for (int k = 0; k < n; k++) {
+    const Type *t = &in[idx[k]];
+    if (t->rank == 0) continue;
+    if (big < 0) {
+      big = idx[k];
+      memcpy(shape, t->shape, sizeof(int64_t) * t->rank);
+      continue;
+    }
+    bool ok = t->rank == in[big].rank;
+    for (int i = 0; ok && i < t->rank; i++) {
+      if (t->shape[i] == shape[i] || t->shape[i] == 1) continue;
+      if (shape[i] == 1) shape[i] = t->shape[i];
+      else ok = false;
+    }
+    if (!ok) {
+      TyBuf a, b;
+      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
+                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+    }
+  }
+  const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
+  res->rank = s->rank;
+  for (int i = 0; i < s->rank; i++) res->shape[i] = big >= 0 ? shape[i] : s->shape[i];
   return true;
 }
 

@@ -96,10 +96,13 @@ int64_t *rule_alloc_ints(RuleCtx *cx, int n);
 /* ---- helpers for the shape rules ------------------------------------------ */
 
 /* Dtype kinds as bits, for the sets of dtypes a primitive accepts. */
-enum { K_BOOL = 1, K_INT = 2, K_FLOAT = 4, K_NUM = K_INT | K_FLOAT,
-       K_ANY = K_BOOL | K_INT | K_FLOAT, K_LOGIC = K_BOOL | K_INT };
+enum { K_BOOL = 1, K_INT = 2, K_FLOAT = 4, K_COMPLEX = 8, K_NUM = K_INT | K_FLOAT,
+       K_ANY = K_BOOL | K_INT | K_FLOAT, K_LOGIC = K_BOOL | K_INT,
+       K_ARITH = K_NUM | K_COMPLEX,        /* + - * /, neg, sums and products */
+       K_FLOATC = K_FLOAT | K_COMPLEX,     /* exp, log, sqrt, sin, cos, tanh ... */
+       K_ALL = K_ANY | K_COMPLEX };
 /* The kind bit of a dtype; the order of kinds for weak typing (bool < int
-   < float); "floating-point dtypes (f32, f64)" and so on, for messages. */
+   < float < complex); "floating-point dtypes" and so on, for messages. */
 int rule_kind_bit(int dt);
 int rule_kind_rank(int dt);
 const char *rule_kinds_text(int kinds);
@@ -123,6 +126,9 @@ bool rule_check_shape(RuleCtx *cx, const char *key, const IntList *s);
    operands must agree, and an untyped literal takes their dtype when its
    own kind is not higher.  The common dtype goes to *dt. */
 bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt);
+/* The same, and operands of one rank whose dimensions are equal or 1 (JAX's
+   older lax broadcast those: add of f32[3] and f32[1] is f32[3]). */
+bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res);
 /* The common shape of elementwise operands (scalars broadcast) into *res. */
 bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res);
 /* An axis normalised against a rank (negative counts from the end); -1

@@ -50,6 +50,30 @@ static void show_float(Buf *b, double f, bool is_f32) {
   if (!strpbrk(s, ".eEn")) buf_puts(b, ".0");
 }
 
+/* A complex number as Python prints it, `(1+2j)` (`2j` when the real
+   part is +0): shm reads it back. */
+static void show_complex(Buf *b, double re, double im, bool is_c64) {
+  char r[64], i[64];
+  Buf t = {0};
+  err_defer(buf_release, &t);
+  show_float(&t, re, is_c64);
+  snprintf(r, sizeof r, "%s", buf_cstr(&t));
+  t.n = 0;
+  show_float(&t, fabs(im), is_c64);
+  snprintf(i, sizeof i, "%s", buf_cstr(&t));
+  err_undefer(&t);
+  buf_free(&t);
+  for (char *x = r; x; x = NULL) {   /* Python drops a trailing ".0" */
+    size_t n = strlen(x);
+    if (n > 2 && !strcmp(x + n - 2, ".0")) x[n - 2] = 0;
+  }
+  size_t n = strlen(i);
+  if (n > 2 && !strcmp(i + n - 2, ".0")) i[n - 2] = 0;
+  bool ineg = signbit(im) && !isnan(im);
+  if (re == 0 && !signbit(re)) buf_printf(b, "%s%sj", ineg ? "-" : "", i);
+  else buf_printf(b, "(%s%c%sj)", r, ineg ? '-' : '+', i);
+}
+
 /* ---- naming ------------------------------------------------------------------ */
 
 typedef struct Names {
@@ -90,11 +114,19 @@ static void names_free(Names *N) {
 /* ---- values and parameters ---------------------------------------------------------- */
 
 static void show_scalar(Buf *b, const Array *a, int64_t i) {
+  double re, im;
   switch ((DType)a->dt) {
   case DT_BOOL: buf_puts(b, arr_geti(a, i) ? "True" : "False"); break;
-  case DT_F32: show_float(b, arr_getf(a, i), true); break;
+  case DT_F32: case DT_BF16: case DT_F16: show_float(b, arr_getf(a, i), true); break;
   case DT_F64: show_float(b, arr_getf(a, i), false); break;
-  default: buf_printf(b, "%lld", (long long)arr_geti(a, i)); break;
+  case DT_C64: case DT_C128:
+    arr_getc(a, i, &re, &im);
+    show_complex(b, re, im, a->dt == DT_C64);
+    break;
+  default:
+    if (dtype_is_unsigned((DType)a->dt)) buf_printf(b, "%llu", (unsigned long long)arr_getu(a, i));
+    else buf_printf(b, "%lld", (long long)arr_geti(a, i));
+    break;
   }
 }
 
@@ -184,6 +216,27 @@ static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, i
     if (at && v->i < at->nfns) show_fn(S, at->fns[v->i], indent);
     else buf_puts(b, "<function>");
     break;
+  case PV_COMPLEX: show_complex(b, v->f, v->f2, false); break;
+  case PV_REPR: buf_printf(b, "%.*s", v->s.n, v->s.p); break;
+  case PV_CALL:
+  case PV_DICT:
+    if (v->k == PV_CALL) buf_printf(b, "%.*s(", v->s.n, v->s.p);
+    else buf_putc(b, '{');
+    for (int i = 0; i < v->n; i++) {
+      if (i) buf_puts(b, ", ");
+      show_pv(S, v->items[i], at, mesh, indent);
+    }
+    buf_putc(b, v->k == PV_CALL ? ')' : '}');
+    break;
+  case PV_PAIR:
+    show_pv(S, v->items[0], at, mesh, indent);
+    buf_puts(b, ": ");
+    show_pv(S, v->items[1], at, mesh, indent);
+    break;
+  case PV_KW:
+    buf_printf(b, "%.*s=", v->s.n, v->s.p);
+    show_pv(S, v->items[0], at, mesh, indent);
+    break;
   }
 }
 
@@ -233,7 +286,8 @@ static const IrAtom *fori_bound_operand(const IrStmt *st, const char *key) {
 
 static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   if (!st->nparams) return;
-  const char *order = prim_table[st->prim].params;
+  /* in the table's order; a JAX call primitive's as written */
+  const char *order = st->via ? "" : prim_table[st->prim].params;
   int idx[64], n = st->nparams < 64 ? st->nparams : 64;
   for (int i = 0; i < n; i++) idx[i] = i;
   for (int i = 1; i < n; i++)       /* stable insertion sort by table order */
@@ -281,13 +335,17 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   buf_printf(b, "%*s", indent, "");
   switch (st->k) {
   case IS_EQN: {
-    const char *cname = st->prim < 0 ? callee_name(S, st->callee, indent) : NULL;
+    const char *cname = st->prim < 0 && !st->via ? callee_name(S, st->callee, indent) : NULL;
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');
       show_binder(S, st->out[i], mesh);
     }
-    buf_puts(b, " = ");
-    if (st->prim < 0) buf_puts(b, cname);
+    if (st->nout) buf_puts(b, " = ");
+    if (st->via) {
+      if (st->via_name.n) buf_printf(b, "%.*s", st->via_name.n, st->via_name.p);
+      else buf_puts(b, prim_table[st->via - 1].name);
+      show_params(S, st, mesh, indent);
+    } else if (st->prim < 0) buf_puts(b, cname);
     else {
       buf_puts(b, prim_table[st->prim].name);
       show_params(S, st, mesh, indent);
@@ -301,10 +359,25 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   case IS_CONST: {
     show_binder(S, st->out[0], mesh);
     buf_puts(b, " = ");
+    if (st->loaded) {
+      buf_puts(b, "load ");
+      show_str(b, st->load_path);
+      if (st->load_has_key) {
+        buf_putc(b, ' ');
+        show_str(b, st->load_key);
+      }
+      break;
+    }
     int64_t pos = 0;
     show_nested(b, st->value, 0, &pos);
     break;
   }
+  case IS_SAVE:
+    buf_puts(b, "save ");
+    show_str(b, st->load_path);
+    buf_putc(b, ' ');
+    show_atom(S, &st->in[0], mesh);
+    break;
   case IS_PRINT:
     buf_puts(b, "print");
     for (int i = 0; i < st->nitems; i++) {
@@ -368,7 +441,7 @@ void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
   /* operands take the plain names, results the suffixed ones, as in show_func */
   for (int i = 0; st->k == IS_EQN && i < st->nin; i++)
     if (st->in[i].var) name_of(&S.names, st->in[i].var);
-  if (st->k == IS_EQN && st->prim < 0) {
+  if (st->k == IS_EQN && st->prim < 0 && !st->via) {
     /* a call: the callee by name, never a nested def */
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');

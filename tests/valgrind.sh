@@ -7,7 +7,8 @@
 # (definite, indirect or possible; memory still reachable at exit, such as
 # the dlopen'ed OpenBLAS, is not a leak) and it was not killed by a
 # signal.  Its own exit status does not matter: examples may end in an
-# error on purpose.  Runs as many programs at once as there are CPUs.
+# error on purpose.  A program's line "# args: ..." gives the options it
+# runs with (the examples at real model sizes say --abstract).  Runs as many programs at once as there are CPUs.
 # The last line is "# N passed, N failed"; exits 1 if any failed, 77 (skip)
 # when valgrind is not installed.  .ci/run runs it over the examples with
 # a plain (not sanitized) build.
@@ -31,10 +32,12 @@ trap 'rm -rf "$out"' EXIT
 
 run_one() {   # index file
   local log=$out/$1.log
+  local args
+  read -r -a args < <(sed -n 's/^# args: //p' "$2" | head -n 1)
   OPENBLAS_NUM_THREADS=1 LC_ALL=C timeout 600 \
     valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
       --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 \
-      "$shmapi" "$2" </dev/null >/dev/null 2>"$log"
+      "$shmapi" "${args[@]}" "$2" </dev/null >/dev/null 2>"$log"
   echo $? >"$out/$1.rc"
 }
 export -f run_one

@@ -23,7 +23,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SRC = os.path.join(ROOT, 'src')
 # the layers in order; siblings share a rank
-LAYERS = [('base_src', 0), ('front_src', 1), ('rules_src', 2), ('checker_src', 3), ('run_src', 3), ('tools_src', 4)]
+LAYERS = [('base_src', 0), ('front_src', 1), ('rules_src', 2), ('checker_src', 3), ('run_src', 3), ('model_src', 4),
+          ('tools_src', 4)]
 # headers without a .c of their own, and where they stand
 HEADER_ONLY = {'common': 'base_src', 'defs': 'base_src', 'types': 'base_src', 'ir': 'rules_src', 'lex': 'front_src',
                'parser': 'front_src'}

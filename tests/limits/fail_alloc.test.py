@@ -29,6 +29,10 @@ PROGRAMS = [
     ([f'{DIR}/autodiff.shm'], 0),
     (['--check', 'examples/transpose_psum_mapped.shm'], 0),
     (['-c', 'x = [1, 2]\nprint x'], 0),
+    # the cost model: a run observed, a JSON description read, an abstract walk, a trace written
+    (['--time', '--trace', '/dev/null', 'examples/collective_matmul.shm'], 0),
+    (['--abstract', '--time', '--hardware', 'docs/examples/my_tpu.json', 'examples/ffn_2d.shm'], 0),
+    (['--time', '--hardware', 'h100', 'examples/moe.shm'], 0),
 ]
 # REPL and debugger sessions (stdin from the file): a failure there is
 # reported and the session goes on, so only crashes and sanitizer reports

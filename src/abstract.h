@@ -1,0 +1,25 @@
+/*
+** abstract.h — modelling a program without running it (--abstract).
+**
+** A walk over the checked program that feeds the timeline (timeline.h)
+** with shapes and types only: no array is ever made, so a program at real
+** model sizes (billions of parameters) is modelled in seconds.  Control
+** flow needs values, so the walk keeps the values of integer and boolean
+** scalars that follow from literals (loop counters, bounds, `psum 1`):
+** a fori_loop, a while loop or a cond whose bounds, predicate or index
+** follow from those runs as the real program would.  One that depends on
+** array data is data-dependent: a cond is modelled by its costliest
+** branch and noted in the report; a loop whose trip count depends on data
+** is an error naming it (its number of iterations is unknown).
+*/
+#ifndef SHM_ABSTRACT_H
+#define SHM_ABSTRACT_H
+
+#include "timeline.h"
+
+/* Walk main's statements from `from` to the end into T.  Returns false
+   after a diagnostic (to stderr) at the statement that stopped the walk.
+   `max_steps`: a bound on loop iterations per top-level statement (0: none). */
+bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps);
+
+#endif

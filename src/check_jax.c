@@ -1,0 +1,389 @@
+/*
+** check_jax.c — checking what jax.make_jaxpr prints beyond shm's own
+** forms: JAX's call primitives (pjit and its ancestors, checkpoint, the
+** custom_jvp/custom_vjp calls), xla_pmap, the shared jaxprs printed
+** before a jaxpr (`let f = { lambda ... } in`), and the Python reprs of
+** meshes and in_names that shard_map equations carry.
+**
+** A call primitive is a call: the checked equation calls the function its
+** jaxpr parameter names (so the evaluator, the debugger and the
+** transformations treat it as any call) and remembers the primitive and
+** every parameter as written, for `show` (IrStmt.via).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include "check_int.h"
+#include "diag.h"
+#include "err.h"
+#include "show.h"
+
+bool jax_is_call(int prim) {
+  switch (prim) {
+  case P_PJIT: case P_XLA_CALL: case P_CLOSED_CALL: case P_CHECKPOINT: case P_CUSTOM_JVP_CALL:
+  case P_CUSTOM_VJP_CALL:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The parameter holding a call primitive's function, as JAX names it in
+   its versions; NULL when none is written. */
+static const char *call_key(const AstStmt *s) {
+  static const char *const keys[] = {"jaxpr", "call_jaxpr", "fun_jaxpr"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+    for (int i = 0; i < s->nparams; i++)
+      if (str_eqc(s->params[i]->key, keys[k])) return keys[k];
+  return NULL;
+}
+
+/* Record every parameter as written (the function as a reference to
+   at->fns[0]), in the order written: show prints them back. */
+static void record_as_written(Ctx *cx, RuleCtx *r, const AstStmt *s, const char *fkey) {
+  for (int i = 0; i < s->nparams; i++) {
+    const AstParam *p = s->params[i];
+    char *key = arena_strndup(&cx->C->prog.arena, p->key.p, (size_t)p->key.n);
+    rule_get(r, key);
+    rule_record(r, key, fkey && !strcmp(key, fkey) ? check_fn_ref(cx, 0) : p->v);
+  }
+}
+
+/* Operand types of a call: literals take their default dtype. */
+static Type *call_args(Ctx *cx, AstStmt *s, IrAtom *in, int n) {
+  if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, n)) return NULL;
+  Type *t = NEWN(cx->C, Type, n);
+  for (int k = 0; k < n; k++) {
+    in[k].t.weak = false;
+    t[k] = in[k].t;
+  }
+  return t;
+}
+
+void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) {
+  const char *key = call_key(s);
+  if (!key) {
+    rule_error(r, "%s requires the parameter '%s' (the function it calls)", prim_table[prim].name,
+               prim == P_PJIT || prim == P_CHECKPOINT ? "jaxpr" : "call_jaxpr");
+    check_bind_bad(cx, s);
+    return;
+  }
+  for (int i = 0; i < s->nparams; i++)
+    for (int j = 0; j < i; j++)
+      if (str_eq(s->params[j]->key, s->params[i]->key)) {
+        diag_error(s->params[i]->sp, "parameter '%.*s' given twice", s->params[i]->key.n, s->params[i]->key.p);
+        check_bind_bad(cx, s);
+        return;
+      }
+  FuncDef *fd = check_func_param(cx, r, key, rule_get(r, key));
+  Type *args = fd ? call_args(cx, s, in, s->nargs) : NULL;
+  IrFunc *f = args ? check_instantiate(cx, fd, args, s->nargs, s->callee_sp) : NULL;
+  if (!f) { check_bind_bad(cx, s); return; }
+  record_as_written(cx, r, s, key);
+  check_add_fn(cx, at, f);
+  IrStmt *st = check_new_eqn(cx, s);
+  st->prim = -1;
+  st->callee = f;
+  st->via = prim + 1;
+  st->via_name = s->callee;
+  st->at = at;
+  st->params = r->canon;
+  st->nparams = r->ncanon;
+  st->in = in;
+  st->nin = s->nargs;
+  Type *out = NEWN(cx->C, Type, f->nouts);
+  for (int k = 0; k < f->nouts; k++) out[k] = f->outs[k].t;
+  check_bind_outs(cx, s, st, out, f->nouts, prim_table[prim].name);
+  emit_stmt(EM(cx), st);
+}
+
+/* ---- shared jaxprs ------------------------------------------------------------------ */
+
+Binding *jax_bind_lets(Checker *C, const AstFunc *af, Binding *scope, IrFunc *parent) {
+  if (!af->nlets) return scope;
+  FuncDef **fds = NEWN(C, FuncDef *, af->nlets);
+  for (int i = 0; i < af->nlets; i++) {
+    fds[i] = NEW(C, FuncDef);
+    fds[i]->ast = af->lets[i];
+    fds[i]->name = af->lets[i]->name;
+    fds[i]->parent = parent;
+    scope = check_bind(C, scope, B_FUNC, af->lets[i]->name);
+    scope->fn = fds[i];
+  }
+  /* each sees all of them: JAX prints a shared jaxpr before one it calls */
+  for (int i = 0; i < af->nlets; i++) fds[i]->scope = scope;
+  return scope;
+}
+
+/* ---- meshes and in_names as JAX prints them ----------------------------------------- */
+
+/* The keyword argument `key` of a call value, or NULL. */
+static PVal *call_kw(PVal *v, const char *key) {
+  for (int i = 0; i < v->n; i++)
+    if (v->items[i]->k == PV_KW && str_eqc(v->items[i]->s, key)) return v->items[i]->items[0];
+  return NULL;
+}
+
+/* The shape of a nested list value (array([[0, 1], [2, 3]])'s argument). */
+static int list_shape(PVal *v, int64_t *shape, int max) {
+  int rank = 0;
+  while (v && (v->k == PV_LIST || v->k == PV_TUPLE) && rank < max) {
+    shape[rank++] = v->n;
+    v = v->n ? v->items[0] : NULL;
+  }
+  return rank;
+}
+
+/* An axis name: a string or a bare name. */
+static bool axis_name(PVal *v, Str *out) {
+  v = pv_unparen(v);
+  if (!v || (v->k != PV_STR && v->k != PV_NAME)) return false;
+  *out = v->s;
+  return true;
+}
+
+/* Axis names and sizes from the forms JAX's meshes print:
+     Mesh('i': 4, 'j': 2, axis_types=(Auto, Auto))       (str, JAX 0.4.3x on)
+     Mesh(device_ids=array([0, 1, 2, 3]), axis_names=('i',))   (repr)
+     Mesh(axis_sizes=(4,), axis_names=('i',), ...)       (repr, newer)
+     AbstractMesh('i': 4, ...), AbstractMesh((('i', 4),)) */
+static int mesh_axes(PVal *v, Str *names, int64_t *sizes) {
+  int n = 0;
+  PVal *an = call_kw(v, "axis_names");
+  if (an) {
+    an = pv_unparen(an);
+    PVal *one[1] = {an};
+    PVal **items = an->k == PV_TUPLE || an->k == PV_LIST ? an->items : one;
+    int na = an->k == PV_TUPLE || an->k == PV_LIST ? an->n : 1;
+    int64_t shape[SHM_MAXAXES + 1];
+    int rank = -1;
+    PVal *ids = call_kw(v, "device_ids"), *sz = call_kw(v, "axis_sizes");
+    if (ids && ids->k == PV_CALL && ids->n == 1) rank = list_shape(ids->items[0], shape, SHM_MAXAXES + 1);
+    else if (ids) rank = list_shape(ids, shape, SHM_MAXAXES + 1);
+    else if (sz && (sz = pv_unparen(sz))->k == PV_INT) { rank = 1; shape[0] = sz->i; }
+    else if (sz && (sz->k == PV_TUPLE || sz->k == PV_LIST)) {
+      rank = sz->n <= SHM_MAXAXES ? sz->n : -1;
+      for (int i = 0; i < rank; i++) {
+        PVal *e = pv_unparen(sz->items[i]);
+        if (e->k != PV_INT) return -1;
+        shape[i] = e->i;
+      }
+    }
+    if (rank != na || na > SHM_MAXAXES) return -1;
+    for (int i = 0; i < na; i++) {
+      if (!axis_name(items[i], &names[i])) return -1;
+      sizes[i] = shape[i];
+    }
+    return na;
+  }
+  for (int i = 0; i < v->n; i++) {
+    PVal *e = v->items[i];
+    if (e->k == PV_KW) continue;                 /* axis_types=..., devices=... */
+    PVal *k = NULL, *s = NULL;
+    if (e->k == PV_PAIR) { k = e->items[0]; s = e->items[1]; }
+    else if ((e->k == PV_TUPLE || e->k == PV_LIST) && e->n == 2) { k = e->items[0]; s = e->items[1]; }
+    else if (e->k == PV_TUPLE || e->k == PV_LIST) {      /* AbstractMesh(((name, size), ...)) */
+      for (int j = 0; j < e->n; j++) {
+        PVal *q = e->items[j];
+        if ((q->k != PV_TUPLE && q->k != PV_LIST) || q->n != 2 || n == SHM_MAXAXES) return -1;
+        if (!axis_name(q->items[0], &names[n]) || pv_unparen(q->items[1])->k != PV_INT) return -1;
+        sizes[n++] = pv_unparen(q->items[1])->i;
+      }
+      continue;
+    }
+    else if (e->k == PV_CALL) continue;          /* AbstractDevice(...) */
+    else return -1;
+    s = pv_unparen(s);
+    if (n == SHM_MAXAXES || !axis_name(k, &names[n]) || s->k != PV_INT) return -1;
+    sizes[n++] = s->i;
+  }
+  return n;
+}
+
+Mesh *jax_mesh(Ctx *cx, RuleCtx *r, PVal *v) {
+  if (!str_eqc(v->s, "Mesh") && !str_eqc(v->s, "AbstractMesh")) {
+    rule_param_error(r, "mesh", "parameter 'mesh' must name a mesh or be Mesh(...), not %.*s(...)", v->s.n, v->s.p);
+    return NULL;
+  }
+  Mesh *m = NEW(cx->C, Mesh);
+  int n = mesh_axes(v, m->axis, m->size);
+  if (n < 0) {
+    rule_param_error(r, "mesh", "cannot read the axes of this mesh: write Mesh('i': 4, ...) with each axis and its size");
+    return NULL;
+  }
+  m->naxes = n;
+  m->ndev = 1;
+  m->inline_src = v;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < i; j++)
+      if (str_eq(m->axis[i], m->axis[j])) {
+        rule_param_error(r, "mesh", "mesh axis '%.*s' named twice", m->axis[i].n, m->axis[i].p);
+        return NULL;
+      }
+    if (m->size[i] < 1 || m->ndev > SHM_MAX_INSTANCES / m->size[i]) {
+      rule_param_error(r, "mesh", "mesh axis '%.*s' has size %lld (at least 1, and at most %d devices in all)",
+                       m->axis[i].n, m->axis[i].p, (long long)m->size[i], SHM_MAX_INSTANCES);
+      return NULL;
+    }
+    m->ndev *= m->size[i];
+  }
+  return m;
+}
+
+PVal *jax_names_spec(Ctx *cx, RuleCtx *r, const char *key, PVal *v) {
+  v = pv_unparen(v);
+  if (v->k != PV_DICT) {
+    rule_param_error(r, key, "each entry of %s must be a dict {dimension: (axes...)}", key);
+    return NULL;
+  }
+  int rank = 0;
+  for (int i = 0; i < v->n; i++) {
+    PVal *e = v->items[i];
+    PVal *d = e->k == PV_PAIR ? pv_unparen(e->items[0]) : NULL;
+    if (!d || d->k != PV_INT || d->i < 0 || d->i >= SHM_MAXRANK) {
+      rule_param_error(r, key, "each entry of %s must be a dict {dimension: (axes...)}", key);
+      return NULL;
+    }
+    if (d->i + 1 > rank) rank = (int)d->i + 1;
+  }
+  PVal *spec = NEW(cx->C, PVal);
+  spec->k = PV_SPEC;
+  spec->sp = v->sp;
+  spec->n = rank;
+  spec->items = NEWN(cx->C, PVal *, rank);
+  for (int d = 0; d < rank; d++) {
+    spec->items[d] = NEW(cx->C, PVal);
+    spec->items[d]->k = PV_NONE;
+    spec->items[d]->sp = v->sp;
+  }
+  for (int i = 0; i < v->n; i++) spec->items[pv_unparen(v->items[i]->items[0])->i] = v->items[i]->items[1];
+  return spec;
+}
+
+/* ---- xla_pmap --------------------------------------------------------------------------- */
+
+/* A boolean or integer tuple parameter, one entry per operand: entry k in
+   *out (-1 for None); `bools` reads True/False as 0/-1 (mapped_invars). */
+static bool per_operand(RuleCtx *r, const char *key, int n, bool bools, int64_t *out) {
+  PVal *v = pv_unparen(rule_get(r, key));
+  if (!v) return true;
+  if ((v->k != PV_TUPLE && v->k != PV_LIST) || v->n != n)
+    return rule_param_error(r, key, "%s must be a tuple of %d entr%s", key, n, n == 1 ? "y" : "ies");
+  for (int k = 0; k < n; k++) {
+    PVal *e = pv_unparen(v->items[k]);
+    if (bools && e->k == PV_BOOL) out[k] = e->i ? 0 : -1;
+    else if (!bools && e->k == PV_INT) out[k] = e->i;
+    else if (!bools && e->k == PV_NONE) out[k] = -1;
+    else return rule_param_error(r, key, "%s must be a tuple of %s", key, bools ? "True/False" : "integers and None");
+  }
+  return true;
+}
+
+void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  if (cx->mesh) {
+    rule_error(r, "xla_pmap inside a shard_map or xla_pmap body is not supported");
+    check_bind_bad(cx, s);
+    return;
+  }
+  int n = s->nargs;
+  Str axis;
+  int64_t size;
+  PVal *an = pv_unparen(rule_get(r, "axis_name"));
+  if (!an || !axis_name(an, &axis)) {
+    rule_param_error(r, "axis_name", "xla_pmap requires the parameter 'axis_name', a name");
+    check_bind_bad(cx, s);
+    return;
+  }
+  if (!rule_int(r, "axis_size", true, 0, &size)) { check_bind_bad(cx, s); return; }
+  if (size < 1 || size > SHM_MAX_INSTANCES) {
+    rule_param_error(r, "axis_size", "axis_size must be between 1 and %d", SHM_MAX_INSTANCES);
+    check_bind_bad(cx, s);
+    return;
+  }
+  int64_t *inax = NEWN(cx->C, int64_t, n);
+  for (int k = 0; k < n; k++) inax[k] = 0;
+  if (!per_operand(r, "mapped_invars", n, true, inax) || !per_operand(r, "in_axes", n, false, inax)) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  for (int i = 0; i < s->nparams; i++) {       /* the rest (devices, backend, name...) change nothing */
+    if (!prim_accepts(P_XLA_PMAP, s->params[i]->key)) continue;   /* reported as unknown */
+    char *key = arena_strndup(&cx->C->prog.arena, s->params[i]->key.p, (size_t)s->params[i]->key.n);
+    rule_get(r, key);
+  }
+  rule_get(r, "out_axes");
+  FuncDef *fd = check_func_param(cx, r, "call_jaxpr", rule_get(r, "call_jaxpr"));
+  if (!rule_unused(r, "axis_name axis_size call_jaxpr mapped_invars in_axes out_axes")) {
+    check_bind_bad(cx, s);
+    return;
+  }
+  Type *args = fd ? call_args(cx, s, in, n) : NULL;
+  if (!args) { check_bind_bad(cx, s); return; }
+  Mesh *m = NEW(cx->C, Mesh);
+  m->naxes = 1;
+  m->axis[0] = axis;
+  m->size[0] = size;
+  m->ndev = size;
+  m->pmap = true;
+  ShardMap *sm = NEW(cx->C, ShardMap);
+  sm->mesh = m;
+  sm->check_vma = true;
+  sm->nin = n;
+  sm->in = NEWN(cx->C, Spec, n);
+  sm->in_axis = NEWN(cx->C, int8_t, n);
+  Type *block = NEWN(cx->C, Type, n);
+  for (int k = 0; k < n; k++) {
+    block[k] = args[k];
+    sm->in_axis[k] = -1;
+    if (inax[k] < 0) continue;
+    int64_t d = inax[k];
+    if (d >= args[k].rank || args[k].shape[d] != size) {
+      rule_error(r, "xla_pmap maps operand %d (%s) along dimension %lld, which must have size axis_size = %lld", k + 1,
+                 check_type_text(cx, &args[k]), (long long)d, (long long)size);
+      check_bind_bad(cx, s);
+      return;
+    }
+    sm->in_axis[k] = (int8_t)d;
+    sm->in[k].ndims = (int)d + 1;
+    sm->in[k].dim[d].naxes = 1;
+    sm->in[k].mask = 1;
+    block[k].rank--;
+    for (int j = (int)d; j < block[k].rank; j++) block[k].shape[j] = args[k].shape[j + 1];
+    block[k].vma = 1;
+  }
+  Ctx sub = *cx;
+  sub.mesh = m;
+  sub.ctrl = 0;
+  IrFunc *f = check_instantiate(&sub, fd, block, n, s->callee_sp);
+  if (!f) { check_bind_bad(cx, s); return; }
+  int nout = f->nouts;
+  int64_t *outax = NEWN(cx->C, int64_t, nout);
+  for (int k = 0; k < nout; k++) outax[k] = 0;
+  if (!per_operand(r, "out_axes", nout, false, outax)) { check_bind_bad(cx, s); return; }
+  sm->nout = nout;
+  sm->out = NEWN(cx->C, Spec, nout);
+  sm->out_axis = NEWN(cx->C, int8_t, nout);
+  Type *out = NEWN(cx->C, Type, nout);
+  for (int k = 0; k < nout; k++) {
+    int64_t d = outax[k];
+    Type t = f->outs[k].t;
+    if (d < 0 || d > t.rank || t.rank >= SHM_MAXRANK) {
+      rule_error(r, "xla_pmap's out_axes[%d] = %lld is out of range for a result of rank %d", k, (long long)d, t.rank);
+      check_bind_bad(cx, s);
+      return;
+    }
+    /* every result is stacked: one block per device, even an invariant one */
+    sm->out_axis[k] = (int8_t)d;
+    sm->out[k].ndims = (int)d + 1;
+    sm->out[k].dim[d].naxes = 1;
+    sm->out[k].mask = 1;
+    for (int j = t.rank; j > d; j--) t.shape[j] = t.shape[j - 1];
+    t.shape[d] = size;
+    t.rank++;
+    t.vma = 0;
+    out[k] = t;
+  }
+  at->ext = sm;
+  check_add_fn(cx, at, f);
+  record_as_written(cx, r, s, "call_jaxpr");
+  check_emit_special(cx, s, P_XLA_PMAP, at, r, in, n, out, nout, 0);
+}

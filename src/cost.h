@@ -1,0 +1,82 @@
+/*
+** cost.h — what one equation would cost on a device of the hardware.
+**
+** A local equation costs its roofline time: the larger of its FLOPs at
+** the dtype's peak and the bytes it reads and writes at the HBM bandwidth
+** (each equation goes to HBM and back: fusion is not modelled).  Shapes
+** come from the checked types, element sizes from the dtype table.
+**
+** A collective costs the time of the algorithm the hardware would run it
+** with, from the bytes of one member's operand and result:
+**   torus (the scaling book's formulas): the group's mesh axes lie along
+**     physical dimensions (hw_place); along each, the members form a ring
+**     when the axis covers the dimension and it wraps around (both
+**     directions: 2 W per member), else a line (W), and a stride s > 1
+**     (members s chips apart) shares each link among s groups (W / s).
+**     With B the sum over the dimensions the group spans,
+**       all-gather, reduce-scatter   (N-1)/N * V / B   V: the whole array
+**       all-reduce                   2 (N-1)/N * V / B
+**       all-to-all                   V / (4 B)
+**     and the time is the larger of that and (hops * hop latency), hops
+**     the longest path (half the ring, or the line).  A ppermute routes
+**     every pair along the dimensions (the short way round a ring) and
+**     takes the most loaded link's bytes / W, or the longest path's
+**     latency, whichever is larger.
+**   switch (NCCL's ring algorithm, as nccl-tests counts bus bandwidth):
+**     members within one node send over NVLink (W = links * link
+**     bandwidth); across k nodes the network carries (k-1)/k of the data
+**     at g * network bandwidth per node (g members a node), and the
+**     slower level bounds the time; plus one latency per ring step
+**     ((N-1) for gathers and scatters, 2(N-1) for all-reduce).  With
+**     in-switch reduction (NVLink SHARP) an all-reduce within a node
+**     takes V / W.
+*/
+#ifndef SHM_COST_H
+#define SHM_COST_H
+
+#include "hw.h"
+
+typedef enum CostLimit {
+  LIM_NONE,                  /* costs nothing (reshape, pbroadcast) */
+  LIM_FLOPS,                 /* compute bound */
+  LIM_HBM,                   /* memory-bandwidth bound */
+  LIM_LINK,                  /* link-bandwidth bound */
+  LIM_LATENCY                /* bound by per-hop latency */
+} CostLimit;
+
+const char *cost_limit_name(CostLimit l);
+
+typedef struct Cost {
+  double time;               /* seconds */
+  double flops;              /* FLOPs of one device */
+  double bytes;              /* HBM bytes (local) or bytes sent by one member (collective) */
+  CostLimit limit;
+  double hops;               /* collective: the longest path */
+} Cost;
+
+/* Does the cost model run this equation on the communication stream? */
+bool cost_is_comm(const IrStmt *st);
+
+/* A local equation on one device (st->prim has a kernel, or pscatter,
+   pbroadcast, axis_index). */
+Cost cost_local(const Hw *hw, const IrStmt *st);
+
+/* The FLOPs of a local equation on one block. */
+double cost_flops(const IrStmt *st);
+/* The HBM bytes a local equation reads and writes on one block. */
+double cost_hbm_bytes(const IrStmt *st);
+
+/* A collective over the axes of st on `mesh`, placed by `pl`: every group
+   runs it at once.  `bytes` is what one member sends (coll_ring_bytes). */
+Cost cost_collective(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st);
+
+/* The formulas alone, for tests and the validation table: a collective
+   `prim` of a group of `n` members over the given dimensions (torus:
+   ring[k] whether dimension k is a ring, stride[k], extent[k]), with
+   operand and result bytes per member. */
+Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent, const int64_t *stride,
+                        const bool *ring, double n_in, double n_out);
+/* switch: n members in `nodes` nodes, g = n / nodes per node */
+Cost cost_switch_formula(const Hw *hw, int prim, int64_t n, int64_t nodes, double n_in, double n_out);
+
+#endif

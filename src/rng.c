@@ -1,0 +1,355 @@
+/*
+** rng.c — JAX's threefry2x32 random numbers: the hash, keys, splits, bits,
+** uniform and normal values, as jax._src.random computes them.
+*/
+#include <math.h>
+#include <stdio.h>
+#include "err.h"
+#include "half.h"
+#include "rng.h"
+
+#define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
+#define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
+
+/* ---- the hash ---------------------------------------------------------------------- */
+
+static inline uint32_t rotl(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+void rng_threefry2x32(uint32_t k0, uint32_t k1, uint32_t *x0, uint32_t *x1) {
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  uint32_t a = *x0 + ks[0], b = *x1 + ks[1];
+  for (int i = 0; i < 5; i++) {
+    for (int r = 0; r < 4; r++) {
+      a += b;
+      b = rotl(b, rot[i & 1][r]) ^ a;
+    }
+    a += ks[(i + 1) % 3];
+    b += ks[(i + 2) % 3] + (uint32_t)(i + 1);
+  }
+  *x0 = a;
+  *x1 = b;
+}
+
+/* The key of a block: u32[2]. */
+static void key_of(const Array *k, uint32_t *k0, uint32_t *k1) {
+  *k0 = ((const uint32_t *)k->data)[0];
+  *k1 = ((const uint32_t *)k->data)[1];
+}
+
+/* JAX's threefry_2x32(key, count) on n counters: the flat counters cut in
+   two halves (the odd one padded with 0) hashed pairwise, concatenated. */
+static void hash_sequence(uint32_t k0, uint32_t k1, const uint32_t *count, int64_t n, uint32_t *out) {
+  int64_t h = (n + 1) / 2;
+  for (int64_t i = 0; i < h; i++) {
+    uint32_t a = count[i], b = i + h < n ? count[i + h] : 0;
+    rng_threefry2x32(k0, k1, &a, &b);
+    out[i] = a;
+    if (i + h < n) out[i + h] = b;
+  }
+}
+
+/* The two words of random element i: partitionable, the hash of i's two
+   32-bit halves. */
+static void hash_index(uint32_t k0, uint32_t k1, uint64_t i, uint32_t *w0, uint32_t *w1) {
+  *w0 = (uint32_t)(i >> 32);
+  *w1 = (uint32_t)i;
+  rng_threefry2x32(k0, k1, w0, w1);
+}
+
+/* n random values of bit_width bits (8, 16, 32, 64) into out (as uint64),
+   as threefry_random_bits makes them. */
+static void random_bits(const Array *key, int width, bool part, int64_t n, uint64_t *out) {
+  uint32_t k0, k1;
+  key_of(key, &k0, &k1);
+  if (part) {
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t a, b;
+      hash_index(k0, k1, (uint64_t)i, &a, &b);
+      uint64_t v = width == 64 ? (uint64_t)a << 32 | b : (uint64_t)(a ^ b);
+      out[i] = width == 64 ? v : v & ((UINT64_C(1) << width) - 1);
+    }
+    return;
+  }
+  /* the original layout: ceil(width n / 32) words from counters 0, 1, ... */
+  int64_t words = (width * n + 31) / 32;
+  if (words > (int64_t)UINT32_MAX) err_throw("random bits: more than 2^32 words with partitionable=False");
+  uint32_t *cnt = mem_alloc(sizeof(uint32_t) * 2 * (size_t)(words ? words : 1)), *bits = cnt + words;
+  for (int64_t i = 0; i < words; i++) cnt[i] = (uint32_t)i;
+  hash_sequence(k0, k1, cnt, words, bits);
+  if (width == 64) {
+    for (int64_t i = 0; i < n; i++) out[i] = (uint64_t)bits[i] << 32 | bits[i + n];
+  } else {
+    int per = 32 / width;   /* little pieces of each word, lowest first */
+    for (int64_t i = 0; i < n; i++)
+      out[i] = (bits[i / per] >> (width * (i % per))) & ((UINT64_C(1) << width) - 1);
+  }
+  mem_free(cnt);
+}
+
+/* ---- rules ------------------------------------------------------------------------- */
+
+/* A key operand: u32[2]. */
+static bool key_operand(RuleCtx *cx, const Type *t) {
+  TyBuf a;
+  if (t->dt != DT_U32 || t->rank != 1 || t->shape[0] != 2)
+    return rule_error(cx, "%s takes a key, u32[2] (random_key makes one), not %s", rule_prim_name(cx), rule_ty(&a, t));
+  return true;
+}
+
+/* shape and partitionable, for every sampler: l[0] = shape, b[0] = partitionable. */
+static bool sampler_params(RuleCtx *cx, Type *in, Attrs *at) {
+  IntList shp = {0, NULL};
+  bool part;
+  if (!key_operand(cx, &in[0]) || !rule_ints(cx, "shape", false, &shp) || !rule_check_shape(cx, "shape", &shp) ||
+      !rule_bool(cx, "partitionable", true, &part))
+    return false;
+  at->l[0] = shp;
+  at->b[0] = part;
+  return true;
+}
+
+/* random_key[seed]: u32[2].  Fills i[0] = seed. */
+bool rng_rule_key(RARGS) {
+  (void)in; (void)nin;
+  if (!rule_int(cx, "seed", true, 0, &at->i[0])) return false;
+  int64_t two = 2;
+  rule_set_type(out, DT_U32, 1, &two);
+  return true;
+}
+
+/* random_split[num=2] key: u32[num,2].  Fills i[0] = num, b[0]. */
+bool rng_rule_split(RARGS) {
+  (void)nin;
+  bool part;
+  if (!key_operand(cx, &in[0]) || !rule_int(cx, "num", false, 2, &at->i[0]) ||
+      !rule_bool(cx, "partitionable", true, &part))
+    return false;
+  if (at->i[0] < 0 || at->i[0] > ((int64_t)1 << 40))
+    return rule_param_error(cx, "num", "random_split num must be between 0 and 2^40");
+  at->b[0] = part;
+  int64_t shp[2] = {at->i[0], 2};
+  rule_set_type(out, DT_U32, 2, shp);
+  return true;
+}
+
+/* random_bits[shape, bit_width=32] key: u8/u16/u32/u64 of shape.  Fills
+   l[0], b[0], i[0] = bit_width. */
+bool rng_rule_bits(RARGS) {
+  (void)nin;
+  if (!sampler_params(cx, in, at) || !rule_int(cx, "bit_width", false, 32, &at->i[0])) return false;
+  int64_t w = at->i[0];
+  if (w != 8 && w != 16 && w != 32 && w != 64)
+    return rule_param_error(cx, "bit_width", "random_bits bit_width must be 8, 16, 32 or 64, not %lld", (long long)w);
+  rule_set_type(out, w == 8 ? DT_U8 : w == 16 ? DT_U16 : w == 32 ? DT_U32 : DT_U64, at->l[0].n, at->l[0].v);
+  return true;
+}
+
+/* random_uniform[shape, dtype=f32, minval=0.0, maxval=1.0] key.  Fills
+   l[0], b[0], dtype, f[0] = minval, f[1] = maxval. */
+bool rng_rule_uniform(RARGS) {
+  (void)nin;
+  int dt;
+  if (!sampler_params(cx, in, at) || !rule_dtype(cx, "dtype", false, DT_F32, &dt) ||
+      !rule_float(cx, "minval", false, 0.0, &at->f[0]) || !rule_float(cx, "maxval", false, 1.0, &at->f[1]))
+    return false;
+  if (!dtype_is_float((DType)dt))
+    return rule_param_error(cx, "dtype", "random_uniform makes floats (bf16, f16, f32, f64), not %s", dtype_names[dt]);
+  at->dtype = dt;
+  rule_set_type(out, dt, at->l[0].n, at->l[0].v);
+  return true;
+}
+
+/* random_normal[shape, dtype=f32] key.  Fills l[0], b[0], dtype. */
+bool rng_rule_normal(RARGS) {
+  (void)nin;
+  int dt;
+  if (!sampler_params(cx, in, at) || !rule_dtype(cx, "dtype", false, DT_F32, &dt)) return false;
+  if (dt != DT_F32 && dt != DT_BF16 && dt != DT_F16)
+    return rule_param_error(cx, "dtype", "random_normal makes f32, bf16 or f16 (JAX's 32-bit erf_inv), not %s",
+                            dtype_names[dt]);
+  at->dtype = dt;
+  rule_set_type(out, dt, at->l[0].n, at->l[0].v);
+  return true;
+}
+
+/* threefry2x32 k1 k2 x1 x2: u32 operands of one shape (scalars broadcast);
+   two results of that shape. */
+bool rng_rule_threefry(RARGS) {
+  (void)nin; (void)at;
+  static const int idx[4] = {0, 1, 2, 3};
+  TyBuf a;
+  for (int k = 0; k < 4; k++)
+    if (in[k].dt != DT_U32 && !in[k].weak)
+      return rule_error(cx, "threefry2x32 takes u32 operands, not %s", rule_ty(&a, &in[k]));
+  for (int k = 0; k < 4; k++) in[k].dt = DT_U32;
+  if (!rule_unify_shapes(cx, in, idx, 4, &out[0])) return false;
+  out[0].dt = DT_U32;
+  out[1] = out[0];
+  return true;
+}
+
+/* ---- kernels ----------------------------------------------------------------------- */
+
+static Array *new_arr(const Type *t) { return arr_new((DType)t->dt, t->rank, t->shape); }
+
+/* threefry_seed: the seed's high and low 32-bit words (a seed of 32 bits or
+   less, negative ones too, has 0 for its high word). */
+void rng_kern_key(KARGS) {
+  (void)in; (void)nin;
+  Array *r = new_arr(&outt[0]);
+  int64_t s = at->i[0];
+  bool small = s >= INT32_MIN && s <= INT32_MAX;
+  ((uint32_t *)r->data)[0] = small ? 0 : (uint32_t)((uint64_t)s >> 32);
+  ((uint32_t *)r->data)[1] = (uint32_t)s;
+  out[0] = r;
+}
+
+void rng_kern_split(KARGS) {
+  (void)nin;
+  Array *r = new_arr(&outt[0]);
+  uint32_t k0, k1, *o = r->data;
+  int64_t n = at->i[0];
+  key_of(in[0], &k0, &k1);
+  if (at->b[0]) {
+    for (int64_t i = 0; i < n; i++) hash_index(k0, k1, (uint64_t)i, &o[2 * i], &o[2 * i + 1]);
+  } else {
+    uint32_t *cnt = mem_alloc(sizeof(uint32_t) * (size_t)(2 * n + 1));
+    for (int64_t i = 0; i < 2 * n; i++) cnt[i] = (uint32_t)i;
+    hash_sequence(k0, k1, cnt, 2 * n, o);
+    mem_free(cnt);
+  }
+  out[0] = r;
+}
+
+static void release(void *p) { mem_free(p); }
+
+/* The random bits of a sampler's result, as uint64 (mem_alloc'ed). */
+static uint64_t *bits_of(const Array *key, int width, bool part, int64_t n) {
+  uint64_t *b = mem_alloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+  err_defer(release, b);
+  random_bits(key, width, part, n, b);
+  err_undefer(b);
+  return b;
+}
+
+void rng_kern_bits(KARGS) {
+  (void)nin;
+  Array *r = new_arr(&outt[0]);
+  uint64_t *b = bits_of(in[0], (int)at->i[0], at->b[0], r->size);
+  for (int64_t i = 0; i < r->size; i++) arr_setu(r, i, b[i]);
+  mem_free(b);
+  out[0] = r;
+}
+
+/* One uniform value of dtype dt from its random bits, as _uniform makes it:
+   the top nmant bits as the fraction of a float in [1, 2), minus 1, scaled
+   to [minval, maxval) and kept above minval, each step in dt's precision
+   (the 16-bit floats rounded after each, as XLA computes them). */
+static double round_to(DType dt, double x) {
+  switch (dt) {
+  case DT_F32: return (float)x;
+  case DT_BF16: return bf16_to_f32(bf16_from_f32((float)x));
+  case DT_F16: return f16_to_f32(f16_from_f32((float)x));
+  default: return x;
+  }
+}
+
+static double uniform_of(DType dt, uint64_t bits, double lo, double hi) {
+  double f;
+  if (dt == DT_F64) {
+    uint64_t u = bits >> 12 | UINT64_C(0x3ff0000000000000);
+    memcpy(&f, &u, sizeof f);
+  } else if (dt == DT_F32) {
+    uint32_t u = (uint32_t)(bits >> 9) | 0x3f800000u;
+    float g;
+    memcpy(&g, &u, sizeof g);
+    f = g;
+  } else if (dt == DT_F16) {
+    f = f16_to_f32((uint16_t)((bits >> 6) | 0x3c00u));
+  } else {
+    /* bf16: 8 random bits widened to 16, the top 7 kept */
+    f = bf16_to_f32((uint16_t)((bits >> 1) | 0x3f80u));
+  }
+  lo = round_to(dt, lo);
+  hi = round_to(dt, hi);
+  double v = round_to(dt, f - 1.0);
+  double span = round_to(dt, hi - lo);
+  v = round_to(dt, round_to(dt, v * span) + lo);
+  return v > lo || isnan(v) ? v : lo;
+}
+
+static int rng_width(DType dt) { return dt == DT_F64 ? 64 : dt == DT_F32 ? 32 : dt == DT_F16 ? 16 : 8; }
+
+void rng_kern_uniform(KARGS) {
+  (void)nin;
+  Array *r = new_arr(&outt[0]);
+  DType dt = (DType)at->dtype;
+  uint64_t *b = bits_of(in[0], rng_width(dt), at->b[0], r->size);
+  for (int64_t i = 0; i < r->size; i++) arr_setf(r, i, uniform_of(dt, b[i], at->f[0], at->f[1]));
+  mem_free(b);
+  out[0] = r;
+}
+
+/* XLA's single-precision erf_inv (Giles, "Approximating the erfinv
+   function", 2010), in f32 arithmetic. */
+static float erfinv_f32(float x) {
+  float w = -logf((1.0f - x) * (1.0f + x)), p;
+  if (w < 5.0f) {
+    w = w - 2.5f;
+    p = 2.81022636e-08f;
+    p = 3.43273939e-07f + p * w;
+    p = -3.5233877e-06f + p * w;
+    p = -4.39150654e-06f + p * w;
+    p = 0.00021858087f + p * w;
+    p = -0.00125372503f + p * w;
+    p = -0.00417768164f + p * w;
+    p = 0.246640727f + p * w;
+    p = 1.50140941f + p * w;
+  } else {
+    w = sqrtf(w) - 3.0f;
+    p = -0.000200214257f;
+    p = 0.000100950558f + p * w;
+    p = 0.00134934322f + p * w;
+    p = -0.00367342844f + p * w;
+    p = 0.00573950773f + p * w;
+    p = -0.0076224613f + p * w;
+    p = 0.00943887047f + p * w;
+    p = 1.00167406f + p * w;
+    p = 2.83297682f + p * w;
+  }
+  if (fabsf(x) == 1.0f) return copysignf(INFINITY, x);
+  return p * x;
+}
+
+/* _normal_real: sqrt(2) erf_inv(u), u uniform in (-1, 1) of the dtype. */
+void rng_kern_normal(KARGS) {
+  (void)nin;
+  Array *r = new_arr(&outt[0]);
+  DType dt = (DType)at->dtype;
+  uint64_t *b = bits_of(in[0], rng_width(dt), at->b[0], r->size);
+  double lo = dt == DT_F32 ? (double)nextafterf(-1.0f, 0.0f) : round_to(dt, -1.0 + (dt == DT_BF16 ? 0x1p-8 : 0x1p-11));
+  double sq2 = round_to(dt, sqrt(2.0));
+  for (int64_t i = 0; i < r->size; i++) {
+    double u = uniform_of(dt, b[i], lo, 1.0);
+    float e = (float)round_to(dt, erfinv_f32((float)u));
+    arr_setf(r, i, round_to(dt, sq2 * e));
+  }
+  mem_free(b);
+  out[0] = r;
+}
+
+void rng_kern_threefry(KARGS) {
+  (void)at; (void)nin;
+  Array *r0 = new_arr(&outt[0]), *r1 = new_arr(&outt[1]);
+  for (int64_t i = 0; i < r0->size; i++) {
+    const uint32_t *p[4];
+    for (int k = 0; k < 4; k++) p[k] = (const uint32_t *)in[k]->data + (in[k]->rank ? i : 0);
+    uint32_t a = *p[2], b = *p[3];
+    rng_threefry2x32(*p[0], *p[1], &a, &b);
+    ((uint32_t *)r0->data)[i] = a;
+    ((uint32_t *)r1->data)[i] = b;
+  }
+  out[0] = r0;
+  out[1] = r1;
+}

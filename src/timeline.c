@@ -1,0 +1,1082 @@
+/*
+** timeline.c — the two-stream schedule, values' readiness and memory per
+** device, and the per-line statistics (timeline.h).
+*/
+#include <math.h>
+#include <stdlib.h>
+#include "diag.h"
+#include "err.h"
+#include "timeline.h"
+
+/* ---- values -------------------------------------------------------------------------------
+** A value held by one device (a HBuf): its bytes in HBM, when it is ready,
+** and, when a collective made it, that collective's interval on the
+** device.  Bufs are reference counted: a variable's slot holds one per
+** device, and parameters, results and loop carries share them.  Bufs of
+** the top level (dev -1) are the host's: they count no memory.
+*/
+typedef struct HBuf {
+  double bytes, ready, cstart, cend;
+  int32_t refc, dev, next;
+} HBuf;
+
+typedef struct Loop {
+  const IrStmt *st;
+  int n;                      /* carries */
+  int32_t **carry;            /* per carry: a buf per device */
+  double *pred;               /* while: per device, when the predicate is known */
+  int nys;                    /* scan: its stacked results */
+  int32_t **ys;               /* per stacked result: a buf per device, made before the first step */
+  struct Loop *prev;
+} Loop;
+
+typedef struct SFrame {
+  const void *key;
+  IrFunc *fn;
+  struct SFrame *up;          /* static link */
+  struct SFrame *below;       /* the stack */
+  const IrStmt *site;
+  const Mesh *mesh;
+  int64_t nd;                 /* devices (1 at top level) */
+  int nslots;
+  int32_t **slots;            /* per variable slot: a buf per device, or NULL */
+  double *gate;               /* per device: nothing starts before */
+  uint8_t *active;            /* running devices (NULL: all) */
+  int32_t **holds;            /* shard_map: the argument blocks, held for the body */
+  int nholds;
+  Loop *loop;
+  int *last;                  /* per slot: the last statement that uses it */
+} SFrame;
+
+typedef struct LineStat {
+  int file, line;
+  const IrStmt *first;
+  long calls;
+  double time, bytes, wait;
+  double by_limit[5];
+} LineStat;
+
+typedef struct CostEntry {
+  const IrStmt *st;
+  Cost c;
+} CostEntry;
+
+typedef struct PlaceEntry {
+  const Mesh *mesh;
+  HwPlace pl;
+} PlaceEntry;
+
+#define NCLASS 48
+
+struct Timeline {
+  Hw hw;
+  Arena arena;                /* frames, slots and scratch (tl_get) */
+  void *freel[NCLASS];        /* freed blocks by size class */
+  char *place;
+  bool keep_events;
+  char error[256];
+  HBuf *bufs;
+  int32_t nbufs, capbufs, freebuf;
+  SFrame *stack;
+  int64_t ndev, capdev;
+  double *cfree, *mfree, *busy_c, *busy_m, *exposed, *idle, *live, *peak;
+  const IrStmt **peak_st;
+  const IrStmt *cur;          /* the statement being modelled */
+  LineStat *lines;
+  int nlines, caplines;
+  CostEntry *costs;           /* open addressing on the statement */
+  int capcosts, ncosts;
+  PlaceEntry *places;
+  int nplaces, capplaces;
+  TlEvent *events;
+  int64_t nevents, capevents;
+  int32_t nflows;
+  long outside;               /* equations run outside any shard_map */
+  char **notes;
+  int nnotes, capnotes;
+  bool undeclared_dtype;      /* a dtype without a peak of its own was used */
+  char undeclared[64];
+};
+
+/* ---- memory --------------------------------------------------------------------------------
+** Frames, slots and scratch come from the timeline's arena, reused through
+** free lists by size class, and are released all at once by tl_free: a
+** runtime error in the middle of an event (memory running out) leaves
+** nothing behind.  A block's class is kept in the 16 bytes before it.
+*/
+static void *tl_get(Timeline *T, size_t n) {
+  int c = 4;
+  while (((size_t)1 << c) < n) c++;
+  if (c >= NCLASS) err_throw("out of memory: the cost model asked for %zu bytes", n);
+  void *p = T->freel[c];
+  if (p) {
+    T->freel[c] = *(void **)p;
+    memset(p, 0, (size_t)1 << c);
+    return p;
+  }
+  char *b = arena_alloc(&T->arena, ((size_t)1 << c) + 16);
+  *(int *)b = c;
+  return b + 16;
+}
+
+static void tl_put(Timeline *T, void *p) {
+  if (!p) return;
+  int c = *(int *)((char *)p - 16);
+  *(void **)p = T->freel[c];
+  T->freel[c] = p;
+}
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+static void grow_devices(Timeline *T, int64_t n) {
+  if (n <= T->capdev) {
+    if (n > T->ndev) T->ndev = n;
+    return;
+  }
+  double **arrs[] = {&T->cfree, &T->mfree, &T->busy_c, &T->busy_m, &T->exposed, &T->idle, &T->live, &T->peak};
+  for (size_t k = 0; k < sizeof arrs / sizeof arrs[0]; k++) {
+    *arrs[k] = mem_realloc(*arrs[k], sizeof(double) * (size_t)n);
+    for (int64_t d = T->capdev; d < n; d++) (*arrs[k])[d] = 0;
+  }
+  T->peak_st = mem_realloc((void *)T->peak_st, sizeof(IrStmt *) * (size_t)n);
+  for (int64_t d = T->capdev; d < n; d++) T->peak_st[d] = NULL;
+  T->capdev = n;
+  T->ndev = n;
+}
+
+/* ---- bufs --------------------------------------------------------------------------------- */
+
+static int32_t buf_new(Timeline *T, int64_t dev, double bytes, double ready) {
+  if (T->freebuf < 0) {
+    if (T->nbufs == INT32_MAX) err_throw("the cost model holds too many values");
+    VEC_GROW(T->bufs, T->capbufs, T->nbufs + 1);
+    T->bufs[T->nbufs].next = T->freebuf;
+    T->freebuf = T->nbufs++;
+  }
+  int32_t id = T->freebuf;
+  HBuf *b = &T->bufs[id];
+  T->freebuf = b->next;
+  b->bytes = bytes;
+  b->ready = ready;
+  b->cstart = b->cend = -1;
+  b->refc = 1;
+  b->dev = (int32_t)dev;
+  if (dev >= 0) {
+    T->live[dev] += bytes;
+    if (T->live[dev] > T->peak[dev]) {
+      T->peak[dev] = T->live[dev];
+      T->peak_st[dev] = T->cur;
+    }
+  }
+  return id;
+}
+
+static void buf_unref(Timeline *T, int32_t id) {
+  if (id < 0) return;
+  HBuf *b = &T->bufs[id];
+  if (--b->refc > 0) return;
+  if (b->dev >= 0) T->live[b->dev] -= b->bytes;
+  b->next = T->freebuf;
+  T->freebuf = id;
+}
+
+static int32_t buf_ref(Timeline *T, int32_t id) {
+  if (id >= 0) T->bufs[id].refc++;
+  return id;
+}
+
+/* A slot: a buf per device, -1 where none. */
+static int32_t *slot_new(Timeline *T, int64_t nd) {
+  int32_t *s = tl_get(T, sizeof(int32_t) * (size_t)nd);
+  for (int64_t d = 0; d < nd; d++) s[d] = -1;
+  return s;
+}
+
+static void slot_free(Timeline *T, int32_t *s, int64_t nd) {
+  if (!s) return;
+  for (int64_t d = 0; d < nd; d++) buf_unref(T, s[d]);
+  tl_put(T, s);
+}
+
+static int32_t *slot_copy(Timeline *T, const int32_t *s, int64_t nd) {
+  int32_t *c = slot_new(T, nd);
+  if (s)
+    for (int64_t d = 0; d < nd; d++) c[d] = buf_ref(T, s[d]);
+  return c;
+}
+
+static bool on(const SFrame *F, int64_t d) { return !F->active || F->active[d]; }
+
+/* A statement that starts a device program (its body runs on a mesh). */
+static bool is_map(const IrStmt *st) { return st->prim == P_SHARD_MAP || st->prim == P_XLA_PMAP; }
+
+/* A statement whose body runs again and again, threading carries. */
+static bool is_loop(const IrStmt *st) {
+  return st->prim == P_WHILE || st->prim == P_FORI_LOOP || st->prim == P_SCAN;
+}
+
+/* The first carry among a loop's operands. */
+static int loop_first_carry(const IrStmt *st) {
+  if (st->prim == P_WHILE) return (int)(st->at->i[0] + st->at->i[1]);
+  if (st->prim == P_SCAN) return (int)st->at->i[0];
+  return (int)st->at->i[2];
+}
+
+/* ---- frames ------------------------------------------------------------------------------- */
+
+/* The last statement of fn that uses each of its variables (results and
+   variables read by nested functions: never). */
+static int *plan_last(Timeline *T, IrFunc *fn) {
+  int *last = tl_get(T, sizeof(int) * (size_t)(fn->nslots ? fn->nslots : 1));
+  for (int i = 0; i < fn->nslots; i++) last[i] = -1;
+  for (int k = 0; k < fn->nbody; k++) {
+    const IrStmt *st = fn->body[k];
+    for (int j = 0; j < st->nout; j++)
+      if (st->out[j]->owner == fn) last[st->out[j]->slot] = k;
+    for (int j = 0; j < st->nin; j++)
+      if (st->in[j].var && st->in[j].var->owner == fn) last[st->in[j].var->slot] = k;
+    for (int j = 0; j < st->nitems; j++)
+      if (st->items[j].atom.var && st->items[j].atom.var->owner == fn) last[st->items[j].atom.var->slot] = k;
+  }
+  for (int j = 0; j < fn->nouts; j++)
+    if (fn->outs[j].var && fn->outs[j].var->owner == fn) last[fn->outs[j].var->slot] = INT32_MAX;
+  return last;
+}
+
+static void loop_free(Timeline *T, SFrame *F, Loop *L) {
+  for (int k = 0; k < L->n; k++) slot_free(T, L->carry[k], F->nd);
+  for (int k = 0; k < L->nys; k++) slot_free(T, L->ys[k], F->nd);
+  tl_put(T, L->carry);
+  tl_put(T, L->ys);
+  tl_put(T, L->pred);
+  tl_put(T, L);
+}
+
+static void frame_pop(Timeline *T) {
+  SFrame *F = T->stack;
+  T->stack = F->below;
+  for (int i = 0; i < F->nslots; i++) slot_free(T, F->slots[i], F->nd);
+  for (int i = 0; i < F->nholds; i++) slot_free(T, F->holds[i], F->nd);
+  while (F->loop) {
+    Loop *L = F->loop;
+    F->loop = L->prev;
+    loop_free(T, F, L);
+  }
+  tl_put(T, F->holds);
+  tl_put(T, F->slots);
+  tl_put(T, F->gate);
+  tl_put(T, F->active);
+  tl_put(T, F->last);
+  tl_put(T, F);
+}
+
+static SFrame *frame_push(Timeline *T, const void *key, IrFunc *fn, const Mesh *mesh, const uint8_t *active) {
+  SFrame *F = tl_get(T, sizeof *F);
+  F->below = T->stack;
+  T->stack = F;
+  F->key = key;
+  F->fn = fn;
+  F->mesh = mesh;
+  F->nd = mesh ? mesh->ndev : 1;
+  F->nslots = fn->nslots;
+  F->slots = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nslots ? fn->nslots : 1));
+  F->gate = tl_get(T, sizeof(double) * (size_t)F->nd);
+  if (active && mesh) {
+    F->active = tl_get(T, (size_t)F->nd);
+    memcpy(F->active, active, (size_t)F->nd);
+  }
+  F->last = plan_last(T, fn);
+  if (mesh) grow_devices(T, mesh->ndev);
+  return F;
+}
+
+/* The frame of key: frames above it were abandoned by a runtime error. */
+static SFrame *frame_of(Timeline *T, const void *key) {
+  SFrame *F = T->stack;
+  while (F && F->key != key) F = F->below;
+  if (!F) return NULL;
+  while (T->stack != F) frame_pop(T);
+  return F;
+}
+
+/* The slot of v as seen from F (through static links). */
+static int32_t *lookup(SFrame *F, const IrVar *v) {
+  while (F && F->fn != v->owner) F = F->up;
+  return F ? F->slots[v->slot] : NULL;
+}
+
+/* When atom a is ready on device d of F (and which buf makes it so). */
+static double atom_ready(Timeline *T, SFrame *F, const IrAtom *a, int64_t d, int32_t *which) {
+  *which = -1;
+  if (!a->var) return 0;
+  int32_t *s = lookup(F, a->var);
+  if (!s) return 0;
+  int64_t dd = d < (F->nd) ? d : 0;
+  SFrame *owner = F;
+  while (owner && owner->fn != a->var->owner) owner = owner->up;
+  if (owner && owner->nd == 1) dd = 0;         /* a top-level value seen from a body */
+  *which = s[dd];
+  return s[dd] >= 0 ? T->bufs[s[dd]].ready : 0;
+}
+
+/* A slot holding what atom a holds on F's devices (a literal: empty bufs
+   ready at the gate). */
+static int32_t *atom_slot(Timeline *T, SFrame *F, const IrAtom *a, const double *gate) {
+  SFrame *owner = F;
+  while (a->var && owner && owner->fn != a->var->owner) owner = owner->up;
+  int32_t *s = a->var && owner ? owner->slots[a->var->slot] : NULL;
+  if (s && owner->nd == F->nd) return slot_copy(T, s, F->nd);
+  /* a literal, or a top-level value a body reads (a constant of the
+     device program): ready when the gate opens, or when the host made it */
+  double host = s && s[0] >= 0 ? T->bufs[s[0]].ready : 0;
+  int32_t *c = slot_new(T, F->nd);
+  for (int64_t d = 0; d < F->nd; d++) {
+    double g = gate ? gate[d] : 0;
+    c[d] = buf_new(T, -1, 0, host > g ? host : g);
+  }
+  return c;
+}
+
+/* Store slot s (taken) in variable v of F, on F's running devices. */
+static void set_var(Timeline *T, SFrame *F, const IrVar *v, int32_t *s) {
+  if (v->owner != F->fn) {
+    slot_free(T, s, F->nd);
+    return;
+  }
+  int32_t **dst = &F->slots[v->slot];
+  if (!*dst) *dst = slot_new(T, F->nd);
+  for (int64_t d = 0; d < F->nd; d++)
+    if (on(F, d)) {
+      buf_unref(T, (*dst)[d]);
+      (*dst)[d] = buf_ref(T, s[d]);
+    }
+  slot_free(T, s, F->nd);
+}
+
+/* ---- construction ------------------------------------------------------------------------- */
+
+Timeline *tl_new(const Hw *hw, const char *place, bool events) {
+  Timeline *T = mem_calloc(sizeof *T);
+  T->hw = *hw;
+  T->freebuf = -1;
+  T->keep_events = events;
+  if (place) {
+    err_defer(mem_free, T);
+    T->place = mem_strndup(place, strlen(place));
+    err_undefer(T);
+  }
+  return T;
+}
+
+void tl_free(Timeline *T) {
+  if (!T) return;
+  while (T->stack) frame_pop(T);
+  double *arrs[] = {T->cfree, T->mfree, T->busy_c, T->busy_m, T->exposed, T->idle, T->live, T->peak};
+  for (size_t k = 0; k < sizeof arrs / sizeof arrs[0]; k++) mem_free(arrs[k]);
+  mem_free((void *)T->peak_st);
+  for (int i = 0; i < T->nnotes; i++) mem_free(T->notes[i]);
+  mem_free(T->notes);
+  mem_free(T->bufs);
+  mem_free(T->lines);
+  mem_free(T->costs);
+  mem_free(T->places);
+  mem_free(T->events);
+  mem_free(T->place);
+  arena_free(&T->arena);
+  mem_free(T);
+}
+
+const char *tl_error(const Timeline *T) { return T->error[0] ? T->error : NULL; }
+
+void tl_note(Timeline *T, const IrStmt *st, const char *what) {
+  char buf[512];
+  Str src = st && st->sp.file >= 0 ? diag_line_text(st->sp.file, st->line) : str_c("");
+  while (src.n && (*src.p == ' ' || *src.p == '\t')) src.p++, src.n--;
+  snprintf(buf, sizeof buf, "line %d: %s: %.*s", st ? st->line : 0, what, src.n > 60 ? 60 : src.n, src.p);
+  for (int i = 0; i < T->nnotes; i++)
+    if (!strcmp(T->notes[i], buf)) return;
+  VEC_GROW(T->notes, T->capnotes, T->nnotes + 1);
+  T->notes[T->nnotes++] = mem_strndup(buf, strlen(buf));
+}
+
+/* ---- costs, placements, statistics ------------------------------------------------------- */
+
+static const HwPlace *place_of(Timeline *T, const Mesh *mesh) {
+  for (int i = 0; i < T->nplaces; i++)
+    if (T->places[i].mesh == mesh) return &T->places[i].pl;
+  VEC_GROW(T->places, T->capplaces, T->nplaces + 1);
+  PlaceEntry *e = &T->places[T->nplaces];
+  char why[200];
+  if (!hw_place(&T->hw, mesh, T->place, &e->pl, why, sizeof why)) {
+    if (!T->error[0]) snprintf(T->error, sizeof T->error, "%s", why);
+    err_throw("%s", why);
+  }
+  e->mesh = mesh;
+  T->nplaces++;
+  return &e->pl;
+}
+
+static size_t ptr_hash(const void *p, int cap) { return ((uintptr_t)p >> 4) * 2654435761u % (size_t)cap; }
+
+/* The cost of st on the devices of mesh (the same at every execution). */
+static Cost cost_of(Timeline *T, const IrStmt *st, const Mesh *mesh) {
+  if (T->ncosts * 2 >= T->capcosts) {
+    int cap = T->capcosts ? T->capcosts * 2 : 64;
+    CostEntry *old = T->costs;
+    int oldcap = T->capcosts;
+    T->costs = mem_calloc(sizeof(CostEntry) * (size_t)cap);
+    T->capcosts = cap;
+    for (int i = 0; i < oldcap; i++)
+      if (old[i].st) {
+        size_t h = ptr_hash(old[i].st, cap);
+        while (T->costs[h].st) h = (h + 1) % (size_t)cap;
+        T->costs[h] = old[i];
+      }
+    mem_free(old);
+  }
+  size_t h = ptr_hash(st, T->capcosts);
+  while (T->costs[h].st && T->costs[h].st != st) h = (h + 1) % (size_t)T->capcosts;
+  if (T->costs[h].st) return T->costs[h].c;
+  Cost c;
+  if (cost_is_comm(st)) {
+    c = cost_collective(&T->hw, mesh, place_of(T, mesh), st);
+  } else {
+    c = cost_local(&T->hw, st);
+    int dt = st->prim == P_DOT_GENERAL ? st->in[0].t.dt : st->nout ? st->out[0]->t.dt : DT_F32;
+    bool listed = true;
+    hw_peak(&T->hw, dt, &listed);
+    if (!listed && c.flops > 0 && st->prim == P_DOT_GENERAL && !T->undeclared_dtype) {
+      T->undeclared_dtype = true;
+      snprintf(T->undeclared, sizeof T->undeclared, "%s", dtype_names[dt]);
+    }
+  }
+  T->costs[h].st = st;
+  T->costs[h].c = c;
+  T->ncosts++;
+  return c;
+}
+
+static LineStat *line_of(Timeline *T, const IrStmt *st) {
+  for (int i = T->nlines - 1; i >= 0; i--)
+    if (T->lines[i].line == st->line && T->lines[i].file == st->sp.file) return &T->lines[i];
+  VEC_GROW(T->lines, T->caplines, T->nlines + 1);
+  LineStat *l = &T->lines[T->nlines++];
+  memset(l, 0, sizeof *l);
+  l->file = st->sp.file;
+  l->line = st->line;
+  l->first = st;
+  return l;
+}
+
+static void add_event(Timeline *T, int64_t dev, bool comm, double start, double dur, const IrStmt *st,
+                      CostLimit lim) {
+  if (!T->keep_events) return;
+  if (T->nevents >= ((int64_t)1 << 26)) err_throw("more than 2^26 events: too many for a trace file");
+  if (T->nevents == T->capevents) {
+    T->capevents = T->capevents ? T->capevents * 2 : 1024;
+    T->events = mem_realloc(T->events, sizeof(TlEvent) * (size_t)T->capevents);
+  }
+  TlEvent *e = &T->events[T->nevents++];
+  e->start = start;
+  e->dur = dur;
+  e->dev = (int32_t)dev;
+  e->comm = comm;
+  e->limit = (uint8_t)lim;
+  e->st = st;
+  e->flow = e->flow_in = -1;
+}
+
+/* ---- scheduling ---------------------------------------------------------------------------- */
+
+/* A local equation on every running device of F. */
+static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
+  Cost c = cost_of(T, st, F->mesh);
+  LineStat *ls = line_of(T, st);
+  double maxwait = 0;
+  int32_t **outs = tl_get(T, sizeof(int32_t *) * (size_t)(st->nout ? st->nout : 1));
+  for (int j = 0; j < st->nout; j++) outs[j] = slot_new(T, F->nd);
+  for (int64_t d = 0; d < F->nd; d++) {
+    if (!on(F, d)) continue;
+    double ready = F->gate[d];
+    int32_t bind = -1, w;
+    for (int i = 0; i < st->nin; i++) {
+      double r = atom_ready(T, F, &st->in[i], d, &w);
+      if (r > ready) ready = r, bind = w;
+    }
+    double end = ready;
+    if (c.time > 0) {
+      double start = ready > T->cfree[d] ? ready : T->cfree[d];
+      double gap = start - T->cfree[d];
+      if (gap > 0) {               /* waiting for a collective's result: exposed */
+        double ov = bind >= 0 && T->bufs[bind].cend >= 0 ? gap : 0;
+        T->exposed[d] += ov;
+        T->idle[d] += gap - ov;
+        if (ov > maxwait) maxwait = ov;
+      }
+      end = start + c.time;
+      T->cfree[d] = end;
+      T->busy_c[d] += c.time;
+      add_event(T, d, false, start, c.time, st, c.limit);
+    }
+    for (int j = 0; j < st->nout; j++) outs[j][d] = buf_new(T, d, (double)type_size(&st->out[j]->t) *
+                                                                     dtype_sizes[st->out[j]->t.dt], end);
+  }
+  for (int j = 0; j < st->nout; j++) set_var(T, F, st->out[j], outs[j]);
+  tl_put(T, outs);
+  ls->calls += !st->inserted;
+  ls->time += c.time;
+  ls->wait += maxwait;
+  ls->by_limit[c.limit] += c.time;
+}
+
+/* A collective: each group starts when all its members have the operand
+   and a free communication stream. */
+static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
+  const Mesh *m = F->mesh;
+  Cost c = cost_of(T, st, m);
+  LineStat *ls = line_of(T, st);
+  uint32_t all = (m->naxes >= 32 ? 0u : (1u << m->naxes)) - 1u, outer = all & ~st->at->axmask;
+  int64_t ngroups = val_nblk(m, outer);
+  double *start = tl_get(T, sizeof(double) * (size_t)ngroups);
+  for (int64_t g = 0; g < ngroups; g++) start[g] = -1;
+  int32_t w;
+  for (int64_t d = 0; d < F->nd; d++) {
+    if (!on(F, d)) continue;
+    int64_t g = val_block_of(m, outer, d);
+    double r = st->nin ? atom_ready(T, F, &st->in[0], d, &w) : 0;
+    if (F->gate[d] > r) r = F->gate[d];
+    if (T->mfree[d] > r) r = T->mfree[d];
+    if (r > start[g]) start[g] = r;
+  }
+  int32_t *out = slot_new(T, F->nd);
+  double obytes = (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt];
+  long members = 0;
+  int64_t ev0 = T->nevents;
+  for (int64_t d = 0; d < F->nd; d++) {
+    if (!on(F, d)) continue;
+    double s = start[val_block_of(m, outer, d)], e = s + c.time;
+    T->mfree[d] = e;
+    T->busy_m[d] += c.time;
+    out[d] = buf_new(T, d, obytes, e);
+    T->bufs[out[d]].cstart = s;
+    T->bufs[out[d]].cend = e;
+    add_event(T, d, true, s, c.time, st, c.limit);
+    members++;
+  }
+  /* ppermute: a flow from each sender's event to its receiver's */
+  if (st->prim == P_PPERMUTE && T->keep_events) {
+    const IntList *perm = &st->at->l[0];
+    int64_t coords[SHM_MAXAXES];
+    for (int64_t k = ev0; k < T->nevents; k++) {
+      int64_t d = T->events[k].dev, member = 0;
+      val_coords(m, d, coords);
+      for (int a = 0; a < st->at->naxes; a++) member = member * m->size[st->at->axes[a]] + coords[st->at->axes[a]];
+      for (int i = 0; i < perm->n / 2; i++) {
+        if (perm->v[2 * i] != member) continue;
+        int64_t dst = perm->v[2 * i + 1];
+        for (int a = st->at->naxes - 1; a >= 0; a--) {
+          coords[st->at->axes[a]] = dst % m->size[st->at->axes[a]];
+          dst /= m->size[st->at->axes[a]];
+        }
+        int64_t ddev = 0;
+        for (int a = 0; a < m->naxes; a++) ddev = ddev * m->size[a] + coords[a];
+        for (int64_t q = ev0; q < T->nevents; q++)
+          if (T->events[q].dev == ddev) {
+            T->events[k].flow = T->nflows;
+            T->events[q].flow_in = T->nflows++;
+          }
+      }
+    }
+  }
+  tl_put(T, start);
+  set_var(T, F, st->out[0], out);
+  /* bytes sent by all members (as the fabric counts them for --stats):
+     a ppermute moves one block per pair of each group */
+  double sent = c.bytes * (double)members;
+  if (st->prim == P_PPERMUTE) {
+    int64_t p = 1;
+    for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
+    sent = c.bytes * (double)(st->at->l[0].n / 2) * (double)members / (double)p;
+  }
+  ls->calls += !st->inserted;
+  ls->time += c.time;
+  ls->bytes += sent;
+  ls->by_limit[c.limit] += c.time;
+}
+
+/* A statement outside any shard_map: the host's; its results are ready
+   when its operands are. */
+static void run_host(Timeline *T, SFrame *F, const IrStmt *st) {
+  double ready = 0;
+  int32_t w;
+  for (int i = 0; i < st->nin; i++) {
+    double r = atom_ready(T, F, &st->in[i], 0, &w);
+    if (r > ready) ready = r;
+  }
+  if (st->k == IS_EQN) T->outside++;
+  for (int j = 0; j < st->nout; j++) {
+    int32_t *s = slot_new(T, 1);
+    s[0] = buf_new(T, -1, 0, ready);
+    set_var(T, F, st->out[j], s);
+  }
+}
+
+/* ---- the events ---------------------------------------------------------------------------- */
+
+void tl_top(Timeline *T, const void *key, IrFunc *main) {
+  while (T->stack) frame_pop(T);
+  frame_push(T, key, main, NULL, NULL);
+}
+
+/* Bind the parameters of a frame just pushed for a call from `site`. */
+static void bind_params(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
+  IrFunc *fn = F->fn;
+  for (int64_t d = 0; d < F->nd; d++) F->gate[d] = C->nd == F->nd ? C->gate[d] : 0;
+  int first = 0;           /* the operand the first parameter takes */
+  Loop *L = C->loop;
+  int fromcarry = -1;      /* the first parameter bound from the loop's carry */
+  int32_t w;
+  if (!site) return;
+  if (is_map(site)) {
+    place_of(T, F->mesh);                 /* the mesh must fit the hardware */
+    double start = 0;
+    for (int i = 0; i < site->nin; i++) {
+      double r = atom_ready(T, C, &site->in[i], 0, &w);
+      if (r > start) start = r;
+    }
+    F->holds = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nparams ? fn->nparams : 1));
+    for (int64_t d = 0; d < F->nd; d++) F->gate[d] = start;
+    for (int i = 0; i < fn->nparams; i++) {
+      int32_t *s = slot_new(T, F->nd);
+      double b = (double)type_size(&fn->params[i]->t) * dtype_sizes[fn->params[i]->t.dt];
+      for (int64_t d = 0; d < F->nd; d++) s[d] = buf_new(T, d, b, start);
+      F->holds[F->nholds++] = slot_copy(T, s, F->nd);
+      set_var(T, F, fn->params[i], s);
+    }
+    return;
+  }
+  if (site->prim == P_COND) {
+    first = 1;
+    for (int64_t d = 0; d < F->nd; d++) {
+      double r = atom_ready(T, C, &site->in[0], d, &w);
+      if (r > F->gate[d]) F->gate[d] = r;
+    }
+  } else if (site->prim == P_WHILE && L && L->st == site) {
+    int cn = (int)site->at->i[0], bn = (int)site->at->i[1];
+    bool body = fn == site->at->fns[1];
+    first = body ? cn : 0;
+    fromcarry = body ? bn : cn;
+    if (body && L->pred)
+      for (int64_t d = 0; d < F->nd; d++)
+        if (L->pred[d] > F->gate[d]) F->gate[d] = L->pred[d];
+  } else if (site->prim == P_FORI_LOOP && L && L->st == site) {
+    for (int i = 0; i < site->at->i[2]; i++)       /* value bounds */
+      for (int64_t d = 0; d < F->nd; d++) {
+        double r = atom_ready(T, C, &site->in[i], d, &w);
+        if (r > F->gate[d]) F->gate[d] = r;
+      }
+    int32_t *s = slot_new(T, F->nd);
+    for (int64_t d = 0; d < F->nd; d++) s[d] = buf_new(T, -1, 0, F->gate[d]);
+    set_var(T, F, fn->params[0], s);
+    for (int i = 1; i < fn->nparams; i++) set_var(T, F, fn->params[i], slot_copy(T, L->carry[i - 1], F->nd));
+    return;
+  } else if (site->prim == P_SCAN && L && L->st == site) {
+    /* consts, then the carries, then a slice of each xs (ready with its xs) */
+    int nc = (int)site->at->i[0];
+    for (int i = 0; i < fn->nparams; i++) {
+      int32_t *s = i >= nc && i < nc + L->n ? slot_copy(T, L->carry[i - nc], F->nd)
+                                            : atom_slot(T, C, &site->in[i], F->gate);
+      set_var(T, F, fn->params[i], s);
+    }
+    return;
+  }
+  for (int i = 0; i < fn->nparams; i++) {
+    int32_t *s = fromcarry >= 0 && i >= fromcarry ? slot_copy(T, L->carry[i - fromcarry], F->nd)
+                                                 : atom_slot(T, C, &site->in[first + i], F->gate);
+    set_var(T, F, fn->params[i], s);
+  }
+}
+
+void tl_call(Timeline *T, const void *key, const void *caller, IrFunc *fn, const IrStmt *site, const Mesh *mesh,
+             const uint8_t *active) {
+  SFrame *C = frame_of(T, caller);
+  if (!C) return;                     /* not a frame the timeline follows */
+  SFrame *F = frame_push(T, key, fn, mesh, active);
+  F->site = site;
+  /* static link: the innermost frame of the function that defines fn */
+  SFrame *s = C;
+  while (s && s->fn != fn->parent && (!s->fn->scope_as || s->fn->scope_as != fn->parent)) s = s->up;
+  F->up = s;
+  bind_params(T, C, F, site);
+}
+
+/* The slot of F's result j. */
+static int32_t *result_slot(Timeline *T, SFrame *F, int j) { return atom_slot(T, F, &F->fn->outs[j], F->gate); }
+
+void tl_return(Timeline *T, const void *key) {
+  SFrame *F = frame_of(T, key);
+  if (!F) return;
+  SFrame *C = F->below;
+  const IrStmt *site = F->site;
+  if (C && site) {
+    Loop *L = C->loop;
+    IrFunc *fn = F->fn;
+    if (is_map(site)) {
+      for (int j = 0; j < fn->nouts && j < site->nout; j++) {
+        int32_t *r = result_slot(T, F, j);
+        double ready = 0;
+        for (int64_t d = 0; d < F->nd; d++)
+          if (r[d] >= 0 && T->bufs[r[d]].ready > ready) ready = T->bufs[r[d]].ready;
+        slot_free(T, r, F->nd);
+        int32_t *s = slot_new(T, 1);
+        s[0] = buf_new(T, -1, 0, ready);
+        set_var(T, C, site->out[j], s);
+      }
+    } else if (is_loop(site) && L && L->st == site) {
+      if (site->prim == P_WHILE && fn == site->at->fns[0]) {
+        int32_t *r = result_slot(T, F, 0);
+        if (!L->pred) L->pred = tl_get(T, sizeof(double) * (size_t)C->nd);
+        for (int64_t d = 0; d < F->nd; d++)
+          if (on(F, d) && r[d] >= 0) L->pred[d] = T->bufs[r[d]].ready;
+        slot_free(T, r, F->nd);
+      } else {
+        for (int k = 0; k < L->n && k < fn->nouts; k++) {
+          int32_t *r = result_slot(T, F, k);
+          for (int64_t d = 0; d < F->nd; d++)
+            if (on(F, d)) {
+              buf_unref(T, L->carry[k][d]);
+              L->carry[k][d] = buf_ref(T, r[d]);
+            }
+          slot_free(T, r, F->nd);
+        }
+        for (int k = 0; k < L->nys && L->n + k < fn->nouts; k++) {   /* scan: slice t of each ys written */
+          int32_t *r = result_slot(T, F, L->n + k);
+          for (int64_t d = 0; d < F->nd; d++)
+            if (on(F, d) && r[d] >= 0 && L->ys[k][d] >= 0 && T->bufs[r[d]].ready > T->bufs[L->ys[k][d]].ready)
+              T->bufs[L->ys[k][d]].ready = T->bufs[r[d]].ready;
+          slot_free(T, r, F->nd);
+        }
+      }
+    } else if (site->prim < 0 || site->prim == P_COND) {
+      for (int j = 0; j < fn->nouts && j < site->nout; j++) {
+        int32_t *r = result_slot(T, F, j);
+        /* only the devices that ran this function take its results */
+        int32_t **dst = &C->slots[site->out[j]->slot];
+        if (site->out[j]->owner == C->fn) {
+          if (!*dst) *dst = slot_new(T, C->nd);
+          for (int64_t d = 0; d < F->nd && d < C->nd; d++)
+            if (on(F, d)) {
+              buf_unref(T, (*dst)[d]);
+              (*dst)[d] = buf_ref(T, r[d]);
+            }
+        }
+        slot_free(T, r, F->nd);
+      }
+    }
+  }
+  frame_pop(T);
+}
+
+void tl_before(Timeline *T, const void *key, const IrStmt *st, int index) {
+  (void)index;
+  SFrame *F = frame_of(T, key);
+  if (!F || st->k != IS_EQN || !is_loop(st)) return;
+  Loop *L = tl_get(T, sizeof *L);
+  memset(L, 0, sizeof *L);
+  L->st = st;
+  L->prev = F->loop;
+  F->loop = L;
+  int first = loop_first_carry(st);
+  L->n = st->prim == P_SCAN ? (int)st->at->i[1] : st->nin - first;
+  L->carry = tl_get(T, sizeof(int32_t *) * (size_t)(L->n ? L->n : 1));
+  for (int k = 0; k < L->n; k++) L->carry[k] = atom_slot(T, F, &st->in[first + k], F->gate);
+  if (st->prim == P_SCAN) {       /* the stacked results are whole before the first step */
+    L->nys = st->nout - L->n;
+    L->ys = tl_get(T, sizeof(int32_t *) * (size_t)(L->nys ? L->nys : 1));
+    for (int k = 0; k < L->nys; k++) {
+      const Type *t = &st->out[L->n + k]->t;
+      double b = F->mesh ? (double)type_size(t) * dtype_sizes[t->dt] : 0;
+      L->ys[k] = slot_new(T, F->nd);
+      for (int64_t d = 0; d < F->nd; d++)
+        if (on(F, d)) L->ys[k][d] = buf_new(T, F->mesh ? d : -1, b, F->gate[d]);
+    }
+  }
+}
+
+/* Release what F's statement `index` used for the last time. */
+static void drop_dead(Timeline *T, SFrame *F, const IrStmt *st, int index) {
+  IrFunc *fn = F->fn;
+#define DROP(v)                                                                                   \
+  do {                                                                                            \
+    const IrVar *v_ = (v);                                                                        \
+    if (v_ && v_->owner == fn && !v_->captured && F->last[v_->slot] == index && F->slots[v_->slot]) { \
+      slot_free(T, F->slots[v_->slot], F->nd);                                                   \
+      F->slots[v_->slot] = NULL;                                                                  \
+    }                                                                                             \
+  } while (0)
+  for (int j = 0; j < st->nin; j++) DROP(st->in[j].var);
+  for (int j = 0; j < st->nitems; j++) DROP(st->items[j].atom.var);
+  for (int j = 0; j < st->nout; j++) DROP(st->out[j]);
+#undef DROP
+}
+
+void tl_after(Timeline *T, const void *key, const IrStmt *st, int index) {
+  SFrame *F = frame_of(T, key);
+  if (!F) return;
+  T->cur = st;
+  if (st->k == IS_CONST) {
+    int32_t *s = slot_new(T, F->nd);
+    double b = F->mesh ? (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt] : 0;
+    for (int64_t d = 0; d < F->nd; d++)
+      if (on(F, d)) s[d] = buf_new(T, F->mesh ? d : -1, b, F->gate[d]);
+    set_var(T, F, st->out[0], s);
+  } else if (st->k == IS_EQN && is_loop(st)) {
+    Loop *L = F->loop;
+    if (L && L->st == st) {
+      for (int k = 0; k < L->n && k < st->nout; k++) set_var(T, F, st->out[k], slot_copy(T, L->carry[k], F->nd));
+      for (int k = 0; k < L->nys && L->n + k < st->nout; k++)
+        set_var(T, F, st->out[L->n + k], slot_copy(T, L->ys[k], F->nd));
+      F->loop = L->prev;
+      loop_free(T, F, L);
+    }
+  } else if (st->k == IS_EQN && st->prim >= 0 && st->prim != P_COND && !is_map(st)) {
+    if (!F->mesh) run_host(T, F, st);
+    else if (cost_is_comm(st)) run_collective(T, F, st);
+    else run_local(T, F, st);
+  }
+  drop_dead(T, F, st, index);
+}
+
+/* ---- the evaluator's observer --------------------------------------------------------------- */
+
+static void ob_call(void *data, Frame *F, IrStmt *site) {
+  tl_call(data, F, F->caller, F->fn, site, F->space.mesh, F->space.active);
+}
+
+static void ob_return(void *data, Frame *F, IrStmt *site) {
+  (void)site;
+  tl_return(data, F);
+}
+
+static void ob_before(void *data, Frame *F, IrStmt *st, int index) {
+  Timeline *T = data;
+  if (!F->caller && (!T->stack || T->stack->key != F)) {
+    bool known = false;
+    for (SFrame *s = T->stack; s && !known; s = s->below) known = s->key == F;
+    if (!known) tl_top(T, F, F->fn);
+  }
+  tl_before(T, F, st, index);
+}
+
+static void ob_after(void *data, Frame *F, IrStmt *st, int index) { tl_after(data, F, st, index); }
+
+EvalObserver tl_observer(Timeline *T) {
+  EvalObserver o = {ob_call, ob_return, ob_before, ob_after, T};
+  return o;
+}
+
+/* ---- what the trace reads ------------------------------------------------------------------- */
+
+int64_t tl_nevents(const Timeline *T) { return T->nevents; }
+const TlEvent *tl_events(const Timeline *T) { return T->events; }
+int64_t tl_ndevices(const Timeline *T) { return T->ndev; }
+const Hw *tl_hw(const Timeline *T) { return &T->hw; }
+
+double tl_makespan(const Timeline *T) {
+  double end = 0;
+  for (int64_t d = 0; d < T->ndev; d++) {
+    if (T->cfree[d] > end) end = T->cfree[d];
+    if (T->mfree[d] > end) end = T->mfree[d];
+  }
+  return end;
+}
+
+void tl_event_name(const IrStmt *st, char *out, size_t n) {
+  Str src = st->sp.file >= 0 ? diag_line_text(st->sp.file, st->line) : str_c("");
+  while (src.n && (*src.p == ' ' || *src.p == '\t')) src.p++, src.n--;
+  char quote = 0;                 /* without a trailing comment */
+  for (int i = 0; i < src.n; i++) {
+    char c = src.p[i];
+    if (quote) quote = c == quote ? 0 : quote;
+    else if (c == '\'' || c == '"') quote = c;
+    else if (c == '#') {
+      src.n = i;
+      break;
+    }
+  }
+  while (src.n && (src.p[src.n - 1] == ' ' || src.p[src.n - 1] == '\t')) src.n--;
+  while (src.n && (src.p[src.n - 1] == ' ' || src.p[src.n - 1] == '\r')) src.n--;
+  if (src.n > 72) src.n = 72;
+  if (src.n) snprintf(out, n, "%d: %.*s", st->line, src.n, src.p);
+  else snprintf(out, n, "%d: %s", st->line, st->prim >= 0 ? prim_table[st->prim].name : "call");
+}
+
+
+/* ---- the report --------------------------------------------------------------------------- */
+
+/* "1.234 ms": seconds with four significant digits in a fitting unit. */
+static void fmt_time(char *out, size_t n, double t) {
+  if (t == 0) snprintf(out, n, "0");
+  else if (t < 1e-6) snprintf(out, n, "%.4g ns", t * 1e9);
+  else if (t < 1e-3) snprintf(out, n, "%.4g us", t * 1e6);
+  else if (t < 1) snprintf(out, n, "%.4g ms", t * 1e3);
+  else snprintf(out, n, "%.4g s", t);
+}
+
+static void fmt_bytes(char *out, size_t n, double b) {
+  if (b == 0) snprintf(out, n, "-");
+  else if (b < 1e3) snprintf(out, n, "%.0f B", b);
+  else if (b < 1e6) snprintf(out, n, "%.4g kB", b / 1e3);
+  else if (b < 1e9) snprintf(out, n, "%.4g MB", b / 1e6);
+  else if (b < 1e12) snprintf(out, n, "%.4g GB", b / 1e9);
+  else snprintf(out, n, "%.4g TB", b / 1e12);
+}
+
+/* One row of the device table: a range of devices whose numbers print the same. */
+static void device_row(Timeline *T, FILE *out, int64_t lo, int64_t hi, char cells[][5][24]) {
+  char range[48];
+  if (lo == hi) snprintf(range, sizeof range, "%lld", (long long)lo);
+  else snprintf(range, sizeof range, "%lld-%lld", (long long)lo, (long long)hi);
+  (void)T;
+  fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", range, cells[lo][0], cells[lo][1], cells[lo][2], cells[lo][3],
+          cells[lo][4]);
+}
+
+static void report_devices(Timeline *T, FILE *out, double span) {
+  char(*cells)[5][24] = mem_calloc(sizeof *cells * (size_t)T->ndev);
+  err_defer(mem_free, cells);
+  for (int64_t d = 0; d < T->ndev; d++) {
+    double idle = T->idle[d] + (span - T->cfree[d]);
+    fmt_time(cells[d][0], 24, T->busy_c[d]);
+    fmt_time(cells[d][1], 24, T->busy_m[d]);
+    fmt_time(cells[d][2], 24, T->exposed[d]);
+    fmt_time(cells[d][3], 24, idle < 1e-15 ? 0 : idle);
+    fmt_bytes(cells[d][4], 24, T->peak[d]);
+  }
+  fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", "device", "compute", "comm", "exposed", "idle", "peak HBM");
+  int64_t lo = 0;
+  for (int64_t d = 1; d <= T->ndev; d++)
+    if (d == T->ndev || memcmp(cells[d], cells[lo], sizeof cells[0])) {
+      device_row(T, out, lo, d - 1, cells);
+      lo = d;
+    }
+  err_undefer(cells);
+  mem_free(cells);
+}
+
+static void report_memory(Timeline *T, FILE *out) {
+  int64_t worst = 0;
+  for (int64_t d = 1; d < T->ndev; d++)
+    if (T->peak[d] > T->peak[worst]) worst = d;
+  char b[32], cap[32];
+  fmt_bytes(b, sizeof b, T->peak[worst]);
+  fmt_bytes(cap, sizeof cap, T->hw.hbm_bytes);
+  const IrStmt *st = T->peak_st[worst];
+  char where[120] = "";
+  if (st) tl_event_name(st, where, sizeof where);
+  if (T->peak[worst] > T->hw.hbm_bytes)
+    fprintf(out, "does not fit: device %lld needs %s of HBM (it has %s), at line %s\n", (long long)worst, b, cap,
+            where);
+  else
+    fprintf(out, "peak HBM: %s on device %lld (of %s), at line %s\n", b, (long long)worst, cap, where);
+}
+
+static int cmp_lines(const void *a, const void *b) {
+  const LineStat *x = a, *y = b;
+  if (x->time != y->time) return x->time < y->time ? 1 : -1;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+  if (x->file != y->file) return x->file - y->file;
+  return x->line - y->line;
+}
+
+static void report_lines(Timeline *T, FILE *out, double total) {
+  qsort(T->lines, (size_t)T->nlines, sizeof *T->lines, cmp_lines);
+  fprintf(out, "per line, hottest first:\n");
+  fprintf(out, "  %5s %7s %11s %6s %11s %11s %-8s %s\n", "line", "runs", "time", "share", "coll bytes", "waited",
+          "limit", "source");
+  int shown = 0;
+  double rest = 0;
+  long nrest = 0;
+  for (int i = 0; i < T->nlines; i++) {
+    LineStat *l = &T->lines[i];
+    if (l->time == 0 && l->bytes == 0) continue;
+    if (shown == 40) {           /* the cold tail in one line */
+      rest += l->time;
+      nrest++;
+      continue;
+    }
+    shown++;
+    int best = 0;
+    for (int k = 1; k < 5; k++)
+      if (l->by_limit[k] > l->by_limit[best]) best = k;
+    char t[24], b[24], w[24], src[100];
+    fmt_time(t, sizeof t, l->time);
+    fmt_bytes(b, sizeof b, l->bytes);
+    fmt_time(w, sizeof w, l->wait);
+    tl_event_name(l->first, src, sizeof src);
+    const char *text = strchr(src, ':') ? strchr(src, ':') + 2 : src;
+    fprintf(out, "  %5d %7ld %11s %5.1f%% %11s %11s %-8s %s\n", l->line, l->calls, t,
+            total > 0 ? 100 * l->time / total : 0, b, l->wait > 0 ? w : "-", cost_limit_name((CostLimit)best), text);
+  }
+  if (nrest) {
+    char t[24];
+    fmt_time(t, sizeof t, rest);
+    fprintf(out, "  and %ld more line%s: %s, %.1f%%\n", nrest, nrest == 1 ? "" : "s", t,
+            total > 0 ? 100 * rest / total : 0);
+  }
+}
+
+static void report_places(Timeline *T, FILE *out) {
+  for (int i = 0; i < T->nplaces; i++) {
+    const Mesh *m = T->places[i].mesh;
+    const HwPlace *pl = &T->places[i].pl;
+    if (m->name.n) fprintf(out, "mesh %.*s = {", m->name.n, m->name.p);
+    else fprintf(out, "mesh {");           /* pmap's, or a Mesh(...) written in place */
+    for (int a = 0; a < m->naxes; a++)
+      fprintf(out, "%s%.*s: %lld", a ? ", " : "", m->axis[a].n, m->axis[a].p, (long long)m->size[a]);
+    fprintf(out, "}");
+    if (T->hw.topo == HW_SWITCH) {
+      int64_t nodes = (m->ndev + T->hw.node_size - 1) / T->hw.node_size;
+      fprintf(out, " on %lld node%s of %lld\n", (long long)nodes, nodes == 1 ? "" : "s", (long long)T->hw.node_size);
+      continue;
+    }
+    fprintf(out, " on a ");
+    for (int d = 0; d < T->hw.ndims; d++) fprintf(out, "%s%lld", d ? "x" : "", (long long)pl->slice[d]);
+    fprintf(out, " slice:");
+    for (int a = 0; a < m->naxes; a++) {
+      fprintf(out, " %.*s along ", m->axis[a].n, m->axis[a].p);
+      for (int j = 0; j < pl->ndim[a]; j++) fprintf(out, "%c", hw_dim_name(pl->dim[a][j]));
+      fprintf(out, a + 1 < m->naxes ? "," : "");
+    }
+    fprintf(out, "; wraparound on");
+    bool any = false;
+    for (int d = 0; d < T->hw.ndims; d++)
+      if (pl->wrap[d]) fprintf(out, " %c", hw_dim_name(d)), any = true;
+    fprintf(out, "%s\n", any ? "" : " none");
+  }
+}
+
+void tl_report(Timeline *T, FILE *out) {
+  double span = tl_makespan(T);
+  char t[32];
+  fmt_time(t, sizeof t, span);
+  fprintf(out, "modelled on %s: %s\n", T->hw.name, t);
+  report_places(T, out);
+  if (!T->ndev) fprintf(out, "no shard_map ran: nothing ran on the devices\n");
+  if (T->ndev) {
+    report_devices(T, out, span);
+    report_memory(T, out);
+  }
+  double total = 0;
+  for (int i = 0; i < T->nlines; i++) total += T->lines[i].time;
+  if (T->nlines) report_lines(T, out, total);
+  double sent = 0;
+  for (int i = 0; i < T->nlines; i++) sent += T->lines[i].bytes;
+  if (sent > 0) fprintf(out, "collective bytes sent, all devices: %.0f\n", sent);
+  if (T->outside)
+    fprintf(out, "not modelled: %ld equation%s outside any shard_map (the host's)\n", T->outside,
+            T->outside == 1 ? "" : "s");
+  if (T->undeclared_dtype)
+    fprintf(out, "note: %s has no %s peak; modelled at its f32 peak\n", T->hw.name, T->undeclared);
+  for (int i = 0; i < T->nnotes; i++) fprintf(out, "data-dependent: %s\n", T->notes[i]);
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# timeout: 120
+"""Each cost formula, pinned: a collective or local equation modelled with
+--abstract on a preset, its duration read from the trace file, against the
+value computed here from the published formula (docs/cost.md):
+
+  torus (the scaling book, "Sharded matrices", "A deeper dive into TPU
+  communication primitives"): along one axis a bidirectional ring (a
+  wraparound) gives 2 W per chip, a line W; all-gather and reduce-scatter
+  take (N-1)/N V / bandwidth, all-reduce twice that, all-to-all
+  V / (4 bandwidth); gathering over several axes adds their bandwidths;
+  the time is never below hops * 1 us.
+  switch (NCCL's ring, nccl-tests' bus bandwidth): (N-1)/N V / W per
+  all-gather, twice for all-reduce, one NCCL latency per ring step;
+  NVLink SHARP all-reduce V / W.
+  roofline: max(FLOPs / peak, bytes / HBM bandwidth).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _model import LINE, close, collective_program, nbytes, one_duration, trace  # noqa: E402
+
+V5E_W, V4_W, LAT = 4.5e10, 4.5e10, 1e-6
+A100_NV, H100_NV, H100_NET = 12 * 25e9, 18 * 25e9, 50e9
+NV_LAT, NET_LAT = 3.4e-6, 9.6e-6
+checks = 0
+
+
+def torus(hw, axes, line, block, want, what, place=None):
+    global checks
+    extra = ('--place', place) if place else ()
+    got = one_duration(trace(collective_program(axes, line, block), hw, *extra), LINE)
+    close(got, want, what)
+    checks += 1
+
+
+def main():
+    global checks
+    blk = (512, 4096)
+    n = nbytes(blk)
+    # -- v5e {X: 8, Y: 4}: no wraparound (only full axes of 16 wrap): lines
+    V = 4 * n
+    torus('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', blk,
+          max(3 / 4 * V / V5E_W, 3 * LAT), 'all-gather over a line of 4 (the book: 3 * 8.4e6 / 4.5e10 = 560 us)')
+    torus('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', (64, 128),
+          3 * LAT, 'latency-bound all-gather: 3 hops of 1 us (the book: 3 us)')
+    torus('tpu-v5e', [('X', 8), ('Y', 4)], 'psum_scatter[axis_name=X, scatter_dimension=0, tiled=True] x', blk,
+          max(7 / 8 * n / V5E_W, 7 * LAT), 'reduce-scatter over a line of 8')
+    torus('tpu-v5e', [('X', 8), ('Y', 4)], 'psum[axes=X] x', blk,
+          max(2 * 7 / 8 * n / V5E_W, 2 * 7 * LAT), 'all-reduce over a line of 8')
+    # -- v5e {X: 16, Y: 16}: both axes wrap around: bidirectional rings
+    V = 16 * n
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'all_gather[axis_name=Y, axis=0, tiled=True] x', blk,
+          max(15 / 16 * V / (2 * V5E_W), 8 * LAT), 'all-gather over a ring of 16')
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'psum[axes=Y] x', blk,
+          max(2 * 15 / 16 * n / (2 * V5E_W), 16 * LAT), 'all-reduce over a ring of 16')
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'all_to_all[axis_name=Y, split_axis=0, concat_axis=0, tiled=True] x',
+          blk, max(16 * n / (4 * 2 * V5E_W), 8 * LAT), 'all-to-all over a ring of 16: V / (4 W_bidi)')
+    V = 256 * n
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'all_gather[axis_name=(X, Y), axis=0, tiled=True] x', blk,
+          max(255 / 256 * V / (2 * 2 * V5E_W), 16 * LAT), 'all-gather over two axes: twice the bandwidth')
+    # -- one dimension of 16 shared by two axes: the major one is strided
+    V = 4 * n
+    torus('tpu-v5e', [('a', 4), ('b', 4)], 'all_gather[axis_name=b, axis=0, tiled=True] x', blk,
+          max(3 / 4 * V / V5E_W, 3 * LAT), 'the minor axis: a line of 4', place='a=x,b=x')
+    torus('tpu-v5e', [('a', 4), ('b', 4)], 'all_gather[axis_name=a, axis=0, tiled=True] x', blk,
+          max(3 / 4 * V / (2 * V5E_W / 4), 8 * LAT), 'the major axis: a ring at stride 4, links shared by 4',
+          place='a=x,b=x')
+    # -- v4: a full 4x4x4 cube wraps around; a 2x2x4 does not
+    torus('tpu-v4', [('X', 4), ('Y', 4), ('Z', 4)], 'all_gather[axis_name=X, axis=0, tiled=True] x', blk,
+          max(3 / 4 * 4 * n / (2 * V4_W), 2 * LAT), 'v4 cube: a ring of 4')
+    torus('tpu-v4', [('X', 4), ('Y', 4), ('Z', 4)], 'all_gather[axis_name=X, axis=0, tiled=True] x', (16,),
+          2 * LAT, 'v4 cube, 256 bytes in all: latency-bound, 2 hops (the book: about 2 us)')
+    torus('tpu-v4', [('X', 2), ('Y', 2), ('Z', 4)], 'all_gather[axis_name=Z, axis=0, tiled=True] x', blk,
+          max(3 / 4 * 4 * n / V4_W, 3 * LAT), 'v4 2x2x4: no wraparound, a line of 4')
+    # -- ppermute: link loads
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'ppermute[axis_name=Y, shift=1] x', blk,
+          max(n / V5E_W, LAT), 'ppermute by 1 round a ring: one block per link')
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'ppermute[axis_name=Y, shift=2] x', blk,
+          max(2 * n / V5E_W, 2 * LAT), 'ppermute by 2 round a ring: two blocks per link')
+    torus('tpu-v5e', [('i', 4)], 'ppermute[axis_name=i, shift=1] x', blk,
+          max(n / V5E_W, 3 * LAT), 'ppermute by 1 on a line of 4: the last block goes 3 hops back')
+    torus('tpu-v5e', [('i', 4)], 'ppermute[axis_name=i, shift=1] x', (8,),
+          3 * LAT, 'a small ppermute on a line: latency-bound')
+    # -- switches
+    V = 8 * n
+    torus('a100', [('i', 8)], 'psum[axes=i] x', blk, 2 * 7 / 8 * n / A100_NV + 2 * 7 * NV_LAT,
+          'ring all-reduce on 8 A100s (NVLink 600 GB/s both ways)')
+    torus('a100', [('i', 8)], 'all_gather[axis_name=i, axis=0, tiled=True] x', blk, 7 / 8 * V / A100_NV + 7 * NV_LAT,
+          'ring all-gather on 8 A100s')
+    torus('h100', [('i', 8)], 'psum[axes=i] x', blk, n / H100_NV + 2 * NV_LAT, 'NVLink SHARP all-reduce on 8 H100s')
+    torus('h100', [('i', 8)], 'all_to_all[axis_name=i, split_axis=0, concat_axis=0, tiled=True] x', blk,
+          7 / 8 * n / H100_NV + NV_LAT, 'all-to-all in an H100 node: B (N-1) / (W N^2), B the whole array')
+    torus('h100', [('n', 2), ('g', 8)], 'psum[axes=(n, g)] x', blk,
+          2 * max(7 / 8 * n / H100_NV, 1 / 2 * n / (8 * H100_NET)) + 2 * 14 * NV_LAT + 2 * 1 * NET_LAT,
+          'all-reduce over 2 H100 nodes: the slower of NVLink and 8 x 400 Gb/s InfiniBand')
+    torus('h100', [('i', 16)], 'ppermute[axis_name=i, shift=1] x', blk, n / H100_NET + NET_LAT,
+          'a ppermute that crosses nodes: over InfiniBand')
+    # -- the other presets and primitives
+    torus('tpu-v6e', [('X', 16), ('Y', 16)], 'all_gather[axis_name=X, axis=0, tiled=True] x', blk,
+          max(15 / 16 * 16 * n / (2 * 9e10), 8 * LAT), 'v6e: a ring of 16 at 9e10 B/s a link')
+    torus('tpu-v5p', [('X', 4), ('Y', 4), ('Z', 4)], 'psum[axes=(X, Y)] x', blk,
+          max(2 * 15 / 16 * n / (2 * 2 * 9e10), 2 * 4 * LAT), 'v5p cube: an all-reduce over two rings')
+    torus('tpu-v5e', [('X', 16), ('Y', 16)], 'pmean[axes=Y] x', blk,
+          max(2 * 15 / 16 * n / (2 * V5E_W), 16 * LAT), 'pmean costs what psum costs')
+    torus('tpu-v5e', [('X', 8), ('Y', 4)], 'all_gather_invariant[axis_name=Y, axis=0, tiled=True] x', blk,
+          max(3 / 4 * 4 * n / V5E_W, 3 * LAT), 'all_gather_invariant costs what all_gather costs')
+    torus('tpu-v5e', [('X', 16), ('Y', 8)], 'all_gather[axis_name=(X, Y), axis=0, tiled=True] x', blk,
+          max(127 / 128 * 128 * n / (2 * V5E_W + V5E_W), (8 + 7) * LAT), 'a ring of 16 and a line of 8 together')
+    torus('a100', [('i', 8)], 'psum_scatter[axis_name=i, scatter_dimension=0, tiled=True] x', blk,
+          7 / 8 * n / A100_NV + 7 * NV_LAT, 'ring reduce-scatter on 8 A100s')
+    torus('a100', [('n', 2), ('g', 8)], 'all_to_all[axis_name=(n, g), split_axis=0, concat_axis=0, tiled=True] x',
+          blk, max(7 / 16 * n / A100_NV, n * 8 / 16 / 25e9) + NET_LAT,
+          'all-to-all over 2 A100 nodes: half of each block leaves the node')
+    # -- local rooflines
+    local_checks()
+    print('%d formulas checked' % checks)
+    return 0
+
+
+def local(hw, text, line, want, what):
+    global checks
+    close(one_duration(trace(text, hw), line), want, what)
+    checks += 1
+
+
+def local_checks():
+    B, D, F = 512, 8192, 4096
+    prog = ('mesh m = {i: 2}\n'
+            'a = full[shape=(%d, %d), value=1.0, dtype=f32]\n'
+            'w = full[shape=(%d, %d), value=1.0, dtype=f32]\n'
+            '@shard_map[mesh=m, in_specs=(P(i), P()), out_specs=P(i)]\n'
+            'def f(x, y) {\n'
+            '  z = dot_general[dimension_numbers=(([1], [0]), ([], []))] x y\n'
+            '  e = exp z\n'
+            '  u = dynamic_update_slice z e 0 0\n'
+            '  return u\n'
+            '}\n'
+            'r = f a w\n') % (2 * B, D, D, F)
+    flops, byts = 2 * B * D * F, 4 * (B * D + D * F + B * F)
+    local('tpu-v5e', prog, 6, max(flops / 1.97e14, byts / 8.1e11), 'dot_general on v5e (f32 at the bf16 rate)')
+    local('h100', prog, 6, max(flops / 4.945e14, byts / 3.35e12), 'dot_general on H100 (f32 at the TF32 rate)')
+    local('h100', prog, 7, max(B * F / 6.7e13, 8 * B * F / 3.35e12), 'exp on H100: the CUDA cores, HBM-bound')
+    local('tpu-v5e', prog, 8, 2 * 4 * B * F / 8.1e11, 'dynamic_update_slice in place: the update read and written')
+
+
+if __name__ == '__main__':
+    sys.exit(main())
