@@ -32,7 +32,7 @@ static void *dalloc(IrProg *P, size_t n) { return arena_alloc(&P->arena, n); }
 static bool effects(const IrFunc *g) {
   for (int i = 0; i < g->nbody; i++) {
     const IrStmt *st = g->body[i];
-    if (st->k == IS_PRINT || st->k == IS_SHOW) return true;
+    if (st->k == IS_PRINT || st->k == IS_SHOW || st->k == IS_SAVE) return true;
     if (st->k != IS_EQN) continue;
     if (st->prim == P_WHILE) return true;
     if (st->prim < 0 && effects(st->callee)) return true;
@@ -100,6 +100,11 @@ static void live(IrProg *P, const IrFunc *f, const bool *need_out, Live *L) {
       continue;
     }
     if (st->k == IS_SHOW) { L->keep[i] = true; continue; }
+    if (st->k == IS_SAVE) {
+      L->keep[i] = true;
+      USE(st->in[0]);
+      continue;
+    }
     if (st->k == IS_CONST) { L->keep[i] = u[st->out[0]->slot]; continue; }
     bool *need = dalloc(P, sizeof(bool) * (size_t)(st->nout + 1)), any = false;
     for (int j = 0; j < st->nout; j++) any |= need[j] = u[st->out[j]->slot];
@@ -209,6 +214,7 @@ static IrFunc *rebuild(IrProg *P, IrFunc *f, const bool *need_out, const bool *p
     if (!L.keep[i]) continue;
     bld_set_where(B, st->sp);
     if (st->k == IS_SHOW) { bld_reuse(B, st); continue; }
+    if (st->k == IS_SAVE) { bld_save(B, st, MAP(st->in[0])); continue; }
     if (st->k == IS_CONST) {
       bld_const(B, st->value, &map[st->out[0]->slot]);
       map[st->out[0]->slot].var->name = st->out[0]->name;

@@ -265,4 +265,43 @@ void bld_print(Builder *B, const IrPrintItem *items, int n) {
   emit_stmt(&B->e, st);
 }
 
+bool bld_inline(Builder *B, const IrFunc *g, const IrAtom *args, IrAtom *out) {
+  IrAtom *map = ENEWN(&B->e, IrAtom, g->nslots);
+  for (int k = 0; k < g->nparams; k++) map[g->params[k]->slot] = args[k];
+#define MAP(a) ((a).var && (a).var->owner == g ? map[(a).var->slot] : (a))
+  for (int i = 0; i < g->nbody; i++) {
+    IrStmt *st = g->body[i];
+    if (st->k == IS_SHOW) { bld_reuse(B, st); continue; }
+    if (st->k == IS_SAVE) { bld_save(B, st, MAP(st->in[0])); continue; }
+    if (st->k == IS_CONST) { bld_const(B, st->value, &map[st->out[0]->slot]); continue; }
+    if (st->k == IS_PRINT) {
+      IrPrintItem *items = ENEWN(&B->e, IrPrintItem, st->nitems);
+      for (int k = 0; k < st->nitems; k++) {
+        items[k] = st->items[k];
+        if (items[k].atom.var || items[k].atom.lit) items[k].atom = MAP(st->items[k].atom);
+      }
+      bld_print(B, items, st->nitems);
+      continue;
+    }
+    IrAtom *in = ENEWN(&B->e, IrAtom, st->nin), *o = ENEWN(&B->e, IrAtom, st->nout);
+    for (int k = 0; k < st->nin; k++) in[k] = MAP(st->in[k]);
+    if (!bld_copy(B, st, in, o)) return false;
+    for (int j = 0; j < st->nout; j++) map[st->out[j]->slot] = o[j];
+  }
+  for (int j = 0; j < g->nouts; j++) out[j] = MAP(g->outs[j]);
+#undef MAP
+  return true;
+}
+
+void bld_save(Builder *B, const IrStmt *st, IrAtom a) {
+  IrStmt *c = emit_new_stmt(&B->e, IS_SAVE, B->where);
+  c->in = ENEWN(&B->e, IrAtom, 1);
+  c->in[0] = a;
+  c->nin = 1;
+  c->path = st->path;
+  c->load_path = st->load_path;
+  bld_captures(B, c->in, 1);
+  emit_stmt(&B->e, c);
+}
+
 void bld_reuse(Builder *B, IrStmt *st) { emit_stmt(&B->e, st); }

@@ -61,6 +61,12 @@ void bld_set_where(Builder *B, Span where);
 bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out);
 /* A print statement of items whose atoms are B's function's. */
 void bld_print(Builder *B, const IrPrintItem *items, int n);
+/* g's statements copied into B's function, its parameters standing for
+   args[]; out[] gets its results.  g's nested functions must not read
+   g's own values through a closure.  False after a diagnostic. */
+bool bld_inline(Builder *B, const IrFunc *g, const IrAtom *args, IrAtom *out);
+/* A copy of save statement st, saving atom a of B's function. */
+void bld_save(Builder *B, const IrStmt *st, IrAtom a);
 /* Append a statement that names no variable (a `show`) as it is. */
 void bld_reuse(Builder *B, IrStmt *st);
 

@@ -565,6 +565,113 @@ bool jvp_while(JvpCx *cx) {
   return true;
 }
 
+/* ---- scan ------------------------------------------------------------------------------- */
+
+/* scan: operands consts, carries, xs; the body (consts, carries, slices of
+   the xs) -> (carries, slices of the ys).  The JVP's operands are the
+   consts, the captured values, their tangents; the carries, theirs (a
+   fixed point); the xs, theirs; its results the carries, their tangents,
+   the ys, theirs. */
+bool jvp_scan(JvpCx *cx) {
+  Jv *J = cx->J;
+  const IrStmt *st = cx->st;
+  Builder *B = J->B;
+  IrFunc *body = st->at->fns[0];
+  int nc = (int)st->at->i[0], ncar = (int)st->at->i[1];
+  Caps x = extras_of(J, st);
+  Ops o = map_ops(J, st->in, st->nin), xo = map_extras(J, &x);
+  bool *nzp = bld_alloc(B, sizeof(bool) * (size_t)(st->nin + 1));
+  for (int k = 0; k < st->nin; k++) nzp[k] = o.h[k];
+  Plan *pl = bld_alloc(B, sizeof(Plan) * (size_t)(2 * (st->nin + x.n) + 1));
+  Sub s;
+  int m;
+  for (;;) {
+    m = 0;
+    for (int k = 0; k < nc; k++) pl[m++] = (Plan){PL_P, k};
+    for (int k = 0; k < x.n; k++) pl[m++] = (Plan){PL_X, k};
+    for (int k = 0; k < nc; k++)
+      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
+    for (int k = 0; k < x.n; k++)
+      if (xo.h[k]) pl[m++] = (Plan){PL_XT, k};
+    for (int k = nc; k < nc + ncar; k++) pl[m++] = (Plan){PL_P, k};
+    for (int k = nc; k < nc + ncar; k++)
+      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
+    for (int k = nc + ncar; k < st->nin; k++) pl[m++] = (Plan){PL_P, k};
+    for (int k = nc + ncar; k < st->nin; k++)
+      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
+    s = jv_sub(J, body, &x, nzp, xo.h, pl, m);
+    if (J->R->failed) return false;
+    bool stable = true;
+    for (int k = 0; k < ncar; k++) {
+      IrAtom t;
+      bool h;
+      jv_atom(s.J, &body->outs[k], &t, &h);
+      if (h && !nzp[nc + k]) {
+        nzp[nc + k] = true;
+        stable = false;
+      }
+    }
+    if (stable) break;
+  }
+  bool *hout = bld_alloc(B, sizeof(bool) * (size_t)(st->nout + 1));
+  for (int j = 0; j < st->nout; j++) {
+    IrAtom t;
+    if (j < ncar) hout[j] = nzp[nc + j];
+    else jv_atom(s.J, &body->outs[j], &t, &hout[j]);
+  }
+  /* operands */
+  IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(2 * (st->nin + x.n) + 1));
+  int nin = 0;
+  for (int k = 0; k < nc; k++) in[nin++] = o.p[k];
+  for (int k = 0; k < x.n; k++) in[nin++] = xo.p[k];
+  for (int k = 0; k < nc; k++)
+    if (nzp[k]) in[nin++] = o.t[k];
+  for (int k = 0; k < x.n; k++)
+    if (xo.h[k]) in[nin++] = xo.t[k];
+  int nconsts = nin;
+  for (int k = nc; k < nc + ncar; k++) in[nin++] = o.p[k];
+  for (int k = nc; k < nc + ncar; k++)
+    if (nzp[k]) {
+      Type t = st->out[k - nc]->t;
+      in[nin++] = o.h[k] ? bld_lift(B, o.t[k], t.vma) : bld_zeros(B, &t);
+    }
+  int ncarry = nin - nconsts;
+  for (int k = nc + ncar; k < st->nin; k++) in[nin++] = o.p[k];
+  for (int k = nc + ncar; k < st->nin; k++)
+    if (nzp[k]) in[nin++] = o.t[k];
+  /* results: carries, their tangents, ys, theirs */
+  IrAtom *outs = bld_alloc(B, sizeof(IrAtom) * (size_t)(2 * st->nout + 1));
+  Type *outt = bld_alloc(B, sizeof(Type) * (size_t)(2 * st->nout + 1));
+  int no = 0;
+  for (int pass = 0; pass < 4; pass++)
+    for (int j = pass < 2 ? 0 : ncar; j < (pass < 2 ? ncar : st->nout); j++) {
+      bool tangent = pass & 1;
+      if (tangent && !hout[j]) continue;
+      uint32_t vma = body->outs[j].t.vma | (j < ncar ? st->out[j]->t.vma : 0);
+      outs[no] = sub_out(&s, j, tangent, vma);
+      outt[no++] = st->out[j]->t;
+    }
+  IrFunc *g = bld_finish(s.J->B, outs, no);
+  Attrs *at = bld_attrs_with(B, st->at, &g, 1);
+  at->i[0] = nconsts;
+  at->i[1] = ncarry;
+  const char *keys[3] = {"jaxpr", "num_consts", "num_carry"};
+  PVal *vals[3] = {bld_pv_fn(B, 0), bld_pv_int(B, nconsts), bld_pv_int(B, ncarry)};
+  IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(no + 1));
+  if (!bld_higher(B, P_SCAN, at, bld_params_with(B, st, keys, vals, 3), st->nparams, in, nin, outt, no, out))
+    return !(J->R->failed = true);
+  /* out: carries, their tangents (ntc), ys, theirs; st's results are the
+     carries then the ys, their tangents in the same order */
+  IrAtom *res = bld_alloc(B, sizeof(IrAtom) * (size_t)(2 * st->nout + 1));
+  int ntc = 0, q = st->nout, tc = 0, ty = 0;
+  for (int j = 0; j < ncar; j++) ntc += hout[j];
+  for (int j = 0; j < st->nout; j++) res[j] = out[j < ncar ? j : ntc + j];
+  for (int j = 0; j < st->nout; j++)
+    if (hout[j]) res[q++] = j < ncar ? out[ncar + tc++] : out[ntc + st->nout + ty++];
+  bind_results(J, st, res, st->nout, hout);
+  return true;
+}
+
 /* ---- shard_map ------------------------------------------------------------------------------ */
 
 /* The spec P(). */
@@ -574,8 +681,40 @@ static PVal *spec_none(Builder *B) {
   return v;
 }
 
-/* shard_map: the body differentiated; a tangent enters and leaves through
-   its primal's spec, a captured value through P(). */
+/* An xla_pmap's parameters for new operands and results: the per-operand
+   ones made from inax[] (the mapped dimension, or -1), out_axes from
+   outax[], call_jaxpr the new body; the others as written. */
+static IrParam *pmap_params(Builder *B, const IrStmt *st, const int8_t *inax, int nin, const int8_t *outax,
+                            int nout, int *np) {
+  PVal **axes = bld_alloc(B, sizeof(PVal *) * (size_t)(nin + 1)), **mapped = bld_alloc(B, sizeof(PVal *) * (size_t)(nin + 1));
+  PVal **no = bld_alloc(B, sizeof(PVal *) * (size_t)(nin + 1)), **none = bld_alloc(B, sizeof(PVal *) * (size_t)(nin + 1));
+  PVal **oax = bld_alloc(B, sizeof(PVal *) * (size_t)(nout + 1));
+  for (int k = 0; k < nin; k++) {
+    axes[k] = inax[k] >= 0 ? bld_pv_int(B, inax[k]) : bld_pv_tuple(B, NULL, 0);
+    if (inax[k] < 0) axes[k]->k = PV_NONE;
+    mapped[k] = bld_pv_bool(B, inax[k] >= 0);
+    no[k] = bld_pv_bool(B, false);
+    none[k] = bld_pv_tuple(B, NULL, 0);
+    none[k]->k = PV_NONE;
+  }
+  for (int j = 0; j < nout; j++) oax[j] = bld_pv_int(B, outax[j]);
+  const char *keys[6] = {"call_jaxpr", "in_axes", "out_axes", "mapped_invars", "donated_invars", "global_arg_shapes"};
+  PVal *vals[6] = {bld_pv_fn(B, 0), bld_pv_tuple(B, axes, nin), bld_pv_tuple(B, oax, nout), bld_pv_tuple(B, mapped, nin),
+                   bld_pv_tuple(B, no, nin), bld_pv_tuple(B, none, nin)};
+  IrParam *ps = bld_alloc(B, sizeof(IrParam) * (size_t)(st->nparams + 4));
+  memcpy(ps, bld_params_with(B, st, keys, vals, 6), sizeof(IrParam) * (size_t)st->nparams);
+  *np = st->nparams;
+  for (int k = 1; k < 3; k++)        /* in_axes and out_axes, when they were left to their defaults */
+    if (!rule_stmt_param(st, keys[k])) {
+      ps[*np].key = keys[k];
+      ps[(*np)++].v = vals[k];
+    }
+  return ps;
+}
+
+/* shard_map (and xla_pmap, the same with mapped dimensions): the body
+   differentiated; a tangent enters and leaves as its primal does, a
+   captured value as an unmapped, replicated operand (P()). */
 bool jvp_shard_map(JvpCx *cx) {
   Jv *J = cx->J;
   const IrStmt *st = cx->st;
@@ -600,24 +739,20 @@ bool jvp_shard_map(JvpCx *cx) {
   ShardMap *ts = bld_alloc(B, sizeof(ShardMap));
   *ts = *sm;
   ts->out = bld_alloc(B, sizeof(Spec) * (size_t)(nout + ntan + 1));
+  int8_t *oax = bld_alloc(B, (size_t)(nout + ntan + 1));
   PVal **os = bld_alloc(B, sizeof(PVal *) * (size_t)(nout + ntan + 1));
   int m = 0;
-  for (int j = 0; j < nout; j++, m++) {
-    outs[m] = sub_out(&s, j, false, 0);
-    outt[m] = st->out[j]->t;
-    ts->out[m] = sm->out[j];
-    os[m] = sm->out[j].src;
-  }
-  for (int j = 0; j < nout; j++)
-    if (hout[j]) {
+  for (int pass = 0; pass < 2; pass++)
+    for (int j = 0; j < nout; j++) {
+      if (pass && !hout[j]) continue;
       IrAtom t;
       bool h;
       jv_atom(s.J, &body->outs[j], &t, &h);
-      outs[m] = t;
+      outs[m] = pass ? t : sub_out(&s, j, false, 0);
       outt[m] = st->out[j]->t;
       ts->out[m] = sm->out[j];
       os[m] = sm->out[j].src;
-      m++;
+      oax[m++] = sm->out_axis ? sm->out_axis[j] : -1;
     }
   ts->nout = m;
   IrFunc *g = bld_finish(s.J->B, outs, m);
@@ -625,32 +760,40 @@ bool jvp_shard_map(JvpCx *cx) {
   IrAtom *in = std_operands(J, &o, &xo, &nin);
   ts->nin = nin;
   ts->in = bld_alloc(B, sizeof(Spec) * (size_t)(nin + 1));
+  int8_t *iax = bld_alloc(B, (size_t)(nin + 1));
   PVal **is = bld_alloc(B, sizeof(PVal *) * (size_t)(nin + 1));
   for (int i = 0; i < np; i++) {
     int k = pl[i].idx;
-    if (pl[i].kind == PL_P || pl[i].kind == PL_PT) ts->in[i] = sm->in[k];
-    else {
+    if (pl[i].kind == PL_P || pl[i].kind == PL_PT) {
+      ts->in[i] = sm->in[k];
+      iax[i] = sm->in_axis ? sm->in_axis[k] : -1;
+    } else {
       memset(&ts->in[i], 0, sizeof(Spec));
       ts->in[i].src = spec_none(B);
+      iax[i] = -1;
     }
     is[i] = ts->in[i].src;
+  }
+  if (sm->in_axis) {
+    ts->in_axis = iax;
+    ts->out_axis = oax;
   }
   Attrs *at = bld_attrs_with(B, st->at, &g, 1);
   at->ext = ts;
   const char *keys[3] = {"f", "in_specs", "out_specs"};
   PVal *vals[3] = {bld_pv_fn(B, 0), bld_pv_tuple(B, is, nin), bld_pv_tuple(B, os, m)};
+  int nps = st->nparams;
+  IrParam *ps = st->prim == P_XLA_PMAP ? pmap_params(B, st, iax, nin, oax, m, &nps) : bld_params_with(B, st, keys, vals, 3);
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(m + 1));
-  if (!bld_higher(B, P_SHARD_MAP, at, bld_params_with(B, st, keys, vals, 3), st->nparams, in, nin, outt, m, out))
-    return !(J->R->failed = true);
+  if (!bld_higher(B, st->prim, at, ps, nps, in, nin, outt, m, out)) return !(J->R->failed = true);
   bind_results(J, st, out, nout, hout);
   return true;
 }
 
 /* ---- equations ------------------------------------------------------------------------------ */
 
-/* A call: the callee's equations, differentiated in place. */
-static void jv_call(Jv *J, const IrStmt *st) {
-  IrFunc *g = st->callee;
+/* A call of g: its equations, differentiated in place. */
+static void jv_inline(Jv *J, const IrStmt *st, IrFunc *g) {
   Jv *C = jv_new(J->R, J->B, g, J);
   for (int k = 0; k < st->nin && k < g->nparams; k++) {
     IrAtom t;
@@ -668,8 +811,17 @@ static void jv_call(Jv *J, const IrStmt *st) {
 }
 
 /* An equation: the primal copied, then its tangents from the rule. */
+/* JAX's call primitives (pjit, closed_call, checkpoint, the custom_jvp
+   and custom_vjp calls...): the checker makes them calls of their
+   function, which is inlined; a custom rule JAX would use is not part of
+   what shm reads, so the function itself is differentiated. */
+bool jvp_call(JvpCx *cx) {
+  jv_inline(cx->J, cx->st, cx->st->callee ? cx->st->callee : cx->st->at->fns[0]);
+  return true;
+}
+
 static void jv_eqn(Jv *J, const IrStmt *st) {
-  if (st->prim < 0) { jv_call(J, st); return; }
+  if (st->prim < 0) { jv_inline(J, st, st->callee); return; }
   JvpCx cx;
   memset(&cx, 0, sizeof cx);
   cx.J = J;
@@ -732,6 +884,7 @@ static void jv_stmt(Jv *J, IrStmt *st) {
     break;
   }
   case IS_SHOW: bld_reuse(J->B, st); break;
+  case IS_SAVE: bld_save(J->B, st, jv_atom(J, &st->in[0], NULL, NULL)); break;
   }
 }
 

@@ -22,7 +22,7 @@ typedef struct PeRoot {
 } PeRoot;
 
 /* How the linear part of a split reads a known value. */
-enum { PE_TOP, PE_PARAM, PE_STACK };
+enum { PE_TOP, PE_PARAM, PE_STACK, PE_SCAN };
 
 /* A residual: a known value (in K) and what U reads for it. */
 typedef struct Res {
@@ -52,6 +52,8 @@ typedef struct Pe {
   bool has_uidx;
   int64_t lower, trips;
   const bool *pass;     /* by parameter of src: a carry the body returns unchanged */
+  /* PE_SCAN: how many of src's parameters are consts, then carries */
+  int nconst, ncarry;
 } Pe;
 
 static void pe_body(Pe *E);
@@ -205,6 +207,9 @@ static IrAtom res_of(Pe *E, IrAtom k) {
     if (k.var == E->ki.var) return E->ui;
     if (!(r.fwd >= 0 && E->pass[r.fwd])) return stack_res(E, &r);
   }
+  /* a scan passes a const or an x on; anything else (a carry too) is
+     stacked by the known scan as a y and read by the linear one as an x */
+  if (E->mode == PE_SCAN && r.fwd >= E->nconst && r.fwd < E->nconst + E->ncarry) r.fwd = -1;
   Type pt = k.t;
   if (r.fwd < 0) pt.vma |= E->res_vma;
   r.promote = E->promote_ok && r.fwd < 0 && pt.rank == 0 && pt.vma;
@@ -737,6 +742,129 @@ static void pe_fori(Pe *E, IrStmt *st) {
   bind_part(E, st, pin + 1, true, uout_a);
 }
 
+/* A scan split: the known scan computes its known carries and ys, and
+   stacks the residuals as more ys; the linear scan takes its unknown
+   consts, carries and xs, the consts and xs the residuals are, and the
+   stacked residuals as xs. */
+static void pe_scan(Pe *E, IrStmt *st) {
+  PeRoot *R = E->R;
+  IrFunc *H = st->at->fns[0];
+  int nc = (int)st->at->i[0], ncar = (int)st->at->i[1], n = st->nin, nout = st->nout;
+  bool *pin = pe_alloc(R, sizeof(bool) * (size_t)(n + 1)), *o = pe_alloc(R, sizeof(bool) * (size_t)(nout + 1));
+  for (int k = 0; k < n; k++) pin[k] = is_unk(E, &st->in[k]);
+  for (;;) {           /* the carries that become unknown: a fixed point */
+    pe_deps(R, H, pin, o);
+    bool stable = true;
+    for (int k = 0; k < ncar; k++)
+      if (o[k] && !pin[nc + k]) {
+        pin[nc + k] = true;
+        stable = false;
+      }
+    if (stable) break;
+  }
+  bool *uout = pe_alloc(R, sizeof(bool) * (size_t)(nout + 1));
+  for (int j = 0; j < nout; j++) uout[j] = j < ncar ? pin[nc + j] : o[j];
+  Pe *S = pe_sub(E, H, pin, PE_SCAN, E->lift, false);
+  S->nconst = nc;
+  S->ncarry = ncar;
+  pe_body(S);
+  if (R->failed) return;
+  IrAtom *uo = atoms(R, nout);
+  Type *ut = pe_alloc(R, sizeof(Type) * (size_t)(nout + 1));
+  int nu = 0;
+  for (int j = 0; j < nout; j++)
+    if (uout[j]) {
+      ut[nu] = st->out[j]->t;
+      ut[nu].vma |= E->lift;
+      uint32_t v = j < ncar ? ut[nu].vma : H->outs[j].t.vma | E->lift;
+      uo[nu++] = bld_lift(S->UB, u_operand(S, &H->outs[j]), v);
+    }
+  /* the known scan: known carries, known ys, then the stacked residuals */
+  IrAtom *ko = atoms(R, nout + S->nres);
+  Type *kt = pe_alloc(R, sizeof(Type) * (size_t)(nout + S->nres + 1));
+  int nk = 0, kc = 0, kcar = 0;
+  for (int j = 0; j < nout; j++)
+    if (!uout[j]) {
+      kt[nk] = st->out[j]->t;
+      ko[nk] = bld_lift(S->KB, known_of(S, &H->outs[j]), j < ncar ? kt[nk].vma : H->outs[j].t.vma);
+      nk++;
+    }
+  int nky = nk;
+  for (int i = 0; i < S->nres; i++) {
+    Res *r = &S->res[i];
+    if (r->fwd >= 0) continue;
+    Type t = r->k.t;
+    if (t.rank >= SHM_MAXRANK) {
+      diag_error(st->sp, "reverse-mode differentiation of this scan needs a residual of rank %d, more than %d",
+                 t.rank + 1, SHM_MAXRANK);
+      R->failed = true;
+      return;
+    }
+    for (int d = t.rank; d > 0; d--) t.shape[d] = t.shape[d - 1];
+    t.shape[0] = st->at->i[2];
+    t.rank++;
+    kt[nk] = t;
+    ko[nk++] = r->k;
+  }
+  IrFunc *K = bld_finish(S->KB, ko, nk);
+  IrAtom *kin = atoms(R, n);
+  int nki = 0;
+  for (int k = 0; k < n; k++)
+    if (!pin[k]) {
+      kin[nki++] = known_of(E, &st->in[k]);
+      kc += k < nc;
+      kcar += k >= nc && k < nc + ncar;
+    }
+  Attrs *kat = bld_attrs_with(E->KB, st->at, &K, 1);
+  kat->i[0] = kc;
+  kat->i[1] = kcar;
+  const char *keys[3] = {"jaxpr", "num_consts", "num_carry"};
+  PVal *kvals[3] = {bld_pv_fn(E->KB, 0), bld_pv_int(E->KB, kc), bld_pv_int(E->KB, kcar)};
+  IrAtom *kout = atoms(R, nk);
+  if (!emit_part(E, E->KB, st, kat, keys, kvals, 3, kin, nki, kt, nk, kout)) return;
+  bind_part(E, st, uout, false, kout);
+  /* the linear scan, U's parameters in scan order: per group (consts,
+     carries, xs) the unknown operands, then the residuals that belong to
+     it (forwarded consts; forwarded and stacked xs) */
+  IrFunc *U = bld_func(S->UB);
+  IrVar **ps = pe_alloc(R, sizeof(IrVar *) * (size_t)(U->nparams + 1));
+  IrAtom *uin_a = atoms(R, U->nparams);
+  int np = 0, uc = 0, ucar = 0;
+  for (int group = 0; group < 3; group++) {
+    int lo = group == 0 ? 0 : group == 1 ? nc : nc + ncar, hi = group == 0 ? nc : group == 1 ? nc + ncar : n;
+    for (int k = 0, q = 0; k < n; k++) {
+      if (!pin[k]) continue;
+      if (k >= lo && k < hi) {
+        ps[np] = U->params[q];
+        uin_a[np++] = bld_lift(E->UB, u_operand(E, &st->in[k]), U->params[q]->t.vma);
+      }
+      q++;
+    }
+    for (int i = 0, q = nky; i < S->nres; i++) {
+      Res *r = &S->res[i];
+      bool stacked = r->fwd < 0;
+      int g = stacked || r->fwd >= nc ? 2 : 0;
+      if (g == group) {
+        ps[np] = r->up;
+        uin_a[np++] = stacked ? res_of(E, kout[q]) : u_operand(E, &st->in[r->fwd]);
+      }
+      q += stacked;
+    }
+    if (group == 0) uc = np;
+    if (group == 1) ucar = np - uc;
+  }
+  U->params = ps;
+  U->nparams = np;
+  U = bld_finish(S->UB, uo, nu);
+  Attrs *uat = bld_attrs_with(E->UB, st->at, &U, 1);
+  uat->i[0] = uc;
+  uat->i[1] = ucar;
+  PVal *uvals[3] = {bld_pv_fn(E->UB, 0), bld_pv_int(E->UB, uc), bld_pv_int(E->UB, ucar)};
+  IrAtom *uout_a = atoms(R, nu);
+  if (!emit_part(E, E->UB, st, uat, keys, uvals, 3, uin_a, np, ut, nu, uout_a)) return;
+  bind_part(E, st, uout, true, uout_a);
+}
+
 /* A while: reverse mode needs a static trip count, so no tangent may
    flow through its carries; its other unknown operands are unused. */
 static void pe_while(Pe *E, IrStmt *st) {
@@ -775,6 +903,12 @@ static void pe_eqn(Pe *E, IrStmt *st) {
     case P_COND: pe_cond(E, st); return;
     case P_FORI_LOOP: pe_fori(E, st); return;
     case P_WHILE: pe_while(E, st); return;
+    case P_SCAN: pe_scan(E, st); return;
+    case P_XLA_PMAP:
+      diag_error(st->sp, "reverse-mode differentiation of xla_pmap is not available: its transpose is not written "
+                 "(shard_map's is; write the pmap as a shard_map)");
+      R->failed = true;
+      return;
     default: pe_shard_map(E, st); return;
     }
   }
@@ -786,7 +920,7 @@ static void pe_eqn(Pe *E, IrStmt *st) {
   }
 }
 
-/* A statement of E->src (constants and prints go to the known part). */
+/* A statement of E->src (constants, prints and saves go to the known part). */
 static void pe_stmt(Pe *E, IrStmt *st) {
   bld_set_where(E->KB, st->sp);
   bld_set_where(E->UB, st->sp);
@@ -809,6 +943,7 @@ static void pe_stmt(Pe *E, IrStmt *st) {
     break;
   }
   case IS_SHOW: bld_reuse(E->KB, st); break;
+  case IS_SAVE: bld_save(E->KB, st, known_of(E, &st->in[0])); break;
   }
 }
 

@@ -38,7 +38,7 @@ typedef struct TrCtx TrCtx;
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(all_to_all) \
-  X(cond) X(fori_loop) X(shard_map)
+  X(cond) X(fori_loop) X(scan) X(shard_map)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -1020,6 +1020,91 @@ static bool tr_fori_loop(TrCtx *cx) {
   return true;
 }
 
+/* scan: JAX's scan transpose.  The linear consts' cotangents are summed
+   in carries, the carries' cotangents carried, the linear xs' cotangents
+   stacked as ys; the scan runs the other way.  Its body is the transpose
+   of the body (non-linear consts and xs, then a cotangent per result),
+   its results added to the sums. */
+static bool tr_scan(TrCtx *cx) {
+  const IrStmt *st = cx->st;
+  IrFunc *body = st->at->fns[0];
+  int nc = (int)st->at->i[0], ncar = (int)st->at->i[1], n = st->nin;
+  if (cx->checking) {
+    for (int k = nc; k < nc + ncar; k++)
+      if (!cx->lin_in[k] && !atom_zero(cx->T, &st->in[k]))
+        return tr_error(cx, "scan with both linear and constant carries cannot be transposed");
+    if (captures_locals(cx->T, body))
+      return tr_error(cx, "cannot transpose scan: its body reads local values of %s", cx->T->f->name);
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  bool *lin = bld_alloc(B, sizeof(bool) * (size_t)(n + 1));
+  for (int k = 0; k < n; k++) lin[k] = cx->lin_in[k] || (k >= nc && k < nc + ncar);
+  IrFunc *tb = transpose_ex(cx->T->P, body, lin, body->name, cx->T->where, NULL);
+  if (!tb) { cx->T->failed = true; return false; }
+  /* the new body: residual consts, sums, carry cotangents, residual xs, y cotangents */
+  Builder *W = bld_new(cx->T->P, body->name, body->parent, body->mesh, cx->T->where);
+  IrAtom *tin = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + st->nout + 1)), *acc = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  IrAtom *cts = bld_alloc(B, sizeof(IrAtom) * (size_t)(st->nout + 1));
+  int nt = 0, nacc = 0;
+  for (int k = 0; k < nc; k++)
+    if (!lin[k]) tin[nt++] = ir_var_atom(bld_param(W, body->params[k]->name, body->params[k]->t));
+  for (int k = 0; k < nc; k++)
+    if (lin[k]) acc[nacc++] = ir_var_atom(bld_param(W, str_c(""), body->params[k]->t));
+  for (int j = 0; j < ncar; j++) cts[j] = ir_var_atom(bld_param(W, str_c(""), body->outs[j].t));
+  for (int k = nc + ncar; k < n; k++)
+    if (!lin[k]) tin[nt++] = ir_var_atom(bld_param(W, body->params[k]->name, body->params[k]->t));
+  for (int j = ncar; j < st->nout; j++) cts[j] = ir_var_atom(bld_param(W, str_c(""), body->outs[j].t));
+  for (int j = 0; j < st->nout; j++) tin[nt++] = cts[j];
+  IrAtom *r = bld_alloc(B, sizeof(IrAtom) * (size_t)(tb->nouts + 1));
+  if (!bld_inline(W, tb, tin, r)) { cx->T->failed = true; return false; }
+  /* tb's results: a cotangent per linear param, in order: consts, carries, xs */
+  IrAtom *wo = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  Type *ot = bld_alloc(B, sizeof(Type) * (size_t)(n + 1));
+  int nw = 0, q = 0;
+  for (int k = 0; k < n; k++) {
+    if (!lin[k]) continue;
+    IrAtom c = bld_lift(W, r[q++], body->params[k]->t.vma);
+    if (k < nc) {            /* a linear const: its sum so far, plus this step's */
+      IrAtom in2[2] = {acc[nw], c};
+      if (!bld_prim(W, P_ADD, NULL, 0, in2, 2, &c)) { cx->T->failed = true; return false; }
+    }
+    ot[nw] = st->in[k].t;
+    wo[nw++] = c;
+  }
+  IrFunc *wf = bld_finish(W, wo, nw);
+  /* the transposed scan */
+  IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + st->nout + 1));
+  int ni = 0;
+  for (int k = 0; k < nc; k++)
+    if (!lin[k]) in[ni++] = tr_in(cx, k);
+  int tc = ni;
+  for (int k = 0; k < nc; k++)
+    if (lin[k]) {
+      Type z = st->in[k].t;
+      in[ni++] = bld_zeros(B, &z);
+    }
+  for (int j = 0; j < ncar; j++) in[ni++] = bld_lift(B, tr_ct(cx, j), cts[j].t.vma);
+  int tcar = ni - tc;
+  for (int k = nc + ncar; k < n; k++)
+    if (!lin[k]) in[ni++] = tr_in(cx, k);
+  for (int j = ncar; j < st->nout; j++) in[ni++] = tr_ct(cx, j);
+  Attrs *at = bld_attrs_with(B, st->at, &wf, 1);
+  at->i[0] = tc;
+  at->i[1] = tcar;
+  at->b[0] = !st->at->b[0];
+  const char *keys[4] = {"jaxpr", "num_consts", "num_carry", "reverse"};
+  PVal *vals[4] = {bld_pv_fn(B, 0), bld_pv_int(B, tc), bld_pv_int(B, tcar), bld_pv_bool(B, at->b[0])};
+  IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nw + 1));
+  if (!bld_higher(B, P_SCAN, at, bld_params_with(B, st, keys, vals, 4), st->nparams, in, ni, ot, nw, out)) {
+    cx->T->failed = true;
+    return false;
+  }
+  for (int k = 0, p = 0; k < n; k++)
+    if (lin[k]) tr_give(cx, k, out[p++]);
+  return true;
+}
+
 static bool tr_shard_map(TrCtx *cx) {
   const IrStmt *st = cx->st;
   ShardMap *sm = st->at->ext;
@@ -1156,6 +1241,8 @@ static void drop_dead(Tr *T, IrFunc *g) {
           if (st->at->fns[k]->captured[c]->owner == g) uses[st->at->fns[k]->captured[c]->slot]++;
     } else if (st->k == IS_PRINT) {
       for (int k = 0; k < st->nitems; k++) USE(st->items[k].atom, 1);
+    } else if (st->k == IS_SAVE) {
+      USE(st->in[0], 1);
     }
   }
   for (int j = 0; j < g->nouts; j++) USE(g->outs[j], 1);
@@ -1222,6 +1309,10 @@ static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
   int nlin = 0;
   for (int i = 0; i < f->nbody && !T->failed; i++) {
     IrStmt *st = f->body[i];
+    if (st->k == IS_SAVE && prints) {
+      if (!atom_lin(T, &st->in[0])) bld_save(T->B, st, map_atom(T, &st->in[0]));
+      continue;
+    }
     if (st->k == IS_PRINT && prints) {
       IrPrintItem *items = bld_alloc(T->B, sizeof(IrPrintItem) * (size_t)(st->nitems + 1));
       bool lin_item = false;

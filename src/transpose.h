@@ -31,7 +31,7 @@ IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char
                (lifted to its variance), as grad seeds a scalar
      keep      atoms of f, not linear, returned before the cotangents (the
                primal results of a vjp)
-     prints    f's print statements of non-linear values are kept */
+     prints    f's print and save statements of non-linear values are kept */
 typedef struct TrOpts {
   const uint32_t *ct_vma;
   const bool *no_ct;

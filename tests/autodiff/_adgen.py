@@ -328,6 +328,53 @@ class AdGen(_shmgen.Gen):
                   % (c, v.name, cn, bn, r.randrange(0, 4), a.name))
         return v
 
+    def op_scan_nl(self, a):
+        """A scan over a's first dimension: a nonlinear carry (started from
+        a's first row) and ys; w, a scalar of the pool or a literal, is a
+        const."""
+        r = self.rng
+        if not a.shape:
+            return None
+        nm = self.hname('sb')
+        sl = a.shape[1:]
+        ws = [v for v in self.pool if not v.shape and v.dt == a.dt and v.vma <= a.vma]
+        wp = r.choice(ws) if ws and r.random() < 0.7 else None
+        w, wv = (wp.name + ' ', wp.vma) if wp else ('', frozenset())
+        lines = ['a1 = mul c %s' % ('w' if wp else fmt(r.uniform(0.5, 1.1))), 'b1 = sin x', 'c0 = add a1 b1',
+                 'c1 = tanh c0', 'y = mul c1 x']
+        self.helpers.append('def %s(%sc, x) {\n%s\n  return c1, y\n}'
+                            % (nm, 'w, ' if wp else '', '\n'.join('  ' + l for l in lines)))
+        c0 = self.fresh('c0')
+        lim = (1,) + tuple(sl)
+        self.emit('%s_s = slice[start_indices=%s, limit_indices=%s] %s' % (c0, tup([0] * a.rank), tup(lim), a.name))
+        self.emit('%s = reshape[new_sizes=%s] %s_s' % (c0, tup(sl) if sl else '()', c0))
+        c, ys = self.fresh('cs'), self.fresh('ys')
+        self.emit('%s, %s = scan[jaxpr=%s, num_consts=%d, num_carry=1, reverse=%s] %s%s %s'
+                  % (c, ys, nm, 1 if wp else 0, r.choice(['False', 'True']), w, c0, a.name))
+        if r.random() < 0.3:
+            v = V(c, a.dt, sl, a.vma | wv)
+            self.pool.append(v)
+            self.ops_used.append('scan')
+            return v
+        v = V(ys, a.dt, a.shape, a.vma | wv)
+        self.pool.append(v)
+        self.ops_used.append('scan')
+        return v
+
+    def op_pmap_nl(self, a):
+        """An xla_pmap over a's first dimension, a psum inside: forward mode
+        only (its transpose is not written).  Outside shard_map only."""
+        if self.axes or not a.shape or a.shape[0] > 8:
+            return None
+        nm = self.hname('pm')
+        lines = ['u = sin x', 's = psum[axes=rows] u', 'y = mul u s']
+        self.helpers.append('def %s(x) {\n%s\n  return y\n}' % (nm, '\n'.join('  ' + l for l in lines)))
+        self.fwd_only = True
+        v = self.new(a.dt, a.shape, a.vma, 'xla_pmap')
+        self.emit('%s = xla_pmap[axis_name=rows, axis_size=%d, call_jaxpr=%s, in_axes=(0,), out_axes=(0,)] %s'
+                  % (v.name, a.shape[0], nm, a.name))
+        return v
+
     def op_call_nl(self, a):
         nm = self.hname('g')
         sub = AdGen(self.rng, self.k, self.dt)
@@ -393,6 +440,7 @@ class AdGen(_shmgen.Gen):
 OPS = {
     'unary': 10, 'binary': 8, 'product': 3, 'clamp': 2, 'select': 2, 'reduce_nl': 3, 'cum_nl': 2,
     'bilinear': 2, 'cond_nl': 2, 'fori_nl': 2, 'while_nl': 1, 'call_nl': 2, 'pad_nl': 1, 'convert_wide': 1,
+    'scan_nl': 2, 'pmap_nl': 1,
     # linear ones (the adjoint test's)
     'neg': 1, 'mul': 2, 'div': 1, 'add': 2, 'sub': 1, 'dot': 2, 'reshape': 2, 'transpose': 1,
     'broadcast_in_dim': 1, 'reduce_sum': 2, 'squeeze': 1, 'expand_dims': 1, 'slice': 2, 'pad': 1,
