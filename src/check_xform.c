@@ -278,12 +278,28 @@ static IrFunc *derive(Ctx *cx, FuncDef *fd, IrFunc *f, Span call) {
   return g;
 }
 
+/* Complex parameters and results are refused: their tangents are not
+   written (a complex value would silently carry none).  False after the
+   diagnostic. */
+static bool no_complex(FuncDef *fd, IrFunc *f, Span call) {
+  const char *what = xform_names[fd->xform];
+  for (int k = 0; k < f->nparams + f->nouts; k++) {
+    const Type *t = k < f->nparams ? &f->params[k]->t : &f->outs[k - f->nparams].t;
+    if (!dtype_is_complex((DType)t->dt)) continue;
+    diag_error(call, "%s of %.*s: its %s %d is %s, and differentiation of complex values is not available",
+               what, fd->target->name.n, fd->target->name.p, k < f->nparams ? "parameter" : "result",
+               k < f->nparams ? k : k - f->nparams, dtype_names[t->dt]);
+    return false;
+  }
+  return true;
+}
+
 /* A derivative for argument types: the target checked for its parameters'
    types, the rest of the arguments checked, then differentiated. */
 static IrFunc *derive_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
   int n;
   IrFunc *f = target_instance(cx, fd, args, nargs, call, &n);
-  if (!f) return NULL;
+  if (!f || !no_complex(fd, f, call)) return NULL;
   Type *want = NEWN(cx->C, Type, n + f->nparams + f->nouts);
   memcpy(want, args, sizeof(Type) * (size_t)n);
   int m = n + extra_types(fd, f, want + n);

@@ -847,7 +847,13 @@ static void jv_eqn(Jv *J, const IrStmt *st) {
   memcpy(ins, cx.in, sizeof(IrAtom) * (size_t)n);
   if (!bld_copy(B, st, ins, cx.out)) { J->R->failed = true; return; }
   for (int j = 0; j < nout; j++) floats |= jvp_has_tangent(st->out[j]->t.dt);
-  if (any && floats) {
+  for (int j = 0; j < nout && any; j++)
+    if (dtype_is_complex((DType)st->out[j]->t.dt)) {
+      jv_error(&cx, "%s makes a complex value from a differentiated one, and differentiation of complex values is "
+               "not available", st->prim >= 0 ? prim_table[st->prim].name : "this call");
+      break;
+    }
+  if (any && floats && !J->R->failed) {
     JvpFn rule = jvp_rule(st->prim);
     if (!rule)
       jv_error(&cx, "%s has no derivative rule (JAX defines none): it cannot be differentiated",
