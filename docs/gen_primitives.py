@@ -18,6 +18,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRIMS_DEF = 'src/prims.def'
+# primitives whose differentiated operand or result is complex (refused)
+COMPLEX_ONLY = {'complex', 'real', 'imag', 'conj', 'fft'}
 # primitives differentiated in forward mode only, and why
 FORWARD_ONLY = {'while': 'its trip count is not static (JAX refuses it too)',
                 'xla_pmap': 'its transpose is not written (write it as a shard_map)'}
@@ -214,6 +216,9 @@ def generate():
                 line += ' Its derivative is zero.'
             elif p['jvp'] == 'NULL':
                 line += ' It has no derivative rule (JAX defines none): differentiating through it is an error.'
+            elif p['name'] in COMPLEX_ONLY:
+                line += (' Its derivative rule is linear, but complex values are not differentiated:'
+                         ' differentiating through it is an error.')
             elif p['name'] in FORWARD_ONLY:
                 line += (' `jvp` differentiates it; reverse mode (`vjp`, `grad`) is an error: %s.'
                          % FORWARD_ONLY[p['name']])
