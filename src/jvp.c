@@ -456,6 +456,28 @@ bool jvp_fori_loop(JvpCx *cx) {
 
 /* ---- while ------------------------------------------------------------------------------ */
 
+/* Appends to pl[m...] src parameters lo..hi-1, then the tangents of those
+   nz marks; the new count. */
+static int plan_group(Plan *pl, int m, int lo, int hi, const bool *nz) {
+  for (int k = lo; k < hi; k++) pl[m++] = (Plan){PL_P, k};
+  for (int k = lo; k < hi; k++)
+    if (nz[k]) pl[m++] = (Plan){PL_PT, k};
+  return m;
+}
+
+/* A loop body's leading plan entries: its nc consts and the nx extras,
+   then the consts' and extras' tangents that nz and nzx mark. */
+static int plan_consts(Plan *pl, int nc, int nx, const bool *nz, const bool *nzx) {
+  int m = 0;
+  for (int k = 0; k < nc; k++) pl[m++] = (Plan){PL_P, k};
+  for (int k = 0; k < nx; k++) pl[m++] = (Plan){PL_X, k};
+  for (int k = 0; k < nc; k++)
+    if (nz[k]) pl[m++] = (Plan){PL_PT, k};
+  for (int k = 0; k < nx; k++)
+    if (nzx[k]) pl[m++] = (Plan){PL_XT, k};
+  return m;
+}
+
 /* The cond_jaxpr of a differentiated while: src's parameters (cond
    consts, carries) with the extras after the consts and the carries'
    tangents last, which it does not read. */
@@ -492,16 +514,7 @@ bool jvp_while(JvpCx *cx) {
   int m;
   Plan *pl = bld_alloc(B, sizeof(Plan) * (size_t)(2 * (bn + nc + x.n) + 1));
   for (;;) {
-    m = 0;
-    for (int k = 0; k < bn; k++) pl[m++] = (Plan){PL_P, k};
-    for (int k = 0; k < x.n; k++) pl[m++] = (Plan){PL_X, k};
-    for (int k = 0; k < bn; k++)
-      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
-    for (int k = 0; k < x.n; k++)
-      if (xo.h[k]) pl[m++] = (Plan){PL_XT, k};
-    for (int k = bn; k < bn + nc; k++) pl[m++] = (Plan){PL_P, k};
-    for (int k = bn; k < bn + nc; k++)
-      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
+    m = plan_group(pl, plan_consts(pl, bn, x.n, nzp, xo.h), bn, bn + nc, nzp);
     s = jv_sub(J, bf, &x, nzp, xo.h, pl, m);
     if (J->R->failed) return false;
     bool stable = true;
@@ -586,19 +599,8 @@ bool jvp_scan(JvpCx *cx) {
   Sub s;
   int m;
   for (;;) {
-    m = 0;
-    for (int k = 0; k < nc; k++) pl[m++] = (Plan){PL_P, k};
-    for (int k = 0; k < x.n; k++) pl[m++] = (Plan){PL_X, k};
-    for (int k = 0; k < nc; k++)
-      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
-    for (int k = 0; k < x.n; k++)
-      if (xo.h[k]) pl[m++] = (Plan){PL_XT, k};
-    for (int k = nc; k < nc + ncar; k++) pl[m++] = (Plan){PL_P, k};
-    for (int k = nc; k < nc + ncar; k++)
-      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
-    for (int k = nc + ncar; k < st->nin; k++) pl[m++] = (Plan){PL_P, k};
-    for (int k = nc + ncar; k < st->nin; k++)
-      if (nzp[k]) pl[m++] = (Plan){PL_PT, k};
+    m = plan_group(pl, plan_consts(pl, nc, x.n, nzp, xo.h), nc, nc + ncar, nzp);
+    m = plan_group(pl, m, nc + ncar, st->nin, nzp);
     s = jv_sub(J, body, &x, nzp, xo.h, pl, m);
     if (J->R->failed) return false;
     bool stable = true;

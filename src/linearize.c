@@ -752,16 +752,8 @@ static void pe_scan(Pe *E, IrStmt *st) {
   int nc = (int)st->at->i[0], ncar = (int)st->at->i[1], n = st->nin, nout = st->nout;
   bool *pin = pe_alloc(R, sizeof(bool) * (size_t)(n + 1)), *o = pe_alloc(R, sizeof(bool) * (size_t)(nout + 1));
   for (int k = 0; k < n; k++) pin[k] = is_unk(E, &st->in[k]);
-  for (;;) {           /* the carries that become unknown: a fixed point */
-    pe_deps(R, H, pin, o);
-    bool stable = true;
-    for (int k = 0; k < ncar; k++)
-      if (o[k] && !pin[nc + k]) {
-        pin[nc + k] = true;
-        stable = false;
-      }
-    if (stable) break;
-  }
+  loop_deps(R, H, pin, nc, ncar);
+  pe_deps(R, H, pin, o);
   bool *uout = pe_alloc(R, sizeof(bool) * (size_t)(nout + 1));
   for (int j = 0; j < nout; j++) uout[j] = j < ncar ? pin[nc + j] : o[j];
   Pe *S = pe_sub(E, H, pin, PE_SCAN, E->lift, false);
