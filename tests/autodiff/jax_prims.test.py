@@ -12,11 +12,13 @@ Run by tests/run.py with SHMAPI set; cwd is the repository root.
 
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+sys.dont_write_bytecode = True       # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'transpose'))
+import _batch  # noqa: E402
 
 SHMAPI = os.environ.get('SHMAPI', 'build/shmapi')
 XS = [0.1, -0.4, 0.9, 0.3]
@@ -116,13 +118,8 @@ NUM = re.compile(r'-?\d+\.?\d*(?:e[-+]?\d+)?')
 
 
 def run(text):
-    with tempfile.NamedTemporaryFile('w', suffix='.shm', delete=False) as f:
-        f.write(text)
-        path = f.name
-    try:
-        r = subprocess.run([SHMAPI, path], capture_output=True, text=True, timeout=60)
-    finally:
-        os.unlink(path)
+    """shmapi's output for shm text; RuntimeError if it fails."""
+    r = _batch.run_text(SHMAPI, text, 60)
     if r.returncode != 0:
         raise RuntimeError('shmapi exited %d:\n%s' % (r.returncode, r.stderr))
     return r.stdout
