@@ -20,6 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRIMS_DEF = 'src/prims.def'
 # primitives whose differentiated operand or result is complex (refused)
 COMPLEX_ONLY = {'complex', 'real', 'imag', 'conj', 'fft'}
+# primitives JAX differentiates but shmapi does not (an error)
+NOT_WRITTEN = {'pdot', 'xmap'}
 # primitives differentiated in forward mode only, and why
 FORWARD_ONLY = {'while': 'its trip count is not static (JAX refuses it too)',
                 'xla_pmap': 'its transpose is not written (write it as a shard_map)'}
@@ -214,6 +216,8 @@ def generate():
                 line += ' `linear_transpose` knows its transpose.'
             if p['jvp'] == 'jvp_zero':
                 line += ' Its derivative is zero.'
+            elif p['jvp'] == 'NULL' and p['name'] in NOT_WRITTEN:
+                line += " It cannot be differentiated: JAX's derivative rule for it is not written here."
             elif p['jvp'] == 'NULL':
                 line += ' It has no derivative rule (JAX defines none): differentiating through it is an error.'
             elif p['name'] in COMPLEX_ONLY:

@@ -16,6 +16,9 @@
 typedef struct Builder Builder;
 
 Builder *bld_new(IrProg *P, const char *name, IrFunc *parent, Mesh *mesh, Span where);
+/* A Builder that appends to an existing function (the checker's, under
+   `mesh`). */
+Builder *bld_attach(IrProg *P, IrFunc *fn, const Mesh *mesh, Span where);
 IrVar *bld_param(Builder *B, Str name, Type t);
 /* Emit prim[params] in...; result atoms in out[] (prim_table nout of them). */
 bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out);
@@ -49,6 +52,13 @@ Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns);
 void *bld_alloc(Builder *B, size_t n);
 
 void bld_const(Builder *B, Array *value, IrAtom *out);
+/* A print or show statement (items' atoms in the function's terms). */
+void bld_print(Builder *B, const IrPrintItem *items, int n);
+void bld_show(Builder *B, char *text);
+/* A scalar literal of dtype dt (kept by the program). */
+IrAtom bld_lit(Builder *B, int dt, double v);
+/* The statement the next ones stand for: their place and line. */
+void bld_at(Builder *B, Span sp, Span whole);
 
 /* The place later statements are attributed to (errors, the debugger's
    line): a transformation sets it to each source equation in turn. */
@@ -59,8 +69,6 @@ void bld_set_where(Builder *B, Span where);
    that already varies over its axes needs no equation.  False after a
    diagnostic. */
 bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out);
-/* A print statement of items whose atoms are B's function's. */
-void bld_print(Builder *B, const IrPrintItem *items, int n);
 /* g's statements copied into B's function, its parameters standing for
    args[]; out[] gets its results.  g's nested functions must not read
    g's own values through a closure.  False after a diagnostic. */

@@ -857,7 +857,10 @@ static void jv_eqn(Jv *J, const IrStmt *st) {
     }
   if (any && floats && !J->R->failed) {
     JvpFn rule = jvp_rule(st->prim);
-    if (!rule)
+    if (!rule && (st->prim == P_PDOT || st->prim == P_XMAP))
+      jv_error(&cx, "%s cannot be differentiated: JAX's derivative rule for it is not written here",
+               prim_table[st->prim].name);
+    else if (!rule)
       jv_error(&cx, "%s has no derivative rule (JAX defines none): it cannot be differentiated",
                prim_table[st->prim].name);
     else
