@@ -165,7 +165,7 @@ def random_batches(tmpdir, seed, count, batch):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seed', type=int, default=18)
-    ap.add_argument('--count', type=int, default=450, help='random programs')
+    ap.add_argument('--count', type=int, default=300, help='random programs')
     ap.add_argument('--batch', type=int, default=150)
     ap.add_argument('--only', nargs='*', help='compare just these files (under 2 and 4 ranks)')
     a = ap.parse_args()
