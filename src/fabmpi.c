@@ -387,7 +387,12 @@ static void wait_req(MPI_Request *req, bool may_abandon) {
         check(MPI_Recv(&x, 1, MPI_INT, st.MPI_SOURCE, TAG_NOTE, notecomm, MPI_STATUS_IGNORE));
         seen[st.MPI_SOURCE]++;
         abandoned = dirty = true;
-        err_throw("rank %d failed", st.MPI_SOURCE);
+        /* This rank stops here, without unwinding: the request stays
+           pending (the failed rank never joins it), so the memory it
+           reads and writes must stay as it is until the process ends.
+           The sync reports the failure (rank 0 prints it), then exit. */
+        fmpi_sync(NULL, NULL, NULL);
+        exit(fmpi_finish(1));
       }
     }
     double now = MPI_Wtime();

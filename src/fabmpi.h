@@ -18,7 +18,7 @@
 ** apart; at the end of each top-level statement fmpi_sync gathers the
 ** events to rank 0, which merges equal places, sorts devices and writes.
 ** The same sync carries runtime errors: a rank that fails tells the others
-** (they abandon what they wait for), rank 0 reports the first failure in
+** (they stop waiting, sync and exit), rank 0 reports the first failure in
 ** the run's order once, and every rank returns failure.  Every wait polls
 ** with a time limit (SHMAPI_MPI_TIMEOUT seconds, default 600), so a rank
 ** that dies makes the others exit with a message instead of hanging.
@@ -98,8 +98,9 @@ void fmpi_out_end(void);
    false when some rank failed (rank 0 has printed the error). */
 typedef void (*FmpiMerge)(const char *const *p, const size_t *n, int nranks);
 bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge);
-/* Whether the running statement was abandoned because another rank
-   failed (the error thrown then is not this rank's own). */
+/* Whether this rank stopped waiting because another failed.  (It then
+   takes part in the sync from where it waited and exits with status 1:
+   what the abandoned exchange reads and writes stays untouched.) */
 bool fmpi_abandoned(void);
 
 #endif
