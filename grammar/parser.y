@@ -210,6 +210,7 @@ alits(A) ::= alits(L) COMMA alit(X).       { A = ast_list_add(P, L, X); }
 
 simple(A) ::= PRINT(K).                    { A = ast_print(P, K, ast_list(P)); }
 simple(A) ::= PRINT(K) items(L).           { A = ast_print(P, K, L); }
+simple(A) ::= PRINT(K) LBRACK params(Q) RBRACK items(L). { A = ast_print_params(P, ast_print(P, K, L), Q); }
 items(A) ::= item(X).                      { A = ast_list_add(P, ast_list(P), X); }
 items(A) ::= items(L) COMMA item(X).       { A = ast_list_add(P, L, X); }
 item(A) ::= arg(X).                        { A = X; }

@@ -235,6 +235,13 @@ AstStmt *ast_print(Parser *P, Tok kw, AstList *items) {
   return s;
 }
 
+AstStmt *ast_print_params(Parser *P, AstStmt *s, AstList *params) {
+  (void)P;
+  TAKE(P, params, s->params, s->nparams);
+  s->has_params = true;
+  return s;
+}
+
 AstStmt *ast_show(Parser *P, Tok kw, Tok name) {
   AstStmt *s = stmt(P, ST_SHOW, span_join(kw.sp, name.sp));
   s->name = name.text;

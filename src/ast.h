@@ -247,6 +247,8 @@ AstALit *ast_alit_list(Parser *P, Tok open, AstList *items, Tok close);
 AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args);
 AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit);
 AstStmt *ast_print(Parser *P, Tok kw, AstList *items);
+/* print[global=True] items: the print statement s with its parameters. */
+AstStmt *ast_print_params(Parser *P, AstStmt *s, AstList *params);
 AstStmt *ast_show(Parser *P, Tok kw, Tok name);
 AstStmt *ast_import(Parser *P, Tok kw, Tok path);
 AstStmt *ast_load(Parser *P, AstList *outs, Tok kw, Tok path, const Tok *key);

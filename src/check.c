@@ -756,6 +756,7 @@ static void check_save(Ctx *cx, AstStmt *s) {
 static void check_print(Ctx *cx, AstStmt *s) {
   IrStmt *st = emit_new_stmt(EM(cx), IS_PRINT, s->sp);
   st->line = s->line;
+  if (!smap_print_params(cx, s, st)) return;
   st->items = NEWN(cx->C, IrPrintItem, s->nargs);
   st->nitems = s->nargs;
   for (int k = 0; k < s->nargs; k++) {
@@ -771,6 +772,7 @@ static void check_print(Ctx *cx, AstStmt *s) {
       prog_keep(&cx->C->prog, st->items[k].atom.lit);
       st->items[k].atom.t.weak = false;
     }
+    if (st->print_spec && !smap_print_spec(cx, a, &st->items[k].atom.t, st->print_spec)) return;
   }
   emit_stmt(EM(cx), st);
 }

@@ -189,6 +189,11 @@ Binding *jax_bind_lets(Checker *C, const AstFunc *af, Binding *scope, IrFunc *pa
 /* ---- check_smap.c: shard_map and its specs --------------------------------- */
 /* One partition spec against a mesh; errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
+/* print's parameters (global=True or global=P(...)) into st; false after
+   an error. */
+bool smap_print_params(Ctx *cx, AstStmt *s, IrStmt *st);
+/* Can spec spc assemble item a of type t?  False after an error. */
+bool smap_print_spec(Ctx *cx, AstArg *a, const Type *t, const Spec *spc);
 /* shard_map[f, mesh, in_specs, out_specs, check_vma] args... */
 void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* A @shard_map def called with global argument types. */

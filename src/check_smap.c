@@ -87,25 +87,6 @@ static bool all_manual(RuleCtx *r, const Mesh *m) {
   return true;
 }
 
-static void spec_text(Buf *b, const Spec *sp, const Mesh *m) {
-  buf_puts(b, "P(");
-  for (int d = 0; d < sp->ndims; d++) {
-    if (d) buf_puts(b, ", ");
-    const SpecDim *sd = &sp->dim[d];
-    if (sd->naxes == 0) buf_puts(b, "None");
-    else if (sd->naxes == 1) buf_printf(b, "%.*s", m->axis[sd->axes[0]].n, m->axis[sd->axes[0]].p);
-    else {
-      buf_putc(b, '(');
-      for (int k = 0; k < sd->naxes; k++) {
-        if (k) buf_puts(b, ", ");
-        buf_printf(b, "%.*s", m->axis[sd->axes[k]].n, m->axis[sd->axes[k]].p);
-      }
-      buf_putc(b, ')');
-    }
-  }
-  buf_putc(b, ')');
-}
-
 /* Parse one spec; `rank` < 0 skips the rank check.  Errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
   (void)cx;
@@ -171,7 +152,7 @@ static int64_t spec_dim_factor(const Spec *sp, const Mesh *m, int d) {
 static void spec_error(Span sp, const PVal *v, const Spec *spc, const Mesh *m, const char *fmt, ...) {
   Buf b = {0};
   err_defer(buf_release, &b);
-  spec_text(&b, spc, m);
+  rule_spec_text(&b, spc, m);
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -233,7 +214,7 @@ static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **out
       Buf b = {0}, ax = {0};
       err_defer(buf_release, &b);
       err_defer(buf_release, &ax);
-      spec_text(&b, spc, m);
+      rule_spec_text(&b, spc, m);
       show_vma_message(&ax, o->t.vma, m);
       const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
       int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
@@ -440,7 +421,7 @@ void smap_define(Ctx *cx, FuncDef *fd) {
     if (!smap_parse_spec(cx, m, ins[i], &spc)) return;
     if (spc.ndims > args[i].rank) {
       Buf b = {0};
-      spec_text(&b, &spc, m);
+      rule_spec_text(&b, &spc, m);
       diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : af->deco_sp,
                  "in_specs[%d] %s has %d entr%s, but parameter %.*s is %s of rank %d", i, buf_cstr(&b), spc.ndims, spc.ndims == 1 ? "y" : "ies",
                  af->params[i]->name.n, af->params[i]->name.p, check_type_text(&sub, &args[i]), args[i].rank);
@@ -453,3 +434,54 @@ void smap_define(Ctx *cx, FuncDef *fd) {
   check_instantiate(cx, fd, args, af->nparams, af->sp);
 }
 
+/* ---- print[global=...] ---- */
+
+/* Can spec assemble a value of type t (rank enough, every axis it varies
+   over mentioned)? */
+bool smap_print_spec(Ctx *cx, AstArg *a, const Type *t, const Spec *spc) {
+  uint32_t left = t->vma & ~spc->mask;
+  if (spc->ndims <= t->rank && !left) return true;
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  if (spc->ndims > t->rank) {
+    rule_spec_text(&b, spc, cx->mesh);
+    diag_error(a->sp, "global=%s has %d entries, but this value has rank %d", buf_cstr(&b), spc->ndims, t->rank);
+    left = 0;
+  }
+  for (int k = 0; k < cx->mesh->naxes; k++)
+    if (left & (1u << k)) buf_printf(&b, "%s'%.*s'", b.n ? ", " : "", cx->mesh->axis[k].n, cx->mesh->axis[k].p);
+  if (left)
+    diag_error(a->sp, "this value varies over mesh axis %s, which the spec of global= does not mention: "
+               "no one global array holds it", buf_cstr(&b));
+  err_undefer(&b);
+  buf_free(&b);
+  return false;
+}
+
+/* print's parameter: global=True (or False), or global=P(...), the spec
+   that assembles each value (only inside a shard_map body). */
+bool smap_print_params(Ctx *cx, AstStmt *s, IrStmt *st) {
+  for (int k = 0; k < s->nparams; k++) {
+    AstParam *p = s->params[k];
+    PVal *v = p->v;
+    if (!str_eqc(p->key, "global")) {
+      diag_error(p->sp, "print has one parameter, global=True (the assembled array of each value inside a "
+                 "shard_map body), not '%.*s'", p->key.n, p->key.p);
+      return false;
+    }
+    if (!cx->mesh) {
+      diag_error(p->sp, "global= is for print inside a shard_map body; here every value is already one array");
+      return false;
+    }
+    if (v->k == PV_BOOL) st->print_global = v->i != 0;
+    else if (v->k == PV_SPEC || v->k == PV_CALL) {
+      st->print_spec = NEWN(cx->C, Spec, 1);
+      if (!smap_parse_spec(cx, cx->mesh, v, st->print_spec)) return false;
+      st->print_global = true;
+    } else {
+      diag_error(v->sp, "global= takes True, False or a partition spec such as P(i)");
+      return false;
+    }
+  }
+  return true;
+}

@@ -30,6 +30,7 @@
 #include "err.h"
 #include "format.h"
 #include "inspect.h"
+#include "vprint.h"
 #include "show.h"
 
 typedef enum { M_RUN, M_STEP, M_NEXT, M_UNTIL, M_RETURN } Mode;
@@ -123,7 +124,7 @@ static void put_path_note(Buf *b, Frame *G) {
       if (here) {
         if (!first) buf_puts(b, "; ");
         first = false;
-        insp_put_devset(b, set, n);
+        vp_devset(b, set, n);
         buf_printf(b, " take%s branch %d", here == 1 ? "s" : "", k);
         const char *nm = st->at->fns[k]->name;
         if (nm && strcmp(nm, "lambda")) buf_printf(b, " (%s)", nm);
@@ -133,11 +134,11 @@ static void put_path_note(Buf *b, Frame *G) {
     buf_putc(b, ')');
   } else if (cnt && st->k == IS_EQN && st->prim == P_WHILE) {
     buf_puts(b, " (");
-    insp_put_devset(b, other, n);
+    vp_devset(b, other, n);
     buf_printf(b, " %s left the loop)", cnt == 1 ? "has" : "have");
   } else if (cnt) {
     buf_puts(b, " (");
-    insp_put_devset(b, other, n);
+    vp_devset(b, other, n);
     buf_printf(b, " wait%s at line %d)", cnt == 1 ? "s" : "", st->line);
   }
   mem_free(other);
@@ -154,7 +155,7 @@ static void put_location(Dbg *D, Buf *b, Frame *G, char mark) {
   if (G->caller) buf_printf(b, " in %s", G->fn->name);
   if (G->space.mesh) {
     buf_puts(b, " on ");
-    insp_put_devset(b, G->space.active, G->space.mesh->ndev);
+    vp_devset(b, G->space.active, G->space.mesh->ndev);
     put_path_note(b, G);
   }
   buf_puts(b, "\n-> ");
@@ -253,7 +254,7 @@ static void put_sends(Buf *b, Frame *F, IrStmt *st) {
       if (insp_on_path(sp, d) && !send[d]) { idle[d] = 1; nidle++; }
     if (nidle) {
       buf_puts(b, first ? "" : "; ");
-      insp_put_devset(b, idle, n);
+      vp_devset(b, idle, n);
       buf_puts(b, nidle == 1 ? " sends nothing" : " send nothing");
     }
     mem_free(idle);
@@ -277,19 +278,10 @@ static void put_sends(Buf *b, Frame *F, IrStmt *st) {
     mem_free(listed);
   }
   buf_printf(b, "\neach device sends %.*s:\n", nm.n, nm.p);
-  bool first = true;
-  for (int64_t d = 0; d < n; d++) {
-    if (!send[d]) continue;
-    if (!first) buf_putc(b, '\n');
-    first = false;
-    buf_printf(b, "On device %lld at mesh coordinates ", (long long)d);
-    insp_put_axes(b, m);
-    buf_puts(b, " = ");
-    insp_put_coords(b, m, d);
-    buf_puts(b, ":\n");
-    Array *a = in->blk[val_block_of(m, in->mask, d)];
-    if (a) fmt_array(b, a);
-  }
+  Space held = {m, n, send};
+  err_defer(mem_free, send);
+  vp_value(b, &held, in, true);
+  err_undefer(send);
   buf_putc(b, '\n');
   mem_free(send);
 }
@@ -304,7 +296,7 @@ static void report_received(Dbg *D, Frame *F, IrStmt *st) {
   Str nm = st->out[0]->name;
   buf_printf(&b, "%s done, each device received %.*s:\n", prim_table[st->prim].name, nm.n ? nm.n : 6,
              nm.n ? nm.p : "result");
-  eval_print_value(&b, &F->space, v, true);
+  vp_value(&b, &F->space, v, true);
   buf_putc(&b, '\n');
   insp_emit(&b);
   buf_free(&b);
@@ -971,7 +963,7 @@ DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first) {
     Buf b = {0};
     Space sp = {NULL, 1, NULL};
     for (int i = 0; i < f->nouts; i++) {
-      eval_print_value(&b, &sp, outs[i], true);
+      vp_value(&b, &sp, outs[i], true);
       buf_putc(&b, '\n');
       val_unref(outs[i]);
     }

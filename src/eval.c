@@ -7,6 +7,8 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "rule.h"
+#include "vprint.h"
 #include "npy.h"
 #include "format.h"
 
@@ -296,20 +298,6 @@ static void exec_local(Frame *F, IrStmt *st) {
 
 /* ---- shard_map ------------------------------------------------------------------- */
 
-/* The start of the block that instance coordinates select, per dimension. */
-static void block_start(const Mesh *m, const Spec *spc, const int64_t *coords, const int64_t *bshape,
-                        int rank, int64_t *start) {
-  for (int d = 0; d < rank; d++) {
-    int64_t idx = 0;
-    if (d < spc->ndims)
-      for (int k = 0; k < spc->dim[d].naxes; k++) {
-        int a = spc->dim[d].axes[k];
-        idx = idx * m->size[a] + coords[a];
-      }
-    start[d] = idx * bshape[d];
-  }
-}
-
 /* A per-device type of an xla_pmap with its mapped dimension d, of size 1. */
 static Type pmap_view(const Type *t, int d) {
   Type v = *t;
@@ -342,7 +330,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
       val_coords(m, val_first_inst(m, spc->mask, b), coords);
       int64_t start[SHM_MAXRANK];
-      block_start(m, spc, coords, bt.shape, bt.rank, start);
+      vp_block_start(m, spc, coords, bt.shape, bt.rank, start);
       v->blk[b] = arr_block(g, start, bt.shape);
       if (d >= 0) arr_drop_dim(v->blk[b], d);
     }
@@ -369,7 +357,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
         }
         val_coords(m, inst, coords);
         int64_t start[SHM_MAXRANK];
-        block_start(m, spc, coords, view.shape, view.rank, start);
+        vp_block_start(m, spc, coords, view.shape, view.rank, start);
         arr_put_block(g, start, &view);
       }
     }
@@ -741,32 +729,40 @@ static void exec_call(Interp *I, Frame *F, IrStmt *st) {
 
 /* ---- print ---------------------------------------------------------------------------- */
 
-void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
-  const Mesh *m = sp->mesh;
-  if (!m) {
-    fmt_array(b, v->blk[0]);
-    return;
-  }
-  if (!at_line_start) buf_putc(b, '\n');
-  int64_t coords[SHM_MAXAXES];
-  bool first = true;
-  for (int64_t d = 0; d < m->ndev; d++) {
-    if (sp->active && !sp->active[d]) continue;
-    if (!first) buf_putc(b, '\n');
-    first = false;
-    val_coords(m, d, coords);
-    buf_printf(b, "On device %lld at mesh coordinates (", (long long)d);
-    for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
-    buf_puts(b, m->naxes == 1 ? ",) = (" : ") = (");
-    for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)coords[k]);
-    buf_puts(b, m->naxes == 1 ? ",):\n" : "):\n");
-    fmt_array(b, v->blk[val_block_of(m, v->mask, d)]);
-  }
-}
-
 /* Items are separated by one space, as Python's print does; inside a body
    a value prints as one block per device, on lines of its own. */
 static void release_buf(void *b) { buf_free(b); }
+
+const Spec *eval_result_spec(Frame *F, const IrVar *v) {
+  IrStmt *call = F->caller ? F->caller->cur : NULL;
+  if (!v || !call || call->k != IS_EQN || call->prim != P_SHARD_MAP || call->at->fns[0] != F->fn) return NULL;
+  ShardMap *sm = call->at->ext;
+  for (int k = 0; k < F->fn->nouts && k < sm->nout; k++)
+    if (F->fn->outs[k].var == v) return &sm->out[k];
+  return NULL;
+}
+
+static void release_arr(void *a) { arr_unref(a); }
+
+/* print[global=...] of variable v: the array spc (NULL: v's out_spec if
+   the body returns it, else the default of vprint.h) assembles. */
+static void put_global(Buf *b, Frame *F, IrVar *var, const Spec *spc) {
+  const Mesh *m = F->space.mesh;
+  Val *v = value_of(F, var);
+  Spec dflt;
+  if (!spc) spc = eval_result_spec(F, var);
+  if (!spc) vp_default_spec(m, v->mask, &dflt), spc = &dflt;
+  char msg[256];
+  Array *a = vp_assemble(m, spc, v, msg, sizeof msg);
+  if (!a) err_throw("print[global]: %s", msg);
+  buf_puts(b, "global, as ");
+  rule_spec_text(b, spc, m);
+  buf_puts(b, " assembles it:\n");
+  err_defer(release_arr, a);
+  fmt_array(b, a);
+  err_undefer(a);
+  arr_unref(a);
+}
 
 static void exec_print(Frame *F, IrStmt *st) {
   Buf b = {0};
@@ -779,7 +775,8 @@ static void exec_print(Frame *F, IrStmt *st) {
     after_blocks = blocks;
     if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
     else if (it->atom.lit) fmt_array(&b, it->atom.lit);
-    else eval_print_value(&b, &F->space, value_of(F, it->atom.var), true);
+    else if (st->print_global) put_global(&b, F, it->atom.var, st->print_spec);
+    else vp_value(&b, &F->space, value_of(F, it->atom.var), true);
   }
   buf_putc(&b, '\n');
   fwrite(b.p, 1, b.n, stdout);

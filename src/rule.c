@@ -619,3 +619,23 @@ bool rule_check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool ne
   return true;
 }
 
+/* ---- partition specs ---- */
+
+void rule_spec_text(Buf *b, const Spec *sp, const Mesh *m) {
+  buf_puts(b, "P(");
+  for (int d = 0; d < sp->ndims; d++) {
+    if (d) buf_puts(b, ", ");
+    const SpecDim *sd = &sp->dim[d];
+    if (sd->naxes == 0) buf_puts(b, "None");
+    else if (sd->naxes == 1) buf_printf(b, "%.*s", m->axis[sd->axes[0]].n, m->axis[sd->axes[0]].p);
+    else {
+      buf_putc(b, '(');
+      for (int k = 0; k < sd->naxes; k++) {
+        if (k) buf_puts(b, ", ");
+        buf_printf(b, "%.*s", m->axis[sd->axes[k]].n, m->axis[sd->axes[k]].p);
+      }
+      buf_putc(b, ')');
+    }
+  }
+  buf_putc(b, ')');
+}

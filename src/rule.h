@@ -14,6 +14,7 @@
 #ifndef SHM_RULE_H
 #define SHM_RULE_H
 
+#include "buf.h"
 #include "ir.h"
 
 typedef struct RuleCtx RuleCtx;
@@ -162,5 +163,8 @@ PVal *pv_unparen(PVal *v);
    operand already varying along their axes). */
 bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool *is_lit, uint32_t *lift,
                uint32_t *res);
+
+/* A partition spec as written: P(i, None), P((i, j)). */
+void rule_spec_text(Buf *b, const Spec *sp, const Mesh *m);
 
 #endif
