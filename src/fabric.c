@@ -23,9 +23,46 @@ typedef struct Stat {
 
 static Stat stats[P_COUNT];
 
-void fab_stats_reset(void) { memset(stats, 0, sizeof stats); }
+/* The same totals per set of mesh axes a collective runs over ("i",
+   "(i, j)"), in the order first met. */
+enum { NAXSTAT = 16 };
+typedef struct AxStat {
+  char axes[64];
+  long calls;
+  double sent;
+} AxStat;
+static AxStat axstats[NAXSTAT + 1];     /* the last: every other set */
+static int naxstats;
+static char cur_axes[64];               /* of the collective running */
+
+void fab_stats_reset(void) {
+  memset(stats, 0, sizeof stats);
+  memset(axstats, 0, sizeof axstats);
+  naxstats = 0;
+}
+
+bool fab_stats_any(void) {
+  for (int p = 0; p < P_COUNT; p++)
+    if (stats[p].calls) return true;
+  return false;
+}
+
+/* The entry of the axes of the collective running. */
+static AxStat *axstat_now(void) {
+  for (int k = 0; k < naxstats; k++)
+    if (!strcmp(axstats[k].axes, cur_axes)) return &axstats[k];
+  if (naxstats == NAXSTAT) {
+    snprintf(axstats[NAXSTAT].axes, sizeof axstats[NAXSTAT].axes, "other axes");
+    return &axstats[NAXSTAT];
+  }
+  snprintf(axstats[naxstats].axes, sizeof axstats[naxstats].axes, "%s", cur_axes);
+  return &axstats[naxstats++];
+}
 
 static void account(int prim, long devices, double sent_each, double recv_each) {
+  AxStat *ax = axstat_now();
+  ax->calls++;
+  ax->sent += sent_each * (double)devices;
   Stat *s = &stats[prim];
   s->calls++;
   s->devices += devices;
@@ -42,7 +79,22 @@ static void human(char *out, size_t n, double bytes) {
   else snprintf(out, n, "%.2f GiB", bytes / 1024 / 1024 / 1024);
 }
 
-void fab_stats_print(FILE *out) {
+/* The table's rows by mesh axes, then (explain) what its columns mean. */
+static void stats_tail(FILE *out, bool explain) {
+  for (int k = 0; k <= NAXSTAT; k++) {
+    AxStat *a = &axstats[k];
+    if (!a->calls) continue;
+    char t[32];
+    human(t, sizeof t, a->sent);
+    fprintf(out, "  over %-15s %7ld %8s %14s %14s\n", a->axes, a->calls, "", "", t);
+  }
+  if (!explain) return;
+  fputs("(calls: times the collective ran; devices: the most devices taking part in one call;\n"
+        " sent/device: bytes one device sends, summed over the calls; total sent: bytes all\n"
+        " devices send; `over AXES`: the totals of the collectives over those mesh axes)\n", out);
+}
+
+void fab_stats_print(FILE *out, bool explain) {
   fprintf(out, "%-22s %7s %8s %14s %14s\n", "collective", "calls", "devices", "sent/device", "total sent");
   long calls = 0, devs = 0;
   double total = 0, per = 0;
@@ -62,6 +114,7 @@ void fab_stats_print(FILE *out) {
   human(a, sizeof a, per);
   human(b, sizeof b, total);
   fprintf(out, "%-22s %7ld %8s %14s %14s\n", "total", calls, "", a, b);
+  stats_tail(out, explain);
 }
 
 /* ---- groups ---------------------------------------------------------------------------- */
@@ -629,6 +682,18 @@ static const CollFn coll_exec[P_COUNT] = {
 
 bool fab_is_collective(int prim) { return prim >= 0 && prim < P_COUNT && coll_exec[prim]; }
 
+/* cur_axes: "i" or "(i, j)", the axes of mask. */
+static void axes_text(const Mesh *m, uint32_t mask) {
+  size_t len = 0;
+  int n = 0;
+  for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
+  if (n != 1) len += (size_t)snprintf(cur_axes, sizeof cur_axes, "(");
+  for (int k = 0, c = 0; k < m->naxes && len < sizeof cur_axes; k++)
+    if (mask & (1u << k))
+      len += (size_t)snprintf(cur_axes + len, sizeof cur_axes - len, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
+  if (n != 1 && len < sizeof cur_axes) snprintf(cur_axes + len, sizeof cur_axes - len, ")");
+}
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
   Coll c;
   memset(&c, 0, sizeof c);
@@ -640,6 +705,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.outt = outt;
   c.donate = donate;
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
+  axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
   c.out = val_new(outt->vma, val_nblk(c.m, outt->vma));
   /* on a runtime error, drop the references `out` took; the caller's

@@ -46,6 +46,10 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
 
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);
-void fab_stats_print(FILE *out);
+/* The table of what the collectives since the reset sent, with rows by
+   mesh axes; explain: then a note on what the columns mean. */
+void fab_stats_print(FILE *out, bool explain);
+/* Did any collective run since the reset? */
+bool fab_stats_any(void);
 
 #endif

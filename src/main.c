@@ -226,7 +226,7 @@ int main(int argc, char **argv) {
           }
           fab_stats_reset();
           ok = eval_run(I, 0);
-          if (ok && stats) fab_stats_print(stdout);
+          if (ok && stats) fab_stats_print(stdout, true);
         }
         if (ok && T) ok = model_output(T, &mo, file ? file : "<command line>");
         status = ok ? 0 : 1;
