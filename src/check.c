@@ -75,13 +75,6 @@ void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, 
   buf_free(&b);
 }
 
-const char *check_unbound(Binding *scope, BindKind want, Str name) {
-  if (want == B_VAR)
-    return check_lookup(scope, B_FUNC, name) ? "'%.*s' is a function, not a value" : "unknown variable '%.*s'";
-  return check_lookup(scope, B_VAR, name) ? "'%.*s' is a value; show prints functions (print prints values)"
-                                          : "unknown function '%.*s'";
-}
-
 void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file) {
   memset(cx, 0, sizeof *cx);
   cx->C = C;
@@ -233,7 +226,9 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
       for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
         if (str_eq(cx->mesh->axis[a], at->axes[i])) k = a;
       if (k < 0) {
-        diag_error(at->axes_sp, "unbound axis name '%.*s'", at->axes[i].n, at->axes[i].p);
+        char hint[256];
+        diag_error(at->axes_sp, "unbound axis name '%.*s'%s", at->axes[i].n, at->axes[i].p,
+                   rule_axis_hint(cx->mesh, at->axes[i], hint, sizeof hint));
         return false;
       }
       t->vma |= 1u << k;
@@ -519,8 +514,11 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
     }
   if (b)
     diag_error(s->callee_sp, "'%.*s' is a value, not a function or primitive", s->callee.n, s->callee.p);
-  else
-    diag_error(s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
+  else {
+    char hint[160];
+    diag_error(s->callee_sp, "unknown primitive or function '%.*s'%s", s->callee.n, s->callee.p,
+               check_callee_hint(cx->scope, s->callee, hint, sizeof hint));
+  }
   check_bind_bad(cx, s);
 }
 

@@ -107,6 +107,9 @@ void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, 
 /* The message (a format taking the name as %.*s) for a name used as a
    value (want B_VAR) or shown as a function (B_FUNC) but not bound so. */
 const char *check_unbound(Binding *scope, BindKind want, Str name);
+/* " (did you mean 'psum'?)": the primitive or function in scope closest
+   to an unknown callee, or "". */
+const char *check_callee_hint(Binding *scope, Str name, char *out, size_t n);
 /* A context checking fn (NULL: none) in a scope, under a mesh and the
    variance of enclosing predicates. */
 void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "check_int.h"
+#include "suggest.h"
 #include "diag.h"
 #include "err.h"
 #include "show.h"
@@ -206,4 +207,40 @@ bool check_show_func(Checker *C, Str name, Buf *out) {
   snprintf(nm, sizeof nm, "%.*s", name.n, name.p);
   show_func(out, b->fn->latest, nm);
   return true;
+}
+
+/* ---- names that name nothing ---- */
+
+const char *check_callee_hint(Binding *scope, Str name, char *out, size_t n) {
+  Suggest sg;
+  sug_begin(&sg, name);
+  for (int p = 0; p < P_COUNT; p++) {
+    sug_offer(&sg, prim_table[p].name, -1);
+    sug_offer_words(&sg, prim_table[p].alias);
+  }
+  for (Binding *b = scope; b; b = b->next)
+    if (b->k == B_FUNC) sug_offer(&sg, b->name.p, b->name.n);
+  return sug_text(&sg, out, n);
+}
+
+/* The closest name of kind `want` in scope to name, as a hint. */
+static const char *scope_hint(Binding *scope, BindKind want, Str name, char *out, size_t n) {
+  Suggest sg;
+  sug_begin(&sg, name);
+  for (Binding *b = scope; b; b = b->next)
+    if (b->k == want) sug_offer(&sg, b->name.p, b->name.n);
+  return sug_text(&sg, out, n);
+}
+
+const char *check_unbound(Binding *scope, BindKind want, Str name) {
+  static char msg[256];
+  char hint[128];
+  if (want == B_VAR) {
+    if (check_lookup(scope, B_FUNC, name)) return "'%.*s' is a function, not a value";
+    snprintf(msg, sizeof msg, "unknown variable '%%.*s'%s", scope_hint(scope, B_VAR, name, hint, sizeof hint));
+    return msg;
+  }
+  if (check_lookup(scope, B_VAR, name)) return "'%.*s' is a value; show prints functions (print prints values)";
+  snprintf(msg, sizeof msg, "unknown function '%%.*s'%s", scope_hint(scope, B_FUNC, name, hint, sizeof hint));
+  return msg;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "diag.h"
 #include "rule.h"
+#include "suggest.h"
 
 #define ANEW(A, T) ((T *)arena_alloc((A), sizeof(T)))
 #define ANEWN(A, T, n) ((T *)arena_alloc((A), sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))
@@ -94,7 +95,23 @@ int rule_number_kind(RuleCtx *r, const char *key) {
 
 int64_t *rule_alloc_ints(RuleCtx *r, int n) { return ANEWN(r->arena, int64_t, n); }
 
+/* A parameter given but read by no rule, whose name is close to key. */
+static AstParam *misspelt_param(RuleCtx *r, const char *key) {
+  for (int i = 0; i < r->nparams; i++) {
+    Str k = r->params[i]->key;
+    if (!r->used[i] && sug_distance(k.p, k.n, key, (int)strlen(key)) <= (k.n <= 4 ? 1 : 2)) return r->params[i];
+  }
+  return NULL;
+}
+
 bool rule_missing(RuleCtx *r, const char *key) {
+  AstParam *p = misspelt_param(r, key);
+  if (p) {
+    r->failed = true;
+    diag_error(p->sp, "%s has no parameter '%.*s' (did you mean '%s'?); it requires '%s'", r->prim, p->key.n,
+               p->key.p, key, key);
+    return false;
+  }
   return rule_error(r, "%s requires the parameter '%s'", r->prim, key);
 }
 
@@ -322,8 +339,10 @@ bool rule_unused(RuleCtx *r, const char *known) {
         diag_error(p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
         return false;
       }
+    char hint[96];
     if (known && *known)
-      diag_error(p->sp, "%s has no parameter '%.*s' (its parameters: %s)", r->prim, p->key.n, p->key.p, known);
+      diag_error(p->sp, "%s has no parameter '%.*s' (%sits parameters: %s)", r->prim, p->key.n, p->key.p,
+                 rule_param_hint(known, p->key, hint, sizeof hint), known);
     else
       diag_error(p->sp, "%s takes no parameters, but '%.*s' was given", r->prim, p->key.n, p->key.p);
     return false;
@@ -359,8 +378,9 @@ bool rule_axes(RuleCtx *r, const char *key, bool required, Attrs *at) {
       if (str_eq(mesh->axis[a], e->s)) k = a;
     if (k < 0) {
       r->failed = true;
+      char hint[256];
       diag_error(e->sp.file >= 0 ? e->sp : r->sp, "unbound axis name '%.*s'%s", e->s.n, e->s.p,
-                 mesh ? "" : " (collectives run inside a shard_map)");
+                 rule_axis_hint(mesh, e->s, hint, sizeof hint));
       return false;
     }
     if (at->axmask & (1u << k))
@@ -638,4 +658,30 @@ void rule_spec_text(Buf *b, const Spec *sp, const Mesh *m) {
     }
   }
   buf_putc(b, ')');
+}
+
+/* ---- hints for misspelt names ---- */
+
+const char *rule_axis_hint(const Mesh *m, Str name, char *out, size_t n) {
+  if (!m) { snprintf(out, n, " (collectives run inside a shard_map)"); return out; }
+  Suggest sg;
+  sug_begin(&sg, name);
+  size_t len = (size_t)snprintf(out, n, " (mesh%s%.*s has %s ", m->name.n ? " " : "", m->name.n, m->name.p,
+                                m->naxes == 1 ? "axis" : "axes");
+  for (int k = 0; k < m->naxes && len < n; k++) {
+    sug_offer(&sg, m->axis[k].p, m->axis[k].n);
+    len += (size_t)snprintf(out + len, n - len, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
+  }
+  if (len < n && sg.best) len += (size_t)snprintf(out + len, n - len, "; did you mean '%.*s'?", sg.bestlen, sg.best);
+  if (len < n) snprintf(out + len, n - len, ")");
+  return out;
+}
+
+const char *rule_param_hint(const char *params, Str key, char *out, size_t n) {
+  Suggest sg;
+  sug_begin(&sg, key);
+  sug_offer_words(&sg, params);
+  if (sg.best) snprintf(out, n, "did you mean '%.*s'? ", sg.bestlen, sg.best);
+  else snprintf(out, n, "%s", "");
+  return out;
 }
