@@ -209,7 +209,13 @@ typedef struct Parser {
   Span last_error;       /* suppresses a second error in the same statement */
   const char *lex_error; /* message for a TK_ILLEGAL token */
   Span at;               /* the token being parsed (a stack overflow names it) */
+  int skip_indent;       /* after `def f(a):`, its indentation: lines more
+                            indented are its Python body, skipped; else -1 */
+  uint32_t skip_after;   /* the end of that def's line */
 } Parser;
+
+/* Should the parser skip token t (a line of a Python-style body)? */
+bool ast_skip_token(Parser *P, const struct Tok *t);
 
 
 /* ---- builder (called from grammar actions) ------------------------------- */

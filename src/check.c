@@ -1155,7 +1155,7 @@ void check_stmt(Ctx *cx, AstStmt *s) {
       diag_error(s->sp, "a lambda returns with `in (...)`, not return");
     else { cx->ret = s; cx->returned = true; }
     break;
-  case ST_ERROR: break;
+  case ST_ERROR: check_bind_bad(cx, s); break;   /* its names: no second error */
   }
 }
 

@@ -273,7 +273,9 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
     *returned = true;
     break;
-  case ST_ERROR: break;
+  case ST_ERROR:
+    for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+    break;
   }
 }
 
