@@ -290,7 +290,7 @@ bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
   if (a->k == ARG_NAME) {
     Binding *b = check_lookup(cx->scope, B_VAR, a->name);
     if (!b) {
-      diag_error(a->sp, check_unbound(cx->scope, B_VAR, a->name), a->name.n, a->name.p);
+      diag_error(a->sp, check_unbound(cx->C, cx->scope, B_VAR, a->name), a->name.n, a->name.p);
       return false;
     }
     out->var = b->var;
@@ -517,7 +517,7 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   else {
     char hint[160];
     diag_error(s->callee_sp, "unknown primitive or function '%.*s'%s", s->callee.n, s->callee.p,
-               check_callee_hint(cx->scope, s->callee, hint, sizeof hint));
+               check_callee_hint(cx->C, cx->scope, s->callee, hint, sizeof hint));
   }
   check_bind_bad(cx, s);
 }
@@ -778,7 +778,7 @@ static void check_print(Ctx *cx, AstStmt *s) {
 static void check_show(Ctx *cx, AstStmt *s) {
   Binding *b = check_lookup(cx->scope, B_FUNC, s->name);
   if (!b) {
-    diag_error(s->name_sp, check_unbound(cx->scope, B_FUNC, s->name), s->name.n, s->name.p);
+    diag_error(s->name_sp, check_unbound(cx->C, cx->scope, B_FUNC, s->name), s->name.n, s->name.p);
     return;
   }
   FuncDef *fd = b->fn;
@@ -1162,10 +1162,13 @@ void check_stmt(Ctx *cx, AstStmt *s) {
 static void check_top(Checker *C, AstList *stmts, int file) {
   Ctx cx;
   check_ctx_init(&cx, C, C->main, C->top, NULL, 0, file);
+  C->later = stmts;
   for (int i = 0; i < stmts->n; i++) {
+    C->later_from = i + 1;
     check_stmt(&cx, stmts->v[i]);
     C->top = cx.scope;
   }
+  C->later = NULL;
 }
 
 /* ---- shared by the control-flow and shard_map checks ---------------------------- */

@@ -75,6 +75,8 @@ struct Checker {
   int main_file;           /* the file whole_program names (not its imports) */
   int lenient;             /* > 0 in a loop's trial rounds: variance annotations not judged */
   int nheld;               /* tags given to held errors */
+  AstList *later;          /* the top-level statements of the file being checked */
+  int later_from;          /* the first of them not yet checked */
 };
 
 /* The function being checked. */
@@ -106,10 +108,10 @@ IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s);
 void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh);
 /* The message (a format taking the name as %.*s) for a name used as a
    value (want B_VAR) or shown as a function (B_FUNC) but not bound so. */
-const char *check_unbound(Binding *scope, BindKind want, Str name);
+const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name);
 /* " (did you mean 'psum'?)": the primitive or function in scope closest
    to an unknown callee, or "". */
-const char *check_callee_hint(Binding *scope, Str name, char *out, size_t n);
+const char *check_callee_hint(Checker *C, Binding *scope, Str name, char *out, size_t n);
 /* A context checking fn (NULL: none) in a scope, under a mesh and the
    variance of enclosing predicates. */
 void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file);

@@ -211,7 +211,26 @@ bool check_show_func(Checker *C, Str name, Buf *out) {
 
 /* ---- names that name nothing ---- */
 
-const char *check_callee_hint(Binding *scope, Str name, char *out, size_t n) {
+/* " (it is defined later, at line 7, ...)" when a top-level statement
+   after the one being checked binds name, else NULL. */
+static const char *later_def(Checker *C, BindKind want, Str name, char *out, size_t n) {
+  for (int i = C->later ? C->later_from : 0; C->later && i < C->later->n; i++) {
+    AstStmt *s = C->later->v[i];
+    Span at = span_none();
+    if (want == B_FUNC && s->k == ST_DEF && s->fn && str_eq(s->fn->name, name)) at = s->fn->sp;
+    for (int k = 0; want == B_VAR && s->k != ST_DEF && k < s->nouts; k++)
+      if (str_eq(s->outs[k]->name, name)) at = s->outs[k]->sp;
+    if (at.file < 0) continue;
+    int line, col;
+    diag_linecol(at.file, at.off, &line, &col);
+    snprintf(out, n, " (it is defined later, at line %d: a name can be used only after its definition)", line);
+    return out;
+  }
+  return NULL;
+}
+
+const char *check_callee_hint(Checker *C, Binding *scope, Str name, char *out, size_t n) {
+  if (later_def(C, B_FUNC, name, out, n)) return out;
   Suggest sg;
   sug_begin(&sg, name);
   for (int p = 0; p < P_COUNT; p++) {
@@ -232,15 +251,13 @@ static const char *scope_hint(Binding *scope, BindKind want, Str name, char *out
   return sug_text(&sg, out, n);
 }
 
-const char *check_unbound(Binding *scope, BindKind want, Str name) {
+const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name) {
   static char msg[256];
   char hint[128];
-  if (want == B_VAR) {
-    if (check_lookup(scope, B_FUNC, name)) return "'%.*s' is a function, not a value";
-    snprintf(msg, sizeof msg, "unknown variable '%%.*s'%s", scope_hint(scope, B_VAR, name, hint, sizeof hint));
-    return msg;
-  }
-  if (check_lookup(scope, B_VAR, name)) return "'%.*s' is a value; show prints functions (print prints values)";
-  snprintf(msg, sizeof msg, "unknown function '%%.*s'%s", scope_hint(scope, B_FUNC, name, hint, sizeof hint));
+  if (want == B_VAR && check_lookup(scope, B_FUNC, name)) return "'%.*s' is a function, not a value";
+  if (want == B_FUNC && check_lookup(scope, B_VAR, name))
+    return "'%.*s' is a value; show prints functions (print prints values)";
+  if (!later_def(C, want, name, hint, sizeof hint)) scope_hint(scope, want, name, hint, sizeof hint);
+  snprintf(msg, sizeof msg, "unknown %s '%%.*s'%s", want == B_VAR ? "variable" : "function", hint);
   return msg;
 }

@@ -55,7 +55,7 @@ static void res_bind_var(Res *R, Str name, Span sp) {
 }
 
 static void res_name(Res *R, Str name, Span sp) {
-  if (!check_lookup(R->scope, B_VAR, name)) res_error(R, sp, check_unbound(R->scope, B_VAR, name), name.n, name.p);
+  if (!check_lookup(R->scope, B_VAR, name)) res_error(R, sp, check_unbound(R->C, R->scope, B_VAR, name), name.n, name.p);
 }
 
 static void res_arg(Res *R, const AstArg *a) {
@@ -214,7 +214,7 @@ static void res_eqn(Res *R, const AstStmt *s) {
   } else {
     char hint[160];
     res_error(R, s->callee_sp, "unknown primitive or function '%.*s'%s", s->callee.n, s->callee.p,
-              check_callee_hint(R->scope, s->callee, hint, sizeof hint));
+              check_callee_hint(R->C, R->scope, s->callee, hint, sizeof hint));
   }
   for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
 }
@@ -256,7 +256,7 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
     break;
   case ST_SHOW:
     if (!check_lookup(R->scope, B_FUNC, s->name))
-      res_error(R, s->name_sp, check_unbound(R->scope, B_FUNC, s->name), s->name.n, s->name.p);
+      res_error(R, s->name_sp, check_unbound(R->C, R->scope, B_FUNC, s->name), s->name.n, s->name.p);
     break;
   case ST_MESH: {
     /* checked as it would be at a call; bound for what follows */

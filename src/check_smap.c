@@ -193,6 +193,56 @@ static bool in_blocks(Ctx *cx, RuleCtx *r, Span sp, const Mesh *m, PVal **ins, S
   return true;
 }
 
+/* "(i, j)" or "i": the axes of mask. */
+static void put_axes_tuple(Buf *b, const Mesh *m, uint32_t mask, bool quote) {
+  int n = 0;
+  for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
+  buf_puts(b, n > 1 ? "(" : quote ? "'" : "");
+  for (int k = 0, c = 0; k < m->naxes; k++)
+    if (mask & (1u << k)) buf_printf(b, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
+  buf_puts(b, n > 1 ? ")" : quote ? "'" : "");
+}
+
+/* An out_spec that leaves out axes `extra` the result varies over: what
+   it promises, and the two fixes (reduce over them, or split along them). */
+static void replication_error(Span at, const Mesh *m, const Spec *spc, const IrAtom *o, uint32_t extra) {
+  Buf b = {0}, ax = {0}, fix = {0}, ex = {0};
+  err_defer(buf_release, &b);
+  err_defer(buf_release, &ax);
+  err_defer(buf_release, &fix);
+  err_defer(buf_release, &ex);
+  rule_spec_text(&b, spc, m);
+  show_vma_message(&ax, o->t.vma, m);
+  put_axes_tuple(&ex, m, extra, true);
+  size_t q = ex.n;
+  put_axes_tuple(&ex, m, extra, false);    /* unquoted, after the quoted */
+  const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
+  int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
+  /* the spec with the missing axes added to its first unsplit dimension */
+  Spec s2 = *spc;
+  int d = 0;
+  while (d < s2.ndims && s2.dim[d].naxes) d++;
+  if (d >= o->t.rank) d = 0;
+  if (d >= s2.ndims) s2.ndims = d + 1;
+  for (int k = 0; k < m->naxes; k++)
+    if (extra & (1u << k)) s2.dim[d].axes[s2.dim[d].naxes++] = (uint8_t)k;
+  rule_spec_text(&fix, &s2, m);
+  bool one = !(extra & (extra - 1));
+  diag_error(at, "out_specs %s promises that the result is the same on every device along mesh ax%s %.*s, but "
+             "%.*s varies over %s; reduce it over %.*s first (psum[axes=%s] %.*s, or pmean), or split the result "
+             "along %.*s (out_specs %s)", buf_cstr(&b), one ? "is" : "es", (int)q, buf_cstr(&ex), nl, nm,
+             buf_cstr(&ax), (int)q,
+             buf_cstr(&ex), buf_cstr(&ex) + q, nl, nm, (int)q, buf_cstr(&ex), buf_cstr(&fix));
+  err_undefer(&ex);
+  buf_free(&ex);
+  err_undefer(&fix);
+  buf_free(&fix);
+  err_undefer(&ax);
+  buf_free(&ax);
+  err_undefer(&b);
+  buf_free(&b);
+}
+
 /* The specs of the body's results, and the global type each assembles
    to; with check_vma a result may not vary over an axis its spec leaves
    out (that would promise a replication the result does not have). */
@@ -209,22 +259,7 @@ static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **out
     }
     uint32_t extra = o->t.vma & ~spc->mask;
     if (sm->check_vma && extra) {
-      int k = 0;
-      while (!(extra & (1u << k))) k++;
-      Buf b = {0}, ax = {0};
-      err_defer(buf_release, &b);
-      err_defer(buf_release, &ax);
-      rule_spec_text(&b, spc, m);
-      show_vma_message(&ax, o->t.vma, m);
-      const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
-      int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
-      diag_error(o->sp.file >= 0 ? o->sp : sp,
-                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
-                 buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
-      err_undefer(&ax);
-      buf_free(&ax);
-      err_undefer(&b);
-      buf_free(&b);
+      replication_error(o->sp.file >= 0 ? o->sp : sp, m, spc, o, extra);
       return !(r->failed = true);
     }
     gout[i] = o->t;

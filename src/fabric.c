@@ -72,12 +72,6 @@ static void account(int prim, long devices, double sent_each, double recv_each) 
   s->per_dev_sent += sent_each;
 }
 
-static void human(char *out, size_t n, double bytes) {
-  if (bytes < 1024) snprintf(out, n, "%.0f B", bytes);
-  else if (bytes < 1024.0 * 1024) snprintf(out, n, "%.1f KiB", bytes / 1024);
-  else if (bytes < 1024.0 * 1024 * 1024) snprintf(out, n, "%.1f MiB", bytes / 1024 / 1024);
-  else snprintf(out, n, "%.2f GiB", bytes / 1024 / 1024 / 1024);
-}
 
 /* The table's rows by mesh axes, then (explain) what its columns mean. */
 static void stats_tail(FILE *out, bool explain) {
@@ -85,7 +79,7 @@ static void stats_tail(FILE *out, bool explain) {
     AxStat *a = &axstats[k];
     if (!a->calls) continue;
     char t[32];
-    human(t, sizeof t, a->sent);
+    mem_human(t, sizeof t, a->sent);
     fprintf(out, "  over %-15s %7ld %8s %14s %14s\n", a->axes, a->calls, "", "", t);
   }
   if (!explain) return;
@@ -102,8 +96,8 @@ void fab_stats_print(FILE *out, bool explain) {
     Stat *s = &stats[p];
     if (!s->calls) continue;
     char a[32], b[32];
-    human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
-    human(b, sizeof b, s->sent);
+    mem_human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
+    mem_human(b, sizeof b, s->sent);
     fprintf(out, "%-22s %7ld %8ld %14s %14s\n", prim_table[p].name, s->calls, s->maxdev, a, b);
     calls += s->calls;
     devs += s->devices;
@@ -111,8 +105,8 @@ void fab_stats_print(FILE *out, bool explain) {
     per += s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0;
   }
   char a[32], b[32];
-  human(a, sizeof a, per);
-  human(b, sizeof b, total);
+  mem_human(a, sizeof a, per);
+  mem_human(b, sizeof b, total);
   fprintf(out, "%-22s %7ld %8s %14s %14s\n", "total", calls, "", a, b);
   stats_tail(out, explain);
 }

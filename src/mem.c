@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include "defs.h"
 #include "mem.h"
+#include <stdio.h>
 #include "err.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -92,8 +93,19 @@ static void check_request(size_t n) {
   if (fail_countdown > 0 && --fail_countdown == 0)
     err_throw("out of memory (injected failure)");
   if (n > ((size_t)1 << 62)) err_throw("out of memory: request of %zu bytes", n);
-  if (limit && in_use + n > limit)
-    err_throw("out of memory: %zu more bytes would pass the limit of %zu (see --max-memory)", n, limit);
+  if (limit && in_use + n > limit) {
+    char a[32], b[32];
+    err_throw("out of memory: %s more would pass the limit of %s (%zu and %zu bytes; see --max-memory)",
+              mem_human(a, sizeof a, (double)n), mem_human(b, sizeof b, (double)limit), n, limit);
+  }
+}
+
+const char *mem_human(char *out, size_t n, double bytes) {
+  if (bytes < 1024) snprintf(out, n, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024) snprintf(out, n, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024) snprintf(out, n, "%.1f MiB", bytes / 1024 / 1024);
+  else snprintf(out, n, "%.2f GiB", bytes / 1024 / 1024 / 1024);
+  return out;
 }
 
 /* ---- the small-block cache ------------------------------------------------- */

@@ -28,6 +28,8 @@ size_t mem_size(const void *p);
 size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
 void mem_set_limit(size_t bytes);
+/* A byte count as "896 B", "3.5 KiB", "4.0 MiB" or "1.25 GiB", in out. */
+const char *mem_human(char *out, size_t n, double bytes);
 /* Test switch: make the Nth allocation from now fail (0 = off).  The
    command line sets it from SHMAPI_FAIL_ALLOC=N. */
 void mem_fail_after(long n);

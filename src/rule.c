@@ -555,6 +555,39 @@ bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt) {
   return true;
 }
 
+/* For operands of shapes a and b that NumPy would broadcast together and
+   lax will not: " NumPy would broadcast ...: broadcast_in_dim[...]" in
+   out, for the operand that needs it; else "". */
+static const char *numpy_broadcast_hint(const Type *a, const Type *b, char *out, size_t n) {
+  out[0] = 0;
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  int64_t shape[SHM_MAXRANK];
+  for (int i = 0; i < r; i++) {
+    int ia = i - (r - a->rank), ib = i - (r - b->rank);
+    int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+    if (x != y && x != 1 && y != 1) return out;
+    shape[i] = x > y ? x : y;
+  }
+  const Type *ops[2] = {a, b};
+  size_t len = (size_t)snprintf(out, n, "; NumPy would broadcast them to shape (");
+  for (int i = 0; i < r && len < n; i++) len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (len < n) len += (size_t)snprintf(out + len, n - len, "%s), which lax spells out:", r == 1 ? "," : "");
+  for (int k = 0; k < 2 && len < n; k++) {
+    const Type *t = ops[k];
+    bool same = t->rank == r;
+    for (int i = 0; same && i < r; i++) same = t->shape[i] == shape[i];
+    if (same) continue;
+    TyBuf tb;
+    len += (size_t)snprintf(out + len, n - len, " broadcast_in_dim[shape=(");
+    for (int i = 0; i < r && len < n; i++) len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (len < n) len += (size_t)snprintf(out + len, n - len, "%s), broadcast_dimensions=(", r == 1 ? "," : "");
+    for (int i = 0; i < t->rank && len < n; i++)
+      len += (size_t)snprintf(out + len, n - len, "%s%d", i ? ", " : "", r - t->rank + i);
+    if (len < n) len += (size_t)snprintf(out + len, n - len, "%s)] of the %s operand", t->rank == 1 ? "," : "", rule_ty(&tb, t));
+  }
+  return out;
+}
+
 bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res) {
   int big = -1;
   int64_t shape[SHM_MAXRANK];
@@ -574,8 +607,10 @@ bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type 
     }
     if (!ok) {
       TyBuf a, b;
-      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
-                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+      char hint[400];
+      return rule_error(cx, "%s needs operands of one shape (lax broadcasts only scalars, and size-1 dimensions at "
+                        "equal rank): %s and %s%s", rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t),
+                        numpy_broadcast_hint(&in[big], t, hint, sizeof hint));
     }
   }
   const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
@@ -594,8 +629,10 @@ bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type 
     if (big < 0) big = idx[k];
     else if (!type_same_shape(t, &in[big])) {
       TyBuf a, b;
-      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
-                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+      char hint[400];
+      return rule_error(cx, "%s needs operands of one shape (lax broadcasts only scalars): %s and %s%s",
+                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t),
+                        numpy_broadcast_hint(&in[big], t, hint, sizeof hint));
     }
   }
   const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
