@@ -29,7 +29,7 @@
 %token NL SEMI IDENT INT FLOAT STRING COMPLEX REPR CALL.
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
-%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE.
+%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE VISUALIZE.
 
 %type stmt_list {AstList*}
 %type stmt {AstStmt*}
@@ -217,6 +217,9 @@ item(A) ::= arg(X).                        { A = X; }
 item(A) ::= STRING(T).                     { A = ast_arg_str(P, T); }
 
 simple(A) ::= SHOW(K) IDENT(N).            { A = ast_show(P, K, N); }
+/* visualize f (a shard_map's layouts); visualize[mesh=m, spec=P(i)] x */
+simple(A) ::= VISUALIZE(K) IDENT(N).       { A = ast_visualize(P, K, 0, N); }
+simple(A) ::= VISUALIZE(K) LBRACK params(Q) RBRACK IDENT(N). { A = ast_visualize(P, K, Q, N); }
 /* x = load "file.npy"; x = load "batch.npz" "images"; save "out.npy" x */
 simple(A) ::= binders(B) EQ LOAD(K) STRING(F). { A = ast_load(P, B, K, F, 0); }
 simple(A) ::= binders(B) EQ LOAD(K) STRING(F) STRING(N). { A = ast_load(P, B, K, F, &N); }

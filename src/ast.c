@@ -243,6 +243,15 @@ AstStmt *ast_print_params(Parser *P, AstStmt *s, AstList *params) {
   return s;
 }
 
+AstStmt *ast_visualize(Parser *P, Tok kw, AstList *params, Tok name) {
+  AstStmt *s = stmt(P, ST_VISUALIZE, span_join(kw.sp, name.sp));
+  s->name = name.text;
+  s->name_sp = name.sp;
+  TAKE(P, params, s->params, s->nparams);
+  s->has_params = params != NULL;
+  return s;
+}
+
 AstStmt *ast_show(Parser *P, Tok kw, Tok name) {
   AstStmt *s = stmt(P, ST_SHOW, span_join(kw.sp, name.sp));
   s->name = name.text;

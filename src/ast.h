@@ -122,6 +122,7 @@ typedef enum StmtKind {
   ST_EQN,       /* outs = callee[params] args */
   ST_LIT,       /* outs = literal | [array literal] */
   ST_PRINT,     /* print args */
+  ST_VISUALIZE, /* visualize[params] name: a picture of where blocks are */
   ST_SHOW,      /* show name */
   ST_IMPORT,    /* import "path" */
   ST_MESH,      /* mesh name = {axis: size, ...} */
@@ -253,6 +254,8 @@ AstALit *ast_alit_list(Parser *P, Tok open, AstList *items, Tok close);
 AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args);
 AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit);
 AstStmt *ast_print(Parser *P, Tok kw, AstList *items);
+/* visualize NAME, visualize[params] NAME (params NULL: none). */
+AstStmt *ast_visualize(Parser *P, Tok kw, AstList *params, Tok name);
 /* print[global=True] items: the print statement s with its parameters. */
 AstStmt *ast_print_params(Parser *P, AstStmt *s, AstList *params);
 AstStmt *ast_show(Parser *P, Tok kw, Tok name);

@@ -1143,6 +1143,7 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_EQN: check_eqn(cx, s); break;
   case ST_LIT: check_lit_stmt(cx, s); break;
   case ST_PRINT: check_print(cx, s); break;
+  case ST_VISUALIZE: check_visualize(cx, s); break;
   case ST_SHOW: check_show(cx, s); break;
   case ST_MESH: check_mesh(cx, s); break;
   case ST_IMPORT: check_import(cx, s); break;

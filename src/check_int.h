@@ -194,6 +194,8 @@ Binding *jax_bind_lets(Checker *C, const AstFunc *af, Binding *scope, IrFunc *pa
 /* ---- check_smap.c: shard_map and its specs --------------------------------- */
 /* One partition spec against a mesh; errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
+/* visualize (check_vis.c): the picture, drawn now, printed when it runs. */
+void check_visualize(Ctx *cx, AstStmt *s);
 /* print's parameters (global=True or global=P(...)) into st; false after
    an error. */
 bool smap_print_params(Ctx *cx, AstStmt *s, IrStmt *st);

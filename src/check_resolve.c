@@ -251,6 +251,7 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   case ST_SAVE:
     res_arg(R, s->args[0]);
     break;
+  case ST_VISUALIZE: res_error(R, s->sp, "visualize stands at top level (inside a body, the debugger's `layout x` draws a value)"); break;
   case ST_PRINT:
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
     break;
