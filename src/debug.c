@@ -574,6 +574,11 @@ static Act cmd_print(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+static Act cmd_layout(Dbg *D, const char *args) {
+  insp_layout(&D->in, args);
+  return ACT_STAY;
+}
+
 static Act cmd_device(Dbg *D, const char *args) {
   insp_device(&D->in, args);
   return ACT_STAY;

@@ -739,6 +739,8 @@ const Spec *eval_result_spec(Frame *F, const IrVar *v) {
   ShardMap *sm = call->at->ext;
   for (int k = 0; k < F->fn->nouts && k < sm->nout; k++)
     if (F->fn->outs[k].var == v) return &sm->out[k];
+  for (int k = 0; k < F->fn->nparams && k < sm->nin; k++)
+    if (F->fn->params[k] == v) return &sm->in[k];
   return NULL;
 }
 

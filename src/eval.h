@@ -95,7 +95,8 @@ void eval_release_top(Interp *I);
 
 
 /* The out_spec through which the shard_map body running in F returns
-   variable v, or NULL (F is no body, or v is not one of its results). */
+   variable v (or the in_spec of a parameter v), or NULL (F is no body, or
+   v is neither one of its results nor a parameter). */
 const Spec *eval_result_spec(Frame *F, const IrVar *v);
 
 /* Set by a SIGINT handler: the running statement stops at the next step. */

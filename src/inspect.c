@@ -14,6 +14,7 @@
 #include "inspect.h"
 #include "vprint.h"
 #include "rule.h"
+#include "layout.h"
 #include "show.h"
 
 /* ---- messages and arguments ---------------------------------------------------------- */
@@ -320,8 +321,8 @@ bool insp_run(const Insp *in, Frame *G, IrFunc *f, Val **out, Buf *err) {
 /* The out_spec a body's result `expr` leaves through, when G is a
    shard_map body's frame and expr names one of its results. */
 static const Spec *result_spec(Frame *G, const char *expr) {
-  for (int k = 0; k < G->fn->nouts; k++) {
-    IrVar *v = G->fn->outs[k].var;
+  for (int k = 0; k < G->fn->nouts + G->fn->nparams; k++) {
+    IrVar *v = k < G->fn->nouts ? G->fn->outs[k].var : G->fn->params[k - G->fn->nouts];
     if (v && v->name.n == (int)strlen(expr) && !memcmp(v->name.p, expr, strlen(expr))) return eval_result_spec(G, v);
   }
   return NULL;
@@ -348,6 +349,37 @@ static bool put_global(Buf *out, Frame *G, const char *expr, Val *v, Buf *err) {
   return true;
 }
 
+/* `layout x`: the picture of where v's blocks are in the global array
+   (laid out as the global view: put_global's spec). */
+static bool put_layout(Buf *out, Frame *G, const char *expr, Val *v, Buf *err) {
+  const Mesh *m = G->space.mesh;
+  const Array *b0 = NULL;
+  for (int64_t i = 0; i < v->nblk && !b0; i++) b0 = v->blk[i];
+  if (!b0) { buf_puts(err, "no device on this path holds the value"); return false; }
+  Spec dflt;
+  const Spec *spc = m ? result_spec(G, expr) : NULL;
+  if (m && !spc) vp_default_spec(m, v->mask, &dflt), spc = &dflt;
+  if (m && b0->rank == 0 && v->mask) {
+    buf_puts(err, "a scalar that varies between devices has no global layout to draw");
+    return false;
+  }
+  int64_t shape[SHM_MAXRANK];
+  for (int d = 0; d < b0->rank; d++) {
+    shape[d] = b0->shape[d];
+    for (int k = 0; spc && d < spc->ndims && k < spc->dim[d].naxes; k++) shape[d] *= m->size[spc->dim[d].axes[k]];
+  }
+  if (spc) {
+    buf_puts(out, "global, as ");
+    rule_spec_text(out, spc, m);
+    buf_puts(out, " assembles it:\n");
+  }
+  if (!layout_draw(out, m, spc, b0->rank, shape, layout_width(), layout_unicode())) {
+    buf_puts(err, buf_cstr(out));
+    return false;
+  }
+  return true;
+}
+
 bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, int64_t dev, Buf *out, Buf *err) {
   IrFunc *f = insp_compile(in, G, expr, err);
   if (!f) return false;
@@ -356,6 +388,7 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
   if (ok)
     for (int i = 0; i < f->nouts; i++) {
       if (dev == INSP_GLOBAL) ok = ok && put_global(out, G, expr, vals[i], err);
+      else if (dev == INSP_LAYOUT) ok = ok && put_layout(out, G, expr, vals[i], err);
       else if (label) insp_put_named(out, label, &G->space, vals[i], dev);
       else {
         put_value(out, &G->space, vals[i], dev);
@@ -409,6 +442,19 @@ void insp_print(Insp *in, const char *args) {
   buf_free(&err);
   mem_free(e);
   mem_free(a);
+}
+
+void insp_layout(Insp *in, const char *args) {
+  char *e = insp_trim(args);
+  Frame *G = in->stopped ? in->sel : eval_top(in->I);
+  Buf out = {0}, err = {0};
+  if (!*e) insp_complain("layout needs an expression");
+  else if (insp_eval(in, G, e, NULL, INSP_LAYOUT, &out, &err)) fputs(buf_cstr(&out), stdout);
+  else insp_complain("%s", buf_cstr(&err));
+  fflush(stdout);
+  buf_free(&out);
+  buf_free(&err);
+  mem_free(e);
 }
 
 void insp_print_line(Insp *in, const char *line) {

@@ -83,7 +83,7 @@ void insp_put_named(Buf *b, const char *label, const Space *sp, Val *v, int64_t 
 /* The device values print for in frame G: the focus, if G is in a body. */
 int64_t insp_focus(const Insp *in, Frame *G);
 /* `p x global`: the device argument that asks for the global view. */
-enum { INSP_GLOBAL = -2 };
+enum { INSP_GLOBAL = -2, INSP_LAYOUT = -3 };
 
 /* ---- frames ---- */
 
@@ -115,6 +115,8 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
 /* ---- the commands that look ---- */
 
 /* `p EXPR [@ DEVICE]`. */
+/* `layout EXPR`: the picture of where the value's blocks are. */
+void insp_layout(Insp *in, const char *args);
 void insp_print(Insp *in, const char *args);
 /* A line at the (shdb) prompt that is no command: print it as an
    expression, or say it is neither a command nor a name. */
