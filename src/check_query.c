@@ -200,9 +200,28 @@ int check_list_names(Checker *C, CheckName *out, int max) {
   return n;
 }
 
+/* A mesh's axes, or a function not yet checked: its parameters. */
+static bool show_other(Checker *C, Str name, Buf *out) {
+  Binding *m = check_lookup(C->top, B_MESH, name);
+  if (m) {
+    buf_printf(out, "mesh %.*s = {", name.n, name.p);
+    for (int k = 0; k < m->mesh->naxes; k++)
+      buf_printf(out, "%s%.*s: %lld", k ? ", " : "", m->mesh->axis[k].n, m->mesh->axis[k].p, (long long)m->mesh->size[k]);
+    buf_printf(out, "}  (%lld devices)\n", (long long)m->mesh->ndev);
+    return true;
+  }
+  Binding *b = check_lookup(C->top, B_FUNC, name);
+  if (!b || !b->fn->ast) return false;
+  const AstFunc *af = b->fn->ast;
+  buf_printf(out, "def %.*s(", name.n, name.p);
+  for (int k = 0; k < af->nparams; k++) buf_printf(out, "%s%.*s", k ? ", " : "", af->params[k]->name.n, af->params[k]->name.p);
+  buf_puts(out, ")  (not called yet: its types come from its first call, then `show` prints it)\n");
+  return true;
+}
+
 bool check_show_func(Checker *C, Str name, Buf *out) {
   Binding *b = check_lookup(C->top, B_FUNC, name);
-  if (!b || !b->fn->latest) return false;
+  if (!b || !b->fn->latest) return show_other(C, name, out);
   char nm[256];
   snprintf(nm, sizeof nm, "%.*s", name.n, name.p);
   show_func(out, b->fn->latest, nm);

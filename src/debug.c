@@ -574,6 +574,45 @@ static Act cmd_print(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+static void put_returns(Dbg *D, Buf *b, Frame *F, const char *prefix);
+
+/* pdb's args: the selected frame's parameters and their values. */
+static Act cmd_args(Dbg *D, const char *args) {
+  (void)args;
+  Frame *F = D->in.sel;
+  if (!F || !F->fn->nparams) {
+    insp_say(F && F->fn->nparams == 0 && F->caller ? "(no parameters)" : "(the top level has no arguments)");
+    return ACT_STAY;
+  }
+  Buf b = {0};
+  int64_t dev = insp_focus(&D->in, F);
+  for (int k = 0; k < F->fn->nparams; k++) {
+    IrVar *p = F->fn->params[k];
+    Val *v = eval_lookup(F, p);
+    if (!v) continue;
+    char label[128];
+    snprintf(label, sizeof label, "%.*s", p->name.n, p->name.p);
+    insp_put_named(&b, label, &F->space, v, dev);
+  }
+  insp_emit(&b);
+  buf_free(&b);
+  return ACT_STAY;
+}
+
+/* pdb's retval: at a return stop, what the function returns. */
+static Act cmd_retval(Dbg *D, const char *args) {
+  (void)args;
+  if (D->in.stmt || D->in.sel != D->in.frame) {
+    insp_complain("not at a return: `finish` runs to the end of this function (the stop shows what it returns)");
+    return ACT_STAY;
+  }
+  Buf b = {0};
+  put_returns(D, &b, D->in.frame, "");
+  insp_emit(&b);
+  buf_free(&b);
+  return ACT_STAY;
+}
+
 static Act cmd_layout(Dbg *D, const char *args) {
   insp_layout(&D->in, args);
   return ACT_STAY;
@@ -733,6 +772,29 @@ bool dbg_command(Dbg *D, const char *line, DbgResult *res) {
   return true;
 }
 
+bool dbg_command_pdb(Dbg *D, const char *line, DbgResult *res) {
+  char w[32];
+  const char *args = split_word(line, w, sizeof w);
+  const DbgCmd *c = dbg_find(w, DBG_SHDB);
+  if (!c) return false;
+  char canon[32];
+  snprintf(canon, sizeof canon, "%.*s", (int)strcspn(c->names, " "), c->names);
+  D->res = DBG_OK;
+  const DbgCmd *at_shm = dbg_find(canon, DBG_SHM);
+  if (at_shm) {                     /* q, b f, cl 1: the shm> command of that name */
+    D->at = DBG_SHM;
+    handlers[at_shm - dbg_cmds](D, args);
+  } else if (handlers[c - dbg_cmds] == cmd_print || handlers[c - dbg_cmds] == cmd_layout) {
+    D->at = DBG_SHM;                /* p x, pp x: the top level's values */
+    handlers[c - dbg_cmds](D, args);
+  } else {
+    insp_complain("no program is stopped: `%s` works at a (shdb) stop; `debug STATEMENT` runs one under the "
+                  "debugger, `break` sets where it stops", w);
+  }
+  if (res) *res = D->res;
+  return true;
+}
+
 /* ---- the stop ------------------------------------------------------------------------ */
 
 /* Read and run commands until one resumes the run. */
@@ -762,6 +824,24 @@ static void stop_loop(Dbg *D) {
   }
 }
 
+/* The values F's function returns, each after `prefix` and its name. */
+static void put_returns(Dbg *D, Buf *b, Frame *F, const char *prefix) {
+  IrFunc *fn = F->fn;
+  int64_t dev = insp_focus(&D->in, F);
+  for (int i = 0; i < fn->nouts; i++) {
+    const IrAtom *o = &fn->outs[i];
+    Val *v = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
+    if (!v) continue;
+    Buf label = {0};
+    buf_puts(&label, prefix);
+    if (o->var && o->var->name.n) buf_put(&label, o->var->name.p, (size_t)o->var->name.n);
+    else buf_printf(&label, "result %d", i);
+    insp_put_named(b, buf_cstr(&label), &F->space, v, dev);
+    buf_free(&label);
+    val_unref(v);
+  }
+}
+
 /* Stop at statement st of F (its return when ev is EV_RETURN): say
    where, what a collective sends or what the function returns, the
    displays, then take commands. */
@@ -780,20 +860,7 @@ static void do_stop(Dbg *D, Frame *F, IrStmt *st, EvalEvent ev, const char *bann
   if (ev == EV_RETURN) buf_puts(&b, "--Return--\n");
   put_location(D, &b, F, '>');
   if (ev == EV_RETURN) {
-    IrFunc *fn = F->fn;
-    int64_t dev = insp_focus(&D->in, F);
-    for (int i = 0; i < fn->nouts; i++) {
-      const IrAtom *o = &fn->outs[i];
-      Val *v = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
-      if (!v) continue;
-      Buf label = {0};
-      buf_puts(&label, "returns ");
-      if (o->var && o->var->name.n) buf_put(&label, o->var->name.p, (size_t)o->var->name.n);
-      else buf_printf(&label, "result %d", i);
-      insp_put_named(&b, buf_cstr(&label), &F->space, v, dev);
-      buf_free(&label);
-      val_unref(v);
-    }
+    put_returns(D, &b, F, "returns ");
   } else if (st && F->space.mesh && communicates(st)) {
     put_sends(&b, F, st);
   }

@@ -378,7 +378,8 @@ static void step(Interp *I, const Space *sp) {
   if (I->max_steps && ++I->steps > I->max_steps) {
     char where[256] = "";
     if (sp->mesh) devices_text(sp, where, sizeof where);
-    err_throw("more than %ld loop iterations (the --max-steps limit)%s", I->max_steps, where);
+    err_throw("more than %ld loop iterations (the --max-steps limit: a larger N raises it; without the option "
+              "there is no limit)%s", I->max_steps, where);
   }
 }
 

@@ -630,7 +630,11 @@ static bool repl_command(Repl *R, const Scan *s, const char *line) {
   if (s->first != TK_IDENT || !s->spaced || s->second == TK_EQ || s->second == TK_COMMA || s->second == TK_COLON)
     return false;
   DbgResult r = DBG_OK;
-  if (!dbg_command(R->D, line, &r)) return false;
+  if (!dbg_command(R->D, line, &r)) {
+    /* pdb's habits: a debugger command that names nothing defined here */
+    if (check_lookup_var(R->C, s->word) || check_has_func(R->C, s->word) || s->second == TK_LBRACK) return false;
+    if (!dbg_command_pdb(R->D, line, &r)) return false;
+  }
   note(r, R);
   fflush(stdout);
   return true;
