@@ -402,6 +402,21 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
 
 /* ---- print and device ---------------------------------------------------------------- */
 
+/* Evaluate expression text in frame G and print it for dev (or its
+   global view or layout); complain when it fails.  `cmd` names the
+   command for the complaint about no expression. */
+static void eval_and_say(Insp *in, Frame *G, const char *text, int64_t dev, const char *cmd) {
+  char *e = insp_trim(text);
+  Buf out = {0}, err = {0};
+  if (!*e) insp_complain("%s needs an expression", cmd);
+  else if (insp_eval(in, G, e, NULL, dev, &out, &err)) fputs(buf_cstr(&out), stdout);
+  else insp_complain("%s", buf_cstr(&err));
+  fflush(stdout);
+  buf_free(&out);
+  buf_free(&err);
+  mem_free(e);
+}
+
 void insp_print(Insp *in, const char *args) {
   char *a = insp_trim(args);
   if (!*a) { insp_complain("print needs an expression"); mem_free(a); return; }
@@ -432,29 +447,12 @@ void insp_print(Insp *in, const char *args) {
     a[n - 7] = 0;
     dev = INSP_GLOBAL;
   }
-  char *e = insp_trim(a);
-  Buf out = {0}, err = {0};
-  if (!*e) insp_complain("print needs an expression");
-  else if (insp_eval(in, G, e, NULL, dev, &out, &err)) fputs(buf_cstr(&out), stdout);
-  else insp_complain("%s", buf_cstr(&err));
-  fflush(stdout);
-  buf_free(&out);
-  buf_free(&err);
-  mem_free(e);
+  eval_and_say(in, G, a, dev, "print");
   mem_free(a);
 }
 
 void insp_layout(Insp *in, const char *args) {
-  char *e = insp_trim(args);
-  Frame *G = in->stopped ? in->sel : eval_top(in->I);
-  Buf out = {0}, err = {0};
-  if (!*e) insp_complain("layout needs an expression");
-  else if (insp_eval(in, G, e, NULL, INSP_LAYOUT, &out, &err)) fputs(buf_cstr(&out), stdout);
-  else insp_complain("%s", buf_cstr(&err));
-  fflush(stdout);
-  buf_free(&out);
-  buf_free(&err);
-  mem_free(e);
+  eval_and_say(in, in->stopped ? in->sel : eval_top(in->I), args, INSP_LAYOUT, "layout");
 }
 
 void insp_print_line(Insp *in, const char *line) {
