@@ -145,6 +145,24 @@ static void put_path_note(Buf *b, Frame *G) {
 }
 
 /* `> file:line in f on devices ...` and `-> source`. */
+/* In a fori_loop's body: ", iteration i = 3" (the loop index, its first
+   parameter; when devices differ, the first running device's, noted). */
+static void put_iteration(Buf *b, Frame *G) {
+  IrStmt *call = G->caller ? G->caller->cur : NULL;
+  if (!call || call->k != IS_EQN || call->prim != P_FORI_LOOP || !call->at || call->at->fns[0] != G->fn ||
+      !G->fn->nparams)
+    return;
+  IrVar *p = G->fn->params[0];
+  Val *v = eval_lookup(G, p);
+  if (!v) return;
+  int64_t d = 0;
+  while (G->space.active && d < G->space.ninst && !G->space.active[d]) d++;
+  Array *a = v->blk[G->space.mesh ? val_block_of(G->space.mesh, v->mask, d) : 0];
+  if (!a || a->size != 1) return;
+  buf_printf(b, ", iteration %.*s = %lld", p->name.n, p->name.p, (long long)arr_geti(a, 0));
+  if (v->mask) buf_printf(b, " on device %lld (it differs between devices)", (long long)d);
+}
+
 static void put_location(Dbg *D, Buf *b, Frame *G, char mark) {
   int file, line;
   if (!insp_frame_pos(&D->in, G, &file, &line)) {
@@ -158,6 +176,7 @@ static void put_location(Dbg *D, Buf *b, Frame *G, char mark) {
     vp_devset(b, G->space.active, G->space.mesh->ndev);
     put_path_note(b, G);
   }
+  put_iteration(b, G);
   buf_puts(b, "\n-> ");
   IrStmt *st = insp_stmt_of(&D->in, G);
   if (G->fn->ast || !G->caller || !st) {
