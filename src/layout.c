@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include "err.h"
 #include "mem.h"
 
 enum { LAYOUT_MAXH = 3 };
@@ -91,6 +92,18 @@ static void rule_line(Buf *b, int64_t ncols, int w, const char *l, const char *f
   buf_putc(b, '\n');
 }
 
+/* The boxes' labels, released by a runtime error too. */
+typedef struct Labels {
+  Buf *b;
+  int64_t n;
+} Labels;
+
+static void labels_free(void *p) {
+  Labels *L = p;
+  for (int64_t i = 0; i < L->n; i++) buf_free(&L->b[i]);
+  mem_free(L->b);
+}
+
 bool layout_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *shape, int width, bool unicode) {
   if (rank > 2) {
     buf_printf(b, "a picture shows arrays of rank 1 or 2, not %d", rank);
@@ -98,7 +111,9 @@ bool layout_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t
   }
   int64_t nrows = rank == 2 ? blocks_along(m, spc, 0) : 1, ncols = rank == 2 ? blocks_along(m, spc, 1)
                                                                    : rank == 1 ? blocks_along(m, spc, 0) : 1;
-  Buf *labels = mem_calloc(sizeof(Buf) * (size_t)(nrows * ncols));
+  Labels L = {mem_calloc(sizeof(Buf) * (size_t)(nrows * ncols)), nrows * ncols};
+  Buf *labels = L.b;
+  err_defer(labels_free, &L);
   size_t maxlab = 0;
   for (int64_t r = 0; r < nrows; r++)
     for (int64_t c = 0; c < ncols; c++) {
@@ -133,7 +148,7 @@ bool layout_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t
     }
   }
   rule_line(b, ncols, w, unicode ? "\u2514" : "+", H, unicode ? "\u2534" : "+", unicode ? "\u2518" : "+");
-  for (int64_t i = 0; i < nrows * ncols; i++) buf_free(&labels[i]);
-  mem_free(labels);
+  err_undefer(&L);
+  labels_free(&L);
   return true;
 }
