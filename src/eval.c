@@ -160,20 +160,28 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
    equation allocated, the results of the blocks already computed
    included, are freed by its memory scope (mem.h), so kern_unwind first
    takes those results out of the result values, which live on in the
-   frame. */
+   frame -- giving back the references a donated operand's block (one
+   allocated before the scope) took for them. */
 typedef struct KernGuard {
   Array **ins;
   int n;
   int32_t *refc;
   Val **outs;
   int nout;
+  int64_t ndonated;        /* results that are donated operand blocks */
 } KernGuard;
 
 static void kern_unwind(void *p) {
   KernGuard *g = p;
   for (int i = 0; i < g->n; i++) g->ins[i]->refc = g->refc[i];
-  for (int j = 0; j < g->nout; j++)
-    memset(g->outs[j]->blk, 0, sizeof(Array *) * (size_t)g->outs[j]->nblk);
+  for (int j = 0; j < g->nout; j++) {
+    Val *o = g->outs[j];
+    /* (the kernels of the primitives that donate return fresh arrays,
+       whose count is 1: a count of 2 is an operand's block) */
+    for (int64_t b = 0; g->ndonated && b < o->nblk; b++)
+      if (o->blk[b] && o->blk[b]->refc > 1) o->blk[b]->refc--;
+    memset(o->blk, 0, sizeof(Array *) * (size_t)o->nblk);
+  }
 }
 
 /* Elementwise equations on small blocks: the result's blocks are made as
@@ -239,6 +247,67 @@ static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *ou
   return true;
 }
 
+static bool dies_here(Frame *F, const IrAtom *a);
+
+/* Buffer donation.  An operand whose value dies at this statement (its
+   last use, no other reference: dies_here) and whose block no other
+   value shares (the array's own count is 1) may hold the result, as XLA
+   donates buffers: an elementwise op computes into it in place (the
+   kernels read element i before writing it), a reshape, squeeze or
+   expand_dims rewrites its header.  Then a chain of operations reuses one
+   buffer instead of faulting in fresh pages for each result.  The
+   operand's value is released after the statement anyway, and nothing
+   else can see the array, so results are the kernels' own.  Only
+   elementwise operands of the result's dtype and exact shape are given
+   (the other operand the same, or a scalar of that dtype); a slab's
+   arrays are not (they share one allocation). */
+static bool donatable_shape(const Array *x, const Type *t) {
+  if (x->rank != t->rank) return false;
+  for (int d = 0; d < t->rank; d++)
+    if (x->shape[d] != t->shape[d]) return false;
+  return true;
+}
+
+static bool donatable(const Array *x, const Type *t) {
+  return x->refc == 1 && !x->slab && x->dt == t->dt && donatable_shape(x, t);
+}
+
+/* The header-only primitives: the result is the operand's elements. */
+static bool same_elements(const IrStmt *st) {
+  return st->prim == P_SQUEEZE || st->prim == P_EXPAND_DIMS || (st->prim == P_RESHAPE && !st->at->l[1].n);
+}
+
+/* Which operands of st may be donated, by bit, before looking at blocks:
+   they die here and are laid out as the result's blocks. */
+static unsigned donors(Frame *F, IrStmt *st, Val *const *opv, uint32_t R) {
+  if (st->nout != 1 || st->nin > 2 || (prim_ew_op(st->prim) < 0 && !same_elements(st))) return 0;
+  unsigned m = 0;
+  for (int i = 0; i < st->nin; i++)
+    if (opv[i] && opv[i]->mask == R && dies_here(F, &st->in[i])) m |= 1u << i;
+  return m;
+}
+
+/* The result of st for one block, computed into a donated operand among
+   ins (mask: donors()), or NULL when none qualifies. */
+static Array *donate(IrStmt *st, unsigned mask, Array *const *ins, const Type *t) {
+  if (same_elements(st)) {
+    Array *x = ins[0];
+    if (!(mask & 1) || x->refc != 1 || x->slab || x->dt != t->dt) return NULL;
+    x->rank = (uint8_t)t->rank;
+    for (int d = 0; d < t->rank; d++) x->shape[d] = t->shape[d];
+    return arr_ref(x);
+  }
+  int nin = st->nin;
+  for (int i = 0; i < nin; i++) {
+    Array *x = ins[i], *o = nin > 1 ? ins[1 - i] : NULL;
+    if (!(mask & (1u << i)) || !donatable(x, t)) continue;
+    if (o && o != x && (o->dt != x->dt || (o->rank != 0 && !donatable_shape(o, t)))) continue;
+    prim_ew_apply(prim_ew_op(st->prim), ins[0], nin > 1 ? ins[1] : NULL, x);
+    return arr_ref(x);
+  }
+  return NULL;
+}
+
 /* A local primitive: its kernel once per block of the result that some
    running instance needs.  The operands are looked up once; one memory
    scope covers every block, so a kernel that fails leaves nothing
@@ -271,8 +340,9 @@ static void exec_local(Frame *F, IrStmt *st) {
   if (nb > 1 && nout == 1 && nin <= 2 && !sp->active && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
+  unsigned give = donors(F, st, opv, R);
   mem_scope_begin();
-  KernGuard guard = {ins, 0, refc, outs, nout};
+  KernGuard guard = {ins, 0, refc, outs, nout, 0};
   err_defer(kern_unwind, &guard);
   for (int64_t b = 0; b < nb; b++) {
     if (need && !need[b]) continue;
@@ -280,6 +350,11 @@ static void exec_local(Frame *F, IrStmt *st) {
       Val *v = opv[i];
       if (v) ins[i] = v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
       refc[i] = ins[i]->refc;
+    }
+    if (give && (res[0] = donate(st, give, ins, ot))) {
+      outs[0]->blk[b] = res[0];
+      guard.ndonated++;
+      continue;
     }
     guard.n = nin;
     k(st->at, ins, nin, res, ot);

@@ -580,21 +580,21 @@ static inline double tanh_approx(double x) {
 
 /* In pieces of 256, by loops that vectorise but the last, which is rare. */
 static void tanh_f32(const float *x, float *o, int64_t n) {
-  double t[256];
+  double t[256], xd[256];     /* xd: the chunk's inputs, as o may be x (a donated operand, eval.c) */
   for (int64_t i0 = 0; i0 < n; i0 += 256) {
     int64_t m = n - i0 < 256 ? n - i0 : 256;
     const float *xs = x + i0;
     float *os = o + i0;
-    for (int64_t i = 0; i < m; i++) t[i] = (double)xs[i];
-    for (int64_t i = 0; i < m; i++) t[i] = tanh_approx(t[i]);
+    for (int64_t i = 0; i < m; i++) xd[i] = (double)xs[i];
+    for (int64_t i = 0; i < m; i++) t[i] = tanh_approx(xd[i]);
     int unsure = 0;
     for (int64_t i = 0; i < m; i++) {
       os[i] = (float)t[i];
-      unsure |= TANH_UNSURE(t[i], (double)xs[i]);
+      unsure |= TANH_UNSURE(t[i], xd[i]);
     }
     if (unsure)
       for (int64_t i = 0; i < m; i++)
-        if (TANH_UNSURE(t[i], (double)xs[i])) os[i] = (float)tanh((double)xs[i]);
+        if (TANH_UNSURE(t[i], xd[i])) os[i] = (float)tanh(xd[i]);
   }
 }
 
