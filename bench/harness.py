@@ -50,8 +50,9 @@ class Failure(Exception):
 
 def run_marked(ref, argv, timeout=300):
     """Run argv with stdout line-buffered into a pipe, through `ref spawn`
-    (which reports the peak RSS of argv alone).  Returns (stamps, text,
-    stderr, rc, maxrss_kib, wall): stamps maps each "@@ NAME" line to the
+    (which reports the peak RSS of argv alone, and its page faults, kept in
+    run_marked.faults).  Returns (stamps, text, stderr, rc, maxrss_kib,
+    wall): stamps maps each "@@ NAME" line to the
     perf_counter times it arrived, in order (a line printed by a function
     called several times arrives several times)."""
     with tempfile.TemporaryFile() as errf, tempfile.NamedTemporaryFile("r") as rssf:
@@ -88,7 +89,8 @@ def run_marked(ref, argv, timeout=300):
     if timed_out:
         raise Failure(f"{' '.join(argv)}: no end after {timeout} s (killed)")
     text = b"".join(chunks).decode(errors="replace")
-    return stamps, text, err, p.returncode, int(rss) if rss else None, wall
+    run_marked.faults = int(rss.split()[1]) if rss else None
+    return stamps, text, err, p.returncode, int(rss.split()[0]) if rss else None, wall
 
 
 def run_plain(argv, timeout=300):
@@ -332,14 +334,16 @@ class Suite:
         """shmapi running wl and the C reference refargv, each a whole
         process started through `ref spawn` (wall time from spawn to exit,
         peak RSS from wait4), interleaved per repetition."""
-        shm, ref, srss, rrss, load = [], [], [], [], []
+        shm, ref, srss, rrss, load, sflt, rflt = [], [], [], [], [], [], []
         text = rtext = ""
         for warm in self.rounds():
             load.append(os.getloadavg()[0])
             _, text, err, rc, r, w = run_marked(self.ref, [self.shm, os.path.join(WL, wl)])
+            sflt.append(run_marked.faults)
             if rc != 0:
                 raise Failure(f"shmapi {wl} exited {rc}:\n{err.strip()[-800:]}")
             _, rtext, err, rc, rr, rw = run_marked(self.ref, [self.ref] + refargv)
+            rflt.append(run_marked.faults)
             if rc != 0:
                 raise Failure(f"ref {' '.join(refargv)} exited {rc}:\n{err.strip()[-800:]}")
             if warm:
@@ -354,7 +358,7 @@ class Suite:
         ok = a <= t_max * b and ra <= rss_max * rb
         self.row(label, a, refname, b, b / a, f"wall ≤ {t_max}× (ratio ≥ {1 / t_max:.2f}×), RSS ≤ {rss_max}×",
                  ok, ra, f"time {a / b:.2f}× the reference's; peak RSS {ra / 1024:.0f} MiB vs {rb / 1024:.0f} MiB "
-                 f"({ra / rb:.2f}×)" + loads(load))
+                 f"({ra / rb:.2f}×); {med(sflt[1:]):.0f} page faults vs {med(rflt[1:]):.0f}" + loads(load))
 
     def whole_matmul(self):
         self.whole("whole process: matmul_basic", "matmul_whole.shm", ["matmul-whole", "2"],

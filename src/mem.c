@@ -280,6 +280,16 @@ void mem_free(void *p) {
   if (h->mapped || !cache_put(h)) block_free(h);
 }
 
+void mem_discard(void *p, size_t off, size_t len) {
+  MemHdr *h = p ? (MemHdr *)p - 1 : NULL;
+  if (!h || !h->mapped || !page_size || off >= h->size) return;
+  if (len > h->size - off) len = h->size - off;
+  uintptr_t lo = (uintptr_t)p + off, hi = lo + len;
+  lo = (lo + page_size - 1) & ~(uintptr_t)(page_size - 1);
+  hi &= ~(uintptr_t)(page_size - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 char *mem_strndup(const char *s, size_t n) {
   char *r = mem_alloc(n + 1);
   memcpy(r, s, n);

@@ -31,8 +31,9 @@
 **       (OpenMP) writing into one result buffer; the sum printed.  A whole
 **       process, like matmul-whole.
 **   ref spawn RSSFILE CMD [ARG...]
-**       run CMD, wait for it, write its peak RSS in KiB (ru_maxrss) to
-**       RSSFILE and exit with its status.  The harness runs shmapi through
+**       run CMD, wait for it, write its peak RSS in KiB (ru_maxrss) and
+**       its minor page faults (ru_minflt) to RSSFILE and exit with its
+**       status.  The harness runs shmapi through
 **       this small process because a child forked from Python inherits
 **       Python's peak RSS into ru_maxrss.
 **
@@ -303,7 +304,7 @@ static int spawn(int argc, char **argv) {
   }
   FILE *f = fopen(argv[2], "w");
   if (f) {
-    fprintf(f, "%ld\n", ru.ru_maxrss);
+    fprintf(f, "%ld %ld\n", ru.ru_maxrss, ru.ru_minflt);
     fclose(f);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
