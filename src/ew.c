@@ -756,6 +756,38 @@ static void reduce_complex(int op, const Array *a, const int64_t *ostr, Array *r
   mem_free(acc);
 }
 
+/* The common reductions of f32 and f64 arrays by a typed loop: the
+   reduced axes the last ones (each result folds one contiguous run) or
+   the first ones (each folds one element of every row, rows in order).
+   The same folds, in the same order, as the general loop below; false
+   when a is not such a case. */
+static bool reduce_float_fast(int op, const Array *a, const bool *red, Array *r, double *af) {
+  int rank = a->rank, k = 0;
+  if (a->dt != DT_F32 && a->dt != DT_F64) return false;
+  while (k < rank && !red[k]) k++;
+  int e = k;
+  while (e < rank && red[e]) e++;
+  bool suffix = e == rank, prefix = k == 0;
+  for (int d = e; d < rank; d++) if (red[d]) return false;
+  if (!suffix && !prefix) return false;
+  int64_t n = a->size / r->size;           /* elements folded into each result */
+  const float *xf = a->dt == DT_F32 ? a->data : NULL;
+  const double *xd = a->dt == DT_F64 ? a->data : NULL;
+#define RD(i) (xf ? (double)xf[i] : xd[i])
+  if (suffix) {
+    for (int64_t j = 0; j < r->size; j++) {
+      double acc = af[j];
+      for (int64_t i = j * n; i < (j + 1) * n; i++) acc = bin_f(op, acc, RD(i));
+      af[j] = acc;
+    }
+  } else {
+    for (int64_t row = 0; row < n; row++)
+      for (int64_t j = 0; j < r->size; j++) af[j] = bin_f(op, af[j], RD(row * r->size + j));
+  }
+#undef RD
+  return true;
+}
+
 /* Folds `a` over the axes `axes` (distinct, in range) with the binary op
    into r, whose shape is a's without those axes.  Elements are folded in
    row-major order; floats accumulate in double, integers in 64 bits. */
@@ -783,7 +815,7 @@ void ew_reduce(int op, const Array *a, const IntList *axes, Array *r) {
     if (fl) af[j] = red_init_f(op);
     else ai[j] = red_init_i(op, a->dt);
   }
-  for (int64_t i = 0; i < a->size; i++) {
+  for (int64_t i = fl && reduce_float_fast(op, a, red, r, af) ? a->size : 0; i < a->size; i++) {
     if (fl) af[o] = bin_f(op, af[o], arr_getf(a, i));
     else ai[o] = fold_i(op, ai[o], a, i, bits);
     for (int d = rank - 1; d >= 0; d--) {
