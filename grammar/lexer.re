@@ -264,6 +264,8 @@ void lex_next(Lexer *L, Tok *t) {
         TOK(TK_IDENT);
       }
       "<" {
+        /* after a type's ] or {axes}: a named shape, f32[5]<batch:20> */
+        if (L->prev == TK_RBRACK || L->prev == TK_RBRACE) TOK(TK_LT);
         const char *e = repr_end(L, (const char *)start);
         if (!e) { L->error = "unterminated <...>"; TOK(TK_ILLEGAL); }
         YYCURSOR = (const unsigned char *)e;
@@ -288,7 +290,9 @@ void lex_next(Lexer *L, Tok *t) {
       "," { TOK(TK_COMMA); }
       ":" { TOK(TK_COLON); }
       "=" { TOK(TK_EQ); }
+      "..." { TOK(TK_ELLIPSIS); }
       "." { TOK(TK_DOT); }
+      ">" { TOK(TK_GT); }
       "@" { TOK(TK_AT); }
       ";" { TOK(TK_SEMI); }
       * { L->error = "unexpected character"; TOK(TK_ILLEGAL); }

@@ -30,6 +30,7 @@
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
 %token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE.
+%token ELLIPSIS LT GT.
 
 %type stmt_list {AstList*}
 %type stmt {AstStmt*}
@@ -68,6 +69,8 @@
 %type lbinders {AstList*}
 %type outs {AstList*}
 %type last {AstStmt*}
+%type named {AstList*}
+%type snames {AstList*}
 
 program ::= stmt_list(L).                  { P->stmts = L; }
 
@@ -275,3 +278,24 @@ outs(A) ::= LPAREN rets(L) RPAREN.         { A = L; }
 outs(A) ::= LPAREN rets(L) COMMA RPAREN.   { A = L; }
 outs(A) ::= LBRACK RBRACK.                 { A = ast_list(P); }
 outs(A) ::= LBRACK rets(L) RBRACK.         { A = L; }
+
+/* ---- pmap and xmap ------------------------------------------------------------
+** Dictionaries and `...` as parameter values (xmap's in_axes={0: batch} and
+** [batch, ...], axis_resources={batch: x}, an inline mesh={i: 8}); a named
+** shape after a type (f32[5]<batch:20>); static parameters of a readable
+** def (def f[axis](x) { ... }, called f[axis=i] x).  A dictionary stands on
+** one line: inside braces newlines separate statements. */
+
+value(A) ::= ELLIPSIS(T).                  { A = ast_pv_const(P, T, PV_ELLIPSIS, 0); }
+
+type(A) ::= type(T) LT(O) named(X) GT(C).  { A = ast_type_named(P, T, X, O, C); }
+type(A) ::= type(T) LT(O) GT(C).           { A = ast_type_named(P, T, ast_list(P), O, C); }
+named(A) ::= axis(X) COLON INT(S).         { A = ast_named_dim(P, ast_list(P), X, S); }
+named(A) ::= named(L) COMMA axis(X) COLON INT(S). { A = ast_named_dim(P, L, X, S); }
+
+def(A) ::= IDENT(N) LBRACK snames(Q) RBRACK LPAREN fparams(L) RPAREN LBRACE stmt_list(B) last(S) RBRACE(C).
+    { A = ast_func_statics(P, ast_func_readable(P, N, L, S ? ast_list_add(P, B, S) : B, C), Q); }
+def(A) ::= IDENT(N) LBRACK snames(Q) RBRACK LPAREN fparams(L) COMMA RPAREN LBRACE stmt_list(B) last(S) RBRACE(C).
+    { A = ast_func_statics(P, ast_func_readable(P, N, L, S ? ast_list_add(P, B, S) : B, C), Q); }
+snames(A) ::= IDENT(X).                    { A = ast_dim(P, ast_list(P), X); }
+snames(A) ::= snames(L) COMMA IDENT(X).    { A = ast_dim(P, L, X); }

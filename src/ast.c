@@ -138,6 +138,26 @@ AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close)
   return t;
 }
 
+/* One `name:size` of a named shape: a pair of tokens. */
+AstList *ast_named_dim(Parser *P, AstList *dims, Tok name, Tok size) {
+  ast_dim(P, dims, name);
+  return ast_dim(P, dims, size);
+}
+
+AstType *ast_type_named(Parser *P, AstType *t, AstList *dims, Tok open, Tok close) {
+  (void)P;
+  t->has_named = true;
+  t->named_sp = span_join(open.sp, close.sp);
+  t->sp = span_join(t->sp, close.sp);
+  for (int i = 0; i + 1 < dims->n; i += 2) {
+    if (t->nnamed == SHM_MAXAXES) { t->rank_overflow = true; break; }
+    Tok *a = dims->v[i], *s = dims->v[i + 1];
+    t->named[t->nnamed] = a->text;
+    t->named_size[t->nnamed++] = s->ival;
+  }
+  return t;
+}
+
 AstBinder *ast_binder(Parser *P, Tok name, AstType *type) {
   AstBinder *b = NEW(P, AstBinder);
   b->name = name.text;
@@ -365,6 +385,18 @@ AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok 
   f->target_sp = target.sp;
   f->end_line = end_line(target);
   return f;
+}
+
+AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names) {
+  fn->nstatics = names->n;
+  fn->statics = arena_alloc(P->arena, sizeof(Str) * (size_t)names->n);
+  fn->statics_sp = arena_alloc(P->arena, sizeof(Span) * (size_t)names->n);
+  for (int i = 0; i < names->n; i++) {
+    Tok *t = names->v[i];
+    fn->statics[i] = t->text;
+    fn->statics_sp[i] = t->sp;
+  }
+  return fn;
 }
 
 AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn) {

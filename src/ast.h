@@ -43,7 +43,8 @@ typedef enum PVKind {
   PV_CALL,               /* Name(items): s is the name (frozenset, Mesh, array) */
   PV_DICT,               /* {items}: PV_PAIR items (a dict) or values (a set) */
   PV_PAIR,               /* key: value, in a dict or a call: items[0], items[1] */
-  PV_KW                  /* key=value in a call: s is the key, items[0] the value */
+  PV_KW,                 /* key=value in a call: s is the key, items[0] the value */
+  PV_ELLIPSIS            /* ... (xmap's [batch, ...]) */
 } PVKind;
 
 struct AstFunc;
@@ -55,7 +56,7 @@ typedef struct PVal {
   double f;              /* PV_FLOAT, PV_COMPLEX (real part) */
   double f2;             /* PV_COMPLEX: the imaginary part */
   Str s;                 /* PV_STR (decoded), PV_NAME */
-  struct PVal **items;   /* PV_TUPLE, PV_LIST, PV_SPEC */
+  struct PVal **items;   /* PV_TUPLE, PV_LIST, PV_SPEC, PV_DICT, PV_CALL, PV_PAIR, PV_KW */
   int n;
   bool paren_only;       /* PV_TUPLE written `(x)`: one item, no comma */
   struct AstFunc *fn;    /* PV_FUNC: a nested `{ lambda ; ... }` */
@@ -79,6 +80,12 @@ typedef struct AstType {
   int naxes;
   Str axes[SHM_MAXAXES];
   Span axes_sp;
+  /* a named shape `<batch:20, ...>` (xmap bodies) */
+  bool has_named;
+  int nnamed;
+  Str named[SHM_MAXAXES];
+  int64_t named_size[SHM_MAXAXES];
+  Span named_sp;
 } AstType;
 
 typedef struct AstBinder {
@@ -194,6 +201,10 @@ typedef struct AstFunc {
   AstParam **tparams;
   int ntparams;
   int end_line;          /* last line, for `longlist` */
+  /* static parameters `def f[axis, n](...)`, given at each call as f[axis=i, n=2] */
+  Str *statics;
+  Span *statics_sp;
+  int nstatics;
   /* a jaxpr printed after the jaxprs it shares: `let name = {...} in` */
   struct AstFunc **lets;
   int nlets;
@@ -232,6 +243,10 @@ PVal *ast_pv_pair(Parser *P, PVKind k, PVal *key, PVal *v);
 /* The items of a then those of b, in a new list. */
 AstList *ast_list_cat(Parser *P, AstList *a, AstList *b);
 AstParam *ast_param(Parser *P, Tok key, PVal *v);
+/* pmap and xmap: named shapes, static parameters. */
+AstType *ast_type_named(Parser *P, AstType *t, AstList *dims, Tok open, Tok close);
+AstList *ast_named_dim(Parser *P, AstList *dims, Tok name, Tok size);
+AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names);
 
 AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
 AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close);

@@ -7,6 +7,7 @@
 struct Builder {
   Emitter e;
   Span where;
+  Span whole;                /* the statement new ones stand for (bld_at) */
   int capparams;
 };
 
@@ -21,6 +22,23 @@ Builder *bld_new(IrProg *P, const char *name, IrFunc *parent, Mesh *mesh, Span w
   B->e.fn = f;
   B->e.mesh = mesh;
   B->where = where;
+  B->whole = where;
+  return B;
+}
+
+void bld_at(Builder *B, Span sp, Span whole) {
+  B->where = sp;
+  B->whole = whole;
+}
+
+Builder *bld_attach(IrProg *P, IrFunc *fn, const Mesh *mesh, Span where) {
+  Builder *B = arena_alloc(&P->arena, sizeof *B);
+  B->e.prog = P;
+  B->e.fn = fn;
+  B->e.mesh = mesh;
+  B->where = where;
+  B->whole = where;
+  B->capparams = fn->nparams;
   return B;
 }
 
@@ -46,8 +64,14 @@ static void bld_captures(Builder *B, IrAtom *in, int nin) {
     if (in[k].var && in[k].var->owner != B->e.fn) emit_capture(&B->e, in[k].var);
 }
 
+static void bld_captures_items(Builder *B, const IrPrintItem *items, int n) {
+  for (int k = 0; k < n; k++)
+    if (items[k].atom.var && items[k].atom.var->owner != B->e.fn) emit_capture(&B->e, items[k].atom.var);
+}
+
 static IrStmt *bld_stmt(Builder *B, int prim, IrAtom *in, int nin, const Type *outt, int nout, IrAtom *out) {
   IrStmt *st = emit_new_stmt(&B->e, IS_EQN, B->where);
+  st->whole = B->whole;
   st->prim = prim;
   st->in = ENEWN(&B->e, IrAtom, nin);
   for (int k = 0; k < nin; k++) st->in[k] = in[k];
@@ -179,6 +203,32 @@ IrAtom bld_zeros(Builder *B, const Type *t) {
   return bld_lift(B, out, t->vma);
 }
 
+void bld_print(Builder *B, const IrPrintItem *items, int n) {
+  bld_captures_items(B, items, n);
+  IrStmt *st = emit_new_stmt(&B->e, IS_PRINT, B->where);
+  st->whole = B->whole;
+  st->items = ENEWN(&B->e, IrPrintItem, n);
+  if (n) memcpy(st->items, items, sizeof(IrPrintItem) * (size_t)n);
+  st->nitems = n;
+  emit_stmt(&B->e, st);
+}
+
+void bld_show(Builder *B, char *text) {
+  IrStmt *st = emit_new_stmt(&B->e, IS_SHOW, B->where);
+  st->whole = B->whole;
+  st->text = text;
+  emit_stmt(&B->e, st);
+}
+
+IrAtom bld_lit(Builder *B, int dt, double v) {
+  IrAtom a;
+  memset(&a, 0, sizeof a);
+  a.lit = prog_keep(B->e.prog, dtype_is_float((DType)dt) ? arr_scalar_f((DType)dt, v) : arr_scalar_i((DType)dt, (int64_t)v));
+  a.t.dt = (uint8_t)dt;
+  a.sp = B->where;
+  return a;
+}
+
 void bld_const(Builder *B, Array *value, IrAtom *out) {
   Type t;
   memset(&t, 0, sizeof t);
@@ -186,6 +236,7 @@ void bld_const(Builder *B, Array *value, IrAtom *out) {
   t.rank = value->rank;
   for (int i = 0; i < value->rank; i++) t.shape[i] = value->shape[i];
   IrStmt *st = emit_new_stmt(&B->e, IS_CONST, B->where);
+  st->whole = B->whole;
   st->value = value;
   st->out = ENEWN(&B->e, IrVar *, 1);
   st->nout = 1;

@@ -16,6 +16,9 @@
 typedef struct Builder Builder;
 
 Builder *bld_new(IrProg *P, const char *name, IrFunc *parent, Mesh *mesh, Span where);
+/* A Builder that appends to an existing function (the checker's, under
+   `mesh`). */
+Builder *bld_attach(IrProg *P, IrFunc *fn, const Mesh *mesh, Span where);
 IrVar *bld_param(Builder *B, Str name, Type t);
 /* Emit prim[params] in...; result atoms in out[] (prim_table nout of them). */
 bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out);
@@ -43,5 +46,12 @@ PVal *bld_pv_ints(Builder *B, const int64_t *v, int n);
 void *bld_alloc(Builder *B, size_t n);
 
 void bld_const(Builder *B, Array *value, IrAtom *out);
+/* A print or show statement (items' atoms in the function's terms). */
+void bld_print(Builder *B, const IrPrintItem *items, int n);
+void bld_show(Builder *B, char *text);
+/* A scalar literal of dtype dt (kept by the program). */
+IrAtom bld_lit(Builder *B, int dt, double v);
+/* The statement the next ones stand for: their place and line. */
+void bld_at(Builder *B, Span sp, Span whole);
 
 #endif

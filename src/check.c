@@ -16,7 +16,6 @@
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
-#include "npy.h"
 #include "parse.h"
 #include "show.h"
 #include "transpose.h"
@@ -63,16 +62,22 @@ IrStmt *check_new_eqn(Ctx *cx, const AstStmt *s) {
   return st;
 }
 
-void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh) {
+void check_call_note_s(Span call, const FuncDef *fd, const char *statics, const Type *args, int nargs,
+                       const Mesh *mesh) {
   Buf b = {0};
   err_defer(buf_release, &b);
   for (int i = 0; i < nargs; i++) {
     if (i) buf_puts(&b, ", ");
     show_type(&b, &args[i], mesh);
   }
-  diag_note(call, "in this call of %.*s with (%s)", fd->name.n, fd->name.p, buf_cstr(&b));
+  diag_note(call, "in this call of %.*s%s%s%s with (%s)", fd->name.n, fd->name.p, statics ? "[" : "",
+            statics ? statics : "", statics ? "]" : "", buf_cstr(&b));
   err_undefer(&b);
   buf_free(&b);
+}
+
+void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, const Mesh *mesh) {
+  check_call_note_s(call, fd, NULL, args, nargs, mesh);
 }
 
 const char *check_unbound(Binding *scope, BindKind want, Str name) {
@@ -127,7 +132,7 @@ char *check_type_text(Ctx *cx, const Type *t) {
   return r;
 }
 
-static char *check_vma_text(Ctx *cx, uint32_t vma) {
+char *check_vma_text(Ctx *cx, uint32_t vma) {
   static char bufs[4][256];
   static int which;
   Buf b = {0};
@@ -135,6 +140,18 @@ static char *check_vma_text(Ctx *cx, uint32_t vma) {
   show_vma_message(&b, vma, cx->mesh);
   char *r = bufs[which++ & 3];
   snprintf(r, 256, "%s", buf_cstr(&b));
+  err_undefer(&b);
+  buf_free(&b);
+  return r;
+}
+
+const char *check_shape_tuple(Ctx *cx, const Type *t) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  buf_putc(&b, '(');
+  for (int d = 0; d < t->rank; d++) buf_printf(&b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  buf_puts(&b, t->rank == 1 ? ",)" : ")");
+  char *r = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
   err_undefer(&b);
   buf_free(&b);
   return r;
@@ -155,7 +172,7 @@ static bool check_types_equal(const Type *a, const Type *b) {
 
 /* Make the Array for a literal of dtype dt; false (with an error) when the
    literal cannot take that dtype. */
-static bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
+bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
   (void)cx;
   if ((l->k == LIT_FLOAT && !dtype_is_float((DType)dt) && !dtype_is_complex((DType)dt)) ||
       (l->k == LIT_COMPLEX && !dtype_is_complex((DType)dt))) {
@@ -197,8 +214,6 @@ static int lit_default_dtype(const AstLit *l) {
   return l->k == LIT_FLOAT ? DT_F32 : l->k == LIT_BOOL ? DT_BOOL : l->k == LIT_COMPLEX ? DT_C64 : DT_I32;
 }
 
-static void array_release(void *a) { arr_unref(a); }
-
 /* ---- annotations ------------------------------------------------------------- */
 
 /* Resolve a written type; false after an error. */
@@ -239,6 +254,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
       t->vma |= 1u << k;
     }
   }
+  if (at->has_named) return xmap_named_shape(cx, at, t, has_vma);
   return true;
 }
 
@@ -281,7 +297,7 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
   return true;
 }
 
-static bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
+bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
   return check_annotation_jax(cx, b, t, what, NULL, NULL);
 }
 
@@ -373,6 +389,19 @@ void check_bind_outs(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, cons
       cx->scope->var = v;
     }
   }
+}
+
+void check_bind_outs_as(Ctx *cx, AstStmt *s, IrStmt *st, Type *outt, int nout, const char *what) {
+  check_bind_outs(cx, s, st, outt, nout, what);
+}
+
+void check_bind_alias(Ctx *cx, AstBinder *b, IrAtom a) {
+  Type t = a.t;
+  if (!check_annotation(cx, b, &t, "the pmap")) t = check_bad_type();
+  if (str_eqc(b->name, "_")) return;
+  if (!t.bad) a.var->name = b->name;
+  cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
+  cx->scope->var = t.bad ? emit_var(EM(cx), b->name, t, b->sp) : a.var;
 }
 
 void check_bind_bad(Ctx *cx, AstStmt *s) {
@@ -467,18 +496,22 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
   bool silent;
   if (!check_resolve_args(cx, s, in, &silent)) { check_bind_bad(cx, s); return; }
-  if (s->nparams) {
-    diag_error(s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", fd->name.n, fd->name.p);
-    check_bind_bad(cx, s);
-    return;
-  }
   Type *at = NEWN(cx->C, Type, s->nargs);
   for (int k = 0; k < s->nargs; k++) {
     in[k].t.weak = false;
     at[k] = in[k].t;
   }
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
-  IrFunc *f = check_instantiate(cx, fd, at, s->nargs, s->callee_sp);
+  if (cx->mesh && fd->ast->has_deco && str_eqc(fd->ast->deco, "pmap")) {
+    if (s->nparams) {
+      diag_error(s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", fd->name.n, fd->name.p);
+      check_bind_bad(cx, s);
+    } else {
+      pmap_nested_call(cx, s, fd, in);
+    }
+    return;
+  }
+  IrFunc *f = stat_instantiate_call(cx, s, fd, at, s->nargs);
   if (!f) { check_bind_bad(cx, s); return; }
   IrStmt *st = check_new_eqn(cx, s);
   st->callee = f;
@@ -493,6 +526,8 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
 }
 
 static void check_eqn(Ctx *cx, AstStmt *s) {
+  s = stat_subst_stmt(cx, s);
+  if (xmap_desugar(cx, s)) return;
   Binding *b = check_lookup(cx->scope, B_FUNC, s->callee);
   if (b) { check_call(cx, s, b->fn); return; }
   int prim = prim_lookup(s->callee);
@@ -522,233 +557,6 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   else
     diag_error(s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
   check_bind_bad(cx, s);
-}
-
-/* ---- array literals ------------------------------------------------------------------ */
-
-typedef struct LitShape {
-  int rank;
-  int64_t shape[SHM_MAXRANK];
-  bool any_float, any_bool, any_int;
-  int64_t count;
-  bool ok;
-} LitShape;
-
-static void lit_shape(const AstALit *a, int depth, LitShape *ls) {
-  if (!ls->ok) return;
-  if (!a->is_list) {
-    if (depth != ls->rank && ls->rank >= 0) {
-      diag_error(a->sp, "array literal is ragged: a number stands where a list is expected");
-      ls->ok = false;
-      return;
-    }
-    ls->rank = depth;
-    if (a->lit.k == LIT_FLOAT) ls->any_float = true;
-    else if (a->lit.k == LIT_BOOL) ls->any_bool = true;
-    else ls->any_int = true;
-    if (a->lit.type && depth > 0) {
-      diag_error(a->lit.sp, "elements of an array literal take no type; annotate the binder instead");
-      ls->ok = false;
-    }
-    ls->count++;
-    return;
-  }
-  if (depth >= SHM_MAXRANK) {
-    diag_error(a->sp, "array literal nested deeper than %d", SHM_MAXRANK);
-    ls->ok = false;
-    return;
-  }
-  if (ls->rank >= 0 && depth >= ls->rank) {
-    diag_error(a->sp, "array literal is ragged: a list stands where a number is expected");
-    ls->ok = false;
-    return;
-  }
-  if (ls->shape[depth] < 0) ls->shape[depth] = a->n;
-  else if (ls->shape[depth] != a->n) {
-    diag_error(a->sp, "array literal is ragged: %d element%s where %lld are expected", a->n, a->n == 1 ? "" : "s", (long long)ls->shape[depth]);
-    ls->ok = false;
-    return;
-  }
-  if (a->n == 0) {
-    if (ls->rank < 0) ls->rank = depth + 1;
-    else if (ls->rank != depth + 1) {
-      diag_error(a->sp, "array literal is ragged");
-      ls->ok = false;
-    }
-  }
-  for (int i = 0; i < a->n; i++) lit_shape(a->items[i], depth + 1, ls);
-}
-
-static void lit_fill(Ctx *cx, const AstALit *a, Array *arr, int64_t *pos, bool *ok) {
-  if (!*ok) return;
-  if (a->is_list) {
-    for (int i = 0; i < a->n; i++) lit_fill(cx, a->items[i], arr, pos, ok);
-    return;
-  }
-  Array *one;
-  if (!check_lit_value(cx, &a->lit, arr->dt, &one)) { *ok = false; return; }
-  memcpy((char *)arr->data + *pos * dtype_sizes[arr->dt], one->data, dtype_sizes[arr->dt]);
-  arr_unref(one);
-  (*pos)++;
-}
-
-/* The statement binding the constant `value` (of type t) to b, bound in
-   cx's scope; the caller emits it. */
-static IrStmt *const_stmt(Ctx *cx, AstStmt *s, AstBinder *b, Type t, Array *value) {
-  IrStmt *st = emit_new_stmt(EM(cx), IS_CONST, s->sp);
-  st->line = s->line;
-  st->value = value;
-  st->out = NEWN(cx->C, IrVar *, 1);
-  st->nout = 1;
-  IrVar *v = emit_var(EM(cx), str_eqc(b->name, "_") ? str_c("") : b->name, t, b->sp);
-  st->out[0] = v;
-  if (!str_eqc(b->name, "_")) {
-    cx->scope = check_bind(cx->C, cx->scope, B_VAR, b->name);
-    cx->scope->var = v;
-  }
-  return st;
-}
-
-static void check_lit_stmt(Ctx *cx, AstStmt *s) {
-  if (s->nouts != 1) {
-    diag_error(s->outs[1]->sp, "a literal is one value; it cannot be bound to %d names", s->nouts);
-    check_bind_bad(cx, s);
-    return;
-  }
-  LitShape ls;
-  memset(&ls, 0, sizeof ls);
-  ls.rank = -1;
-  for (int i = 0; i < SHM_MAXRANK; i++) ls.shape[i] = -1;
-  ls.ok = true;
-  lit_shape(s->alit, 0, &ls);
-  if (!ls.ok) { check_bind_bad(cx, s); return; }
-  if (ls.any_bool && (ls.any_float || ls.any_int)) {
-    diag_error(s->alit->sp, "array literal mixes booleans and numbers");
-    check_bind_bad(cx, s);
-    return;
-  }
-  Type t;
-  memset(&t, 0, sizeof t);
-  t.rank = (uint8_t)ls.rank;
-  for (int i = 0; i < ls.rank; i++) t.shape[i] = ls.shape[i] < 0 ? 0 : ls.shape[i];
-  t.dt = ls.any_bool ? DT_BOOL : ls.any_float ? DT_F32 : DT_I32;
-  AstType *lty = s->alit->is_list ? NULL : s->alit->lit.type;   /* `a = 1.0:f64[]` */
-  if (lty) {
-    Type lt;
-    bool lv;
-    if (!check_resolve_type(cx, lty, &lt, &lv)) { check_bind_bad(cx, s); return; }
-    if (lt.rank != 0) {
-      diag_error(lty->sp, "a literal must have a scalar type, not %s", check_type_text(cx, &lt));
-      check_bind_bad(cx, s);
-      return;
-    }
-    t.dt = lt.dt;
-  }
-  AstBinder *b = s->outs[0];
-  if (b->type) {
-    Type an;
-    bool has_vma;
-    if (!check_resolve_type(cx, b->type, &an, &has_vma)) { check_bind_bad(cx, s); return; }
-    if (!type_same_shape(&an, &t)) {
-      diag_error(b->type->sp, "%.*s is annotated %s but the literal has shape %s", b->name.n, b->name.p,
-                 check_type_text(cx, &an), check_type_text(cx, &t));
-      check_bind_bad(cx, s);
-      return;
-    }
-    if (has_vma && an.vma) {
-      diag_error(b->type->axes_sp, "a literal is invariant: it cannot have the variance %s", check_vma_text(cx, an.vma));
-      check_bind_bad(cx, s);
-      return;
-    }
-    if (lty && an.dt != t.dt) {
-      diag_error(b->type->sp, "%.*s is annotated %s but the literal is %s", b->name.n, b->name.p,
-                 check_type_text(cx, &an), check_type_text(cx, &t));
-      check_bind_bad(cx, s);
-      return;
-    }
-    t.dt = an.dt;
-  }
-  Array *arr = arr_new((DType)t.dt, t.rank, t.shape);
-  int64_t pos = 0;
-  bool ok = true;
-  err_defer(array_release, arr);
-  lit_fill(cx, s->alit, arr, &pos, &ok);
-  err_undefer(arr);
-  if (!ok) { arr_unref(arr); check_bind_bad(cx, s); return; }
-  prog_keep(&cx->C->prog, arr);
-  emit_stmt(EM(cx), const_stmt(cx, s, b, t, arr));
-}
-
-/* ---- load and save -------------------------------------------------------------------- */
-
-/* A path written in file `file`, relative to that file's folder (as
-   written when absolute), into out. */
-static void script_relative(int file, Str p, char *out, size_t n) {
-  const char *from = diag_file_name(file);
-  const char *slash = strrchr(from, '/');
-  if (p.n && p.p[0] == '/') snprintf(out, n, "%.*s", p.n, p.p);
-  else snprintf(out, n, "%.*s%.*s", slash ? (int)(slash - from + 1) : 0, from, p.n, p.p);
-}
-
-/* x = load "file.npy" (or "batch.npz" "key"): the array is read when the
-   statement is checked (its type is the file's), a constant of the
-   program from then on. */
-static void check_load(Ctx *cx, AstStmt *s) {
-  if (s->nouts != 1) {
-    diag_error(s->outs[1]->sp, "load gives one array; it cannot be bound to %d names", s->nouts);
-    check_bind_bad(cx, s);
-    return;
-  }
-  char path[4096], key[512], err[NPY_ERRLEN];
-  script_relative(s->sp.file, s->name, path, sizeof path);
-  snprintf(key, sizeof key, "%.*s", s->key.n, s->key.p);
-  Array *a = npy_load(path, s->has_key ? key : NULL, err);
-  if (!a) {
-    diag_error(s->has_key ? span_join(s->name_sp, s->sp) : s->name_sp, "%s", err);
-    check_bind_bad(cx, s);
-    return;
-  }
-  prog_keep(&cx->C->prog, a);
-  Type t;
-  memset(&t, 0, sizeof t);
-  t.dt = a->dt;
-  t.rank = a->rank;
-  memcpy(t.shape, a->shape, sizeof(int64_t) * a->rank);
-  AstBinder *b = s->outs[0];
-  if (!check_annotation(cx, b, &t, "the file")) { check_bind_bad(cx, s); return; }
-  IrStmt *st = const_stmt(cx, s, b, t, a);
-  st->loaded = true;
-  st->load_path = s->name;
-  st->load_key = s->key;
-  st->load_has_key = s->has_key;
-  emit_stmt(EM(cx), st);
-}
-
-/* save "file.npy" x: written when the statement runs. */
-static void check_save(Ctx *cx, AstStmt *s) {
-  if (cx->mesh) {
-    diag_error(s->callee_sp, "save inside a shard_map body: save the shard_map's result instead");
-    return;
-  }
-  if (s->name.n < 4 || memcmp(s->name.p + s->name.n - 4, ".npy", 4)) {
-    diag_error(s->name_sp, "save writes NumPy's .npy files: the file name must end in .npy");
-    return;
-  }
-  IrStmt *st = emit_new_stmt(EM(cx), IS_SAVE, s->sp);
-  st->line = s->line;
-  st->in = NEWN(cx->C, IrAtom, 1);
-  st->nin = 1;
-  if (!check_resolve_arg(cx, s->args[0], &st->in[0]) || st->in[0].t.bad) return;
-  if (!st->in[0].var && !st->in[0].lit) {
-    if (!check_lit_value(cx, &s->args[0]->lit, st->in[0].t.dt, &st->in[0].lit)) return;
-    prog_keep(&cx->C->prog, st->in[0].lit);
-    st->in[0].t.weak = false;
-  }
-  char path[4096];
-  script_relative(s->sp.file, s->name, path, sizeof path);
-  st->path = arena_strndup(&cx->C->prog.arena, path, strlen(path));
-  st->load_path = s->name;
-  emit_stmt(EM(cx), st);
 }
 
 /* ---- print, show, mesh, import ------------------------------------------------------- */
@@ -913,8 +721,21 @@ static void check_body(Ctx *cx, AstStmt **body, int n) {
   }
 }
 
+/* Check a def's body in sub (its own statements, recursion guarded); `errs`:
+   the error count before, for the missing return's error. */
+static void check_def_body(Ctx *sub, FuncDef *fd, int errs) {
+  AstFunc *af = fd->ast;
+  fd->checking = true;
+  sub->C->depth++;
+  check_body(sub, af->body, af->nbody);
+  sub->C->depth--;
+  fd->checking = false;
+  if (af->form == FN_READABLE && !sub->ret && diag_count() == errs)
+    diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
+}
+
 /* Resolve a function's results (readable: the return; lambda: `in (...)`). */
-static bool resolve_outs(Ctx *cx, AstFunc *af) {
+static bool resolve_results(Ctx *cx, AstFunc *af, IrAtom **outp, int *noutp) {
   AstArg **outs;
   int n;
   Span where;
@@ -934,20 +755,66 @@ static bool resolve_outs(Ctx *cx, AstFunc *af) {
     }
   }
   (void)where;
-  IrFunc *f = cx->fn;
-  f->outs = NEWN(cx->C, IrAtom, n);
-  f->nouts = n;
+  IrAtom *res = NEWN(cx->C, IrAtom, n);
   bool ok = true;
   for (int i = 0; i < n; i++) {
-    if (!check_resolve_arg(cx, outs[i], &f->outs[i])) { ok = false; break; }   /* one error per statement */
-    if (f->outs[i].t.bad) { ok = false; continue; }
-    if (!f->outs[i].var && !f->outs[i].lit) {
-      if (!check_lit_value(cx, &outs[i]->lit, f->outs[i].t.dt, &f->outs[i].lit)) { ok = false; continue; }
-      prog_keep(&cx->C->prog, f->outs[i].lit);
-      f->outs[i].t.weak = false;
+    if (!check_resolve_arg(cx, outs[i], &res[i])) { ok = false; break; }   /* one error per statement */
+    if (res[i].t.bad) { ok = false; continue; }
+    if (!res[i].var && !res[i].lit) {
+      if (!check_lit_value(cx, &outs[i]->lit, res[i].t.dt, &res[i].lit)) { ok = false; continue; }
+      prog_keep(&cx->C->prog, res[i].lit);
+      res[i].t.weak = false;
     }
   }
+  *outp = res;
+  *noutp = n;
   return ok;
+}
+
+static bool resolve_outs(Ctx *cx, AstFunc *af) {
+  return resolve_results(cx, af, &cx->fn->outs, &cx->fn->nouts);
+}
+
+bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call, IrAtom **outs, int *nouts) {
+  Checker *C = cx->C;
+  AstFunc *af = fd->ast;
+  if (af->form == FN_TRANSPOSE || af->nparams != nargs) {
+    diag_error(call, af->form == FN_TRANSPOSE ? "%.*s is a transpose: it cannot be a pmap's body"
+               : "%.*s takes %d argument%s, but %d %s given", fd->name.n, fd->name.p, af->nparams,
+               af->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    return false;
+  }
+  if (fd->checking || C->depth >= MAX_DEPTH) {
+    diag_error(call, fd->checking ? "%.*s calls itself: recursion is not supported (use while or fori_loop)"
+               : "calls nested too deeply at %.*s", fd->name.n, fd->name.p);
+    return false;
+  }
+  fd->resolved = true;         /* checked here: not resolved on its own */
+  Ctx sub;
+  check_ctx_init(&sub, C, cx->fn, fd->scope, cx->mesh, cx->ctrl, af->sp.file);
+  sub.inlined = af;
+  int errs = diag_count();
+  for (int i = 0; i < nargs; i++) {
+    AstBinder *b = af->params[i];
+    Type t = args[i].t, an;
+    bool has_vma;
+    if (b->type && check_resolve_type(&sub, b->type, &an, &has_vma)) {
+      if (!has_vma) an.vma = t.vma;
+      if (!check_types_equal(&an, &t)) {
+        diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1, fd->name.n,
+                   fd->name.p, check_type_text(&sub, &t), b->name.n, b->name.p, check_type_text(&sub, &an));
+        return false;
+      }
+    }
+    if (diag_count() != errs) return false;
+    if (!str_eqc(b->name, "_")) {
+      sub.scope = check_bind(C, sub.scope, B_VAR, b->name);
+      sub.scope->var = args[i].var;
+    }
+  }
+  check_def_body(&sub, fd, errs);
+  bool ok = resolve_results(&sub, af, outs, nouts);
+  return ok && diag_count() == errs;
 }
 
 static bool same_types(const Type *a, const Type *b, int n) {
@@ -956,8 +823,20 @@ static bool same_types(const Type *a, const Type *b, int n) {
   return true;
 }
 
+static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics,
+                           const uint32_t *outvma, int noutvma, Span call);
+
 IrFunc *check_instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
-  return check_instantiate_w(cx, fd, args, nargs, NULL, 0, call);
+  return instantiate(cx, fd, args, nargs, NULL, NULL, 0, call);
+}
+
+IrFunc *check_instantiate_s(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics, Span call) {
+  return instantiate(cx, fd, args, nargs, statics, NULL, 0, call);
+}
+
+IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
+                            int noutvma, Span call) {
+  return instantiate(cx, fd, args, nargs, NULL, outvma, noutvma, call);
 }
 
 static bool same_outvma(const Instance *i, const uint32_t *outvma, int n) {
@@ -1031,18 +910,28 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
    results are widened to those variance sets by pbroadcasts at its end
    (a cond branch or a loop body whose result varies over fewer axes than
    the construct's), so the instance is a distinct one. */
-IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
-                             int noutvma, Span call) {
+static bool same_key(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Check a function for argument types and static values (NULL: none):
+   check_instantiate_w and check_instantiate_s. */
+static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PVal **statics,
+                           const uint32_t *outvma, int noutvma, Span call) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
   Mesh *mesh = cx->mesh;
+  char *skey = af->has_deco ? (statics && statics[0] ? stat_key_mesh(C, statics[0]) : NULL) : stat_key(C, af, statics);
+  if (af->nstatics && !statics) {
+    diag_error(call, "%.*s takes static parameters: it is called as %.*s[%.*s=...] ..., not passed as a function",
+               fd->name.n, fd->name.p, fd->name.n, fd->name.p, af->statics[0].n, af->statics[0].p);
+    return NULL;
+  }
   /* a checked instance is reused; one that failed is checked again, so
      that each statement calling it reports why (a REPL input after the
      one that first failed; in a file the repeated errors, at the same
      places, are printed once) */
   for (Instance *i = fd->inst; i; i = i->next)
     if (i->ir && i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs) &&
-        same_outvma(i, outvma, noutvma) && i->lenient == (C->lenient > 0))
+        same_outvma(i, outvma, noutvma) && i->lenient == (C->lenient > 0) && same_key(i->skey, skey))
       return i->ir;
   if (af->form == FN_TRANSPOSE) return transpose_instance(cx, fd, args, nargs, call);
   if (af->nparams != nargs) {
@@ -1059,34 +948,32 @@ IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, c
                fd->name.n, fd->name.p, C->depth + 1, MAX_DEPTH);
     return NULL;
   }
+  if (af->has_deco && str_eqc(af->deco, "xmap")) return xmap_instance(cx, fd, args, nargs, statics ? statics[0] : NULL, call);
+  if (af->has_deco && str_eqc(af->deco, "pmap")) return pmap_instance(cx, fd, args, nargs, call);
   if (af->has_deco) return smap_instance(cx, fd, args, nargs, call);
   Instance *inst = check_new_instance(cx, args, nargs);
+  inst->skey = skey;
   if (outvma) {
     inst->outvma = NEWN(C, uint32_t, noutvma);
     memcpy(inst->outvma, outvma, sizeof(uint32_t) * (size_t)noutvma);
     inst->noutvma = noutvma;
   }
   IrFunc *f = check_new_func(C, fd, mesh);
+  f->statics = skey;
   Ctx sub;
-  check_ctx_init(&sub, C, f, fd->scope, mesh, cx->ctrl, af->sp.file);
+  check_ctx_init(&sub, C, f, stat_bind(C, fd->scope, af, statics), mesh, cx->ctrl, af->sp.file);
   int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
   sub.scope = jax_bind_lets(C, af, sub.scope, f);
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
-    fd->checking = true;
-    C->depth++;
-    check_body(&sub, af->body, af->nbody);
-    C->depth--;
-    fd->checking = false;
-    if (af->form == FN_READABLE && !sub.ret && diag_count() == errs)
-      diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
+    check_def_body(&sub, fd, errs);
     if (!resolve_outs(&sub, af)) ok = false;
     for (int i = 0; ok && outvma && i < f->nouts && i < noutvma; i++)
       if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = emit_lift(EM(&sub), f->outs[i], outvma[i], f->outs[i].sp);
   }
   if (diag_count() != errs) ok = false;
   if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0))
-    check_call_note(call, fd, args, nargs, mesh);
+    check_call_note_s(call, fd, skey, args, nargs, mesh);
   inst->ir = ok ? f : NULL;
   inst->next = fd->inst;
   fd->inst = inst;
@@ -1108,6 +995,14 @@ static void check_def(Ctx *cx, AstStmt *s) {
     transpose_define(cx, fd);
     return;
   }
+  if (af->has_deco && af->nstatics) {
+    diag_error(af->statics_sp[0], "a decorated function takes no static parameters (its decorator's parameters "
+               "are fixed where it is defined)");
+    AstFunc *plain = NEW(cx->C, AstFunc);     /* checked as if it had none */
+    *plain = *af;
+    plain->nstatics = 0;
+    fd->ast = af = plain;
+  }
   if (af->has_deco) {
     smap_define(cx, fd);
     return;
@@ -1122,6 +1017,8 @@ static void check_def(Ctx *cx, AstStmt *s) {
     bool ok = true, open = false;
     for (int i = 0; i < af->nparams; i++) {
       bool has_vma;
+      /* a named shape is known only inside an xmap body: checked at its calls */
+      if (af->params[i]->type->has_named && !(cx->mesh && cx->mesh->named)) { open = true; continue; }
       if (!check_resolve_type(cx, af->params[i]->type, &args[i], &has_vma)) ok = false;
       if (cx->mesh && !has_vma) open = true;
     }
@@ -1151,7 +1048,7 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_SAVE: check_save(cx, s); break;
   case ST_RETURN:
     if (cx->fn == cx->C->main) diag_error(s->sp, "return outside a function");
-    else if (cx->fn->ast && cx->fn->ast->form == FN_LAMBDA)
+    else if ((cx->inlined ? cx->inlined : cx->fn->ast) && (cx->inlined ? cx->inlined : cx->fn->ast)->form == FN_LAMBDA)
       diag_error(s->sp, "a lambda returns with `in (...)`, not return");
     else { cx->ret = s; cx->returned = true; }
     break;
@@ -1223,6 +1120,7 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_FORI_LOOP: flow_fori(cx, s, in, &r, at); break;
   case P_WHILE: flow_while(cx, s, in, &r, at); break;
   case P_SHARD_MAP: smap_eqn(cx, s, in, &r, at); break;
+  case P_XMAP: xmap_eqn(cx, s, in, &r, at); break;
   case P_SCAN: flow_scan(cx, s, in, &r, at); break;
   case P_XLA_PMAP: jax_pmap(cx, s, in, &r, at); break;
   default:

@@ -271,6 +271,9 @@ static bool per_operand(RuleCtx *r, const char *key, int n, bool bools, int64_t 
   for (int k = 0; k < n; k++) {
     PVal *e = pv_unparen(v->items[k]);
     if (bools && e->k == PV_BOOL) out[k] = e->i ? 0 : -1;
+    else if (!bools && e->k == PV_INT && e->i < 0)   /* -1 would read as None */
+      return rule_param_error(r, key, "%s must be a tuple of dimensions counted from 0, as JAX prints them, and None",
+                              key);
     else if (!bools && e->k == PV_INT) out[k] = e->i;
     else if (!bools && e->k == PV_NONE) out[k] = -1;
     else return rule_param_error(r, key, "%s must be a tuple of %s", key, bools ? "True/False" : "integers and None");
@@ -279,8 +282,8 @@ static bool per_operand(RuleCtx *r, const char *key, int n, bool bools, int64_t 
 }
 
 void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
-  if (cx->mesh) {
-    rule_error(r, "xla_pmap inside a shard_map or xla_pmap body is not supported");
+  if (cx->mesh && !cx->mesh->pmap) {
+    rule_error(r, "xla_pmap inside a %s body: a pmap nests only in a pmap", cx->mesh->named ? "xmap" : "shard_map");
     check_bind_bad(cx, s);
     return;
   }
@@ -316,6 +319,10 @@ void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
     check_bind_bad(cx, s);
     return;
   }
+  if (fd && cx->mesh) {          /* inside a pmap's body: as a nested @pmap, another axis of its mesh */
+    pmap_nested_jax(cx, s, fd, in, r, axis, size, inax);
+    return;
+  }
   Type *args = fd ? call_args(cx, s, in, n) : NULL;
   if (!args) { check_bind_bad(cx, s); return; }
   Mesh *m = NEW(cx->C, Mesh);
@@ -324,6 +331,7 @@ void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   m->size[0] = size;
   m->ndev = size;
   m->pmap = true;
+  m->busy = 1u;                  /* a pmap nested in the body takes another axis */
   ShardMap *sm = NEW(cx->C, ShardMap);
   sm->mesh = m;
   sm->check_vma = true;
@@ -356,6 +364,15 @@ void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   IrFunc *f = check_instantiate(&sub, fd, block, n, s->callee_sp);
   if (!f) { check_bind_bad(cx, s); return; }
   int nout = f->nouts;
+  for (int k = 0; k < nout; k++)         /* axes nested pmaps added end inside the body */
+    if (f->outs[k].t.vma & ~1u) {
+      int j = 1;
+      while (!(f->outs[k].t.vma & (1u << j))) j++;
+      rule_error(r, "result %d of xla_pmap varies over %.*s, the axis of a pmap nested in its body: only %.*s may "
+                 "reach its results", k + 1, m->axis[j].n, m->axis[j].p, axis.n, axis.p);
+      check_bind_bad(cx, s);
+      return;
+    }
   int64_t *outax = NEWN(cx->C, int64_t, nout);
   for (int k = 0; k < nout; k++) outax[k] = 0;
   if (!per_operand(r, "out_axes", nout, false, outax)) { check_bind_bad(cx, s); return; }

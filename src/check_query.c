@@ -62,7 +62,7 @@ static int expr_nouts(Ctx *cx, AstStmt *s) {
       at[k] = in[k].t;
       at[k].weak = false;
     }
-    IrFunc *f = check_instantiate(cx, b->fn, at, s->nargs, s->callee_sp);
+    IrFunc *f = stat_instantiate_call(cx, s, b->fn, at, s->nargs);
     return f ? f->nouts : -1;
   }
   int prim = prim_lookup(s->callee);

@@ -62,13 +62,74 @@ static void res_arg(Res *R, const AstArg *a) {
   if (a->k == ARG_NAME) res_name(R, a->name, a->sp);
 }
 
-/* Is `name` an axis of some mesh the program has? */
+void resolve_note_axis(Checker *C, Str name) {
+  for (int i = 0; i < C->nmap_axes; i++)
+    if (str_eq(C->map_axes[i], name)) return;
+  if (C->nmap_axes == C->capmap_axes) {
+    int nc = C->capmap_axes ? C->capmap_axes * 2 : 16;
+    Str *n = NEWN(C, Str, nc);
+    if (C->nmap_axes) memcpy(n, C->map_axes, sizeof(Str) * (size_t)C->nmap_axes);
+    C->map_axes = n;
+    C->capmap_axes = nc;
+  }
+  C->map_axes[C->nmap_axes++] = name;
+}
+
+/* Is `name` an axis of some mesh the program has, or one a pmap or xmap
+   defines? */
 static bool res_axis_known(Res *R, Str name) {
+  for (int i = 0; i < R->C->nmap_axes; i++)
+    if (str_eq(R->C->map_axes[i], name)) return true;
   for (Binding *b = R->C->top; b; b = b->next)
     if (b->k == B_MESH)
       for (int k = 0; k < b->mesh->naxes; k++)
         if (str_eq(b->mesh->axis[k], name)) return true;
   return false;
+}
+
+/* Does a parameter value name a static parameter of an enclosing
+   function?  Its value is known only at a call: what depends on it is
+   left to the call's check. */
+static bool res_static(Res *R, const PVal *v) {
+  if (!v) return false;
+  if (v->k == PV_NAME) return check_lookup(R->scope, B_STATIC, v->s) != NULL;
+  for (int i = 0; (v->k == PV_TUPLE || v->k == PV_LIST || v->k == PV_SPEC || v->k == PV_DICT || v->k == PV_PAIR) &&
+                  i < v->n; i++)
+    if (res_static(R, v->items[i])) return true;
+  return false;
+}
+
+static bool res_params_static(Res *R, AstParam *const *ps, int n) {
+  for (int i = 0; i < n; i++)
+    if (res_static(R, ps[i]->v)) return true;
+  return false;
+}
+
+/* The static values a call gives: known names, each once, all given. */
+static void res_call_statics(Res *R, const AstStmt *s, const AstFunc *af) {
+  for (int i = 0; i < s->nparams; i++) {
+    const AstParam *p = s->params[i];
+    bool known = false;
+    for (int j = 0; j < af->nstatics; j++) known |= str_eq(af->statics[j], p->key);
+    for (int j = 0; j < i; j++)
+      if (str_eq(s->params[j]->key, p->key)) res_error(R, p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
+    if (!known) {
+      char names[512];
+      int n = 0;
+      for (int j = 0; j < af->nstatics && n < (int)sizeof names - 80; j++)
+        n += snprintf(names + n, sizeof names - (size_t)n, "%s%.*s", j ? ", " : "", af->statics[j].n, af->statics[j].p);
+      res_error(R, p->sp, "%.*s has no static parameter '%.*s' (its static parameters: %s)", s->callee.n,
+                s->callee.p, p->key.n, p->key.p, names);
+    }
+  }
+  for (int j = 0; j < af->nstatics; j++) {
+    bool given = false;
+    for (int i = 0; i < s->nparams; i++) given |= str_eq(af->statics[j], s->params[i]->key);
+    if (!given)
+      res_error(R, s->callee_sp, "%.*s takes the static parameter %.*s: call it as %.*s[%.*s=...] ...", s->callee.n,
+                s->callee.p, af->statics[j].n, af->statics[j].p, s->callee.n, s->callee.p, af->statics[j].n,
+                af->statics[j].p);
+  }
 }
 
 static void res_axes(Res *R, const PVal *v, Span sp) {
@@ -158,6 +219,7 @@ static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
     }
   }
   const Mesh *body_mesh = R->mesh;
+  bool dyn = res_params_static(R, s->params, s->nparams);
   switch (prim) {
   case P_COND: res_fn_param(R, res_param(s, "branches"), R->mesh); break;
   case P_WHILE:
@@ -167,12 +229,12 @@ static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
   case P_FORI_LOOP:
     for (int k = 0; k < 2; k++) {
       const PVal *b = pv_unparen((PVal *)res_param(s, k ? "upper" : "lower"));
-      if (b && b->k == PV_NAME) res_name(R, b->s, b->sp);
+      if (b && b->k == PV_NAME && !res_static(R, b)) res_name(R, b->s, b->sp);
     }
     res_fn_param(R, res_param(s, "body"), R->mesh);
     break;
   case P_SHARD_MAP:
-    body_mesh = res_mesh(R, res_param(s, "mesh"));
+    body_mesh = dyn ? NULL : res_mesh(R, res_param(s, "mesh"));
     if (body_mesh) {
       res_specs(R, body_mesh, res_param(s, "in_specs"));
       res_specs(R, body_mesh, res_param(s, "out_specs"));
@@ -180,7 +242,7 @@ static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
     res_fn_param(R, res_param(s, "f"), body_mesh);
     break;
   default:
-    if (pi->vrule != VR_ELEM && pi->vrule != VR_NULLARY && pi->vrule != VR_SPECIAL) {
+    if (pi->vrule != VR_ELEM && pi->vrule != VR_NULLARY && pi->vrule != VR_SPECIAL && !dyn) {
       res_axes(R, res_param(s, "axes"), s->callee_sp);
       res_axes(R, res_param(s, "axis_name"), s->callee_sp);
     }
@@ -196,9 +258,12 @@ static void res_eqn(Res *R, const AstStmt *s) {
   int prim;
   if (b) {
     const AstFunc *af = b->fn->ast;
-    if (s->nparams)
+    if (s->nparams && !af->nstatics)
       res_error(R, s->params[0]->sp, "'%.*s' is a function: it takes no parameters in brackets", s->callee.n, s->callee.p);
-    else if (af->form != FN_TRANSPOSE && af->nparams != s->nargs)
+    else if (af->nstatics)
+      res_call_statics(R, s, af);
+    if (R->failed) {
+    } else if (af->form != FN_TRANSPOSE && af->nparams != s->nargs)
       res_error(R, s->callee_sp, "%.*s takes %d argument%s, but %d %s given", s->callee.n, s->callee.p, af->nparams,
                 af->nparams == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
   } else if ((prim = prim_lookup(s->callee)) >= 0) {
@@ -273,15 +338,52 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   }
 }
 
+/* Add the axis names a parameter value mentions to m: names and strings,
+   in lists and tuples, and in dictionaries their values (dict_values) or
+   their keys. */
+static void names_into(Mesh *m, const PVal *v, bool dict_values) {
+  v = pv_unparen((PVal *)v);
+  if (!v) return;
+  if (v->k == PV_NAME || v->k == PV_STR) {
+    for (int k = 0; k < m->naxes; k++)
+      if (str_eq(m->axis[k], v->s)) return;
+    if (m->naxes < SHM_MAXAXES) m->axis[m->naxes++] = v->s;
+    return;
+  }
+  if (pv_is_map(v))
+    for (int i = 0; i < v->n; i++) names_into(m, dict_values ? pv_val(v, i) : pv_key(v, i), dict_values);
+  if (v->k == PV_TUPLE || v->k == PV_LIST)
+    for (int i = 0; i < v->n; i++) names_into(m, v->items[i], dict_values);
+}
+
+/* The axes a @pmap or @xmap body sees: the enclosing pmap's and
+   axis_name; the named axes its in_axes and axis_sizes name. */
+static const Mesh *res_map_mesh(Res *R, const AstFunc *af, const Mesh *outer) {
+  Mesh *m = NEW(R->C, Mesh);
+  bool xmap = str_eqc(af->deco, "xmap");
+  if (!xmap && outer) *m = *outer;
+  m->named = xmap;
+  for (int i = 0; i < af->ndeco_params; i++) {
+    const AstParam *p = af->deco_params[i];
+    if (!xmap && str_eqc(p->key, "axis_name")) names_into(m, p->v, false);
+    if (xmap && str_eqc(p->key, "in_axes")) names_into(m, p->v, true);
+    if (xmap && str_eqc(p->key, "axis_sizes")) names_into(m, p->v, false);
+  }
+  return m;
+}
+
 static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh) {
   Res sub = *R;
   sub.scope = scope;
   sub.mesh = mesh;
   sub.self = af;
   sub.failed = false;
-  if (af->has_deco) {
+  if (af->has_deco && (str_eqc(af->deco, "pmap") || str_eqc(af->deco, "xmap"))) {
+    sub.mesh = res_map_mesh(&sub, af, mesh);
+  } else if (af->has_deco) {
     if (!str_eqc(af->deco, "shard_map")) {
-      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map, @pmap and @xmap)", af->deco.n,
+                 af->deco.p);
       return;
     }
     const PVal *mv = NULL, *iv = NULL, *ov = NULL;
@@ -309,6 +411,7 @@ static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh
       res_error(&sub, af->consts[i]->sp, "unknown variable '%.*s' (a lambda's constants name variables in scope)",
                 af->consts[i]->name.n, af->consts[i]->name.p);
   }
+  for (int i = 0; i < af->nstatics; i++) sub.scope = check_bind(R->C, sub.scope, B_STATIC, af->statics[i]);
   for (int i = 0; i < af->nparams; i++) res_bind_var(&sub, af->params[i]->name, af->params[i]->sp);
   bool returned = false;
   int errs = diag_count();

@@ -12,9 +12,48 @@
 
 /* ---- shard_map ----------------------------------------------------------------------------- */
 
-static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
+/* A mesh written inline, {i: 8, j: 2}, as show prints the mesh of a pmap
+   (which has no name). */
+static Mesh *inline_mesh(Ctx *cx, RuleCtx *r, PVal *v) {
+  Mesh *m = NEW(cx->C, Mesh);
+  m->ndev = 1;
+  if (v->n > SHM_MAXAXES) {
+    rule_param_error(r, "mesh", "a mesh has at most %d axes", SHM_MAXAXES);
+    return NULL;
+  }
+  for (int i = 0; i < v->n; i++) {
+    PVal *a = v->items[i]->k == PV_PAIR ? pv_unparen(pv_key(v, i)) : NULL;
+    PVal *n = a ? pv_unparen(pv_val(v, i)) : NULL;
+    if (!a || (a->k != PV_NAME && a->k != PV_STR) || n->k != PV_INT) {
+      rule_param_error(r, "mesh", "a mesh written inline reads {axis: size, ...}");
+      return NULL;
+    }
+    for (int j = 0; j < i; j++)
+      if (str_eq(m->axis[j], a->s)) {
+        rule_param_error(r, "mesh", "mesh axis '%.*s' named twice", a->s.n, a->s.p);
+        return NULL;
+      }
+    if (n->i < 1 || m->ndev > SHM_MAX_INSTANCES / n->i) {
+      rule_param_error(r, "mesh", n->i < 1 ? "mesh axis '%.*s' must have a size of at least 1"
+                                           : "mesh has more than 4194304 devices (axis '%.*s')", a->s.n, a->s.p);
+      return NULL;
+    }
+    m->axis[i] = a->s;
+    m->size[i] = n->i;
+    m->ndev *= n->i;
+  }
+  m->naxes = v->n;
+  return m;
+}
+
+Mesh *smap_mesh_value(Ctx *cx, RuleCtx *r, PVal *v) {
   v = pv_unparen(v);
   if (!v) { rule_missing(r, "mesh"); return NULL; }
+  if (v->k == PV_DICT) {
+    Mesh *m = inline_mesh(cx, r, v);
+    if (!m) r->failed = true;
+    return m;
+  }
   if (v->k == PV_CALL) return jax_mesh(cx, r, v);
   if (v->k != PV_NAME) { rule_param_error(r, "mesh", "parameter 'mesh' must name a mesh"); return NULL; }
   Binding *b = check_lookup(cx->scope, B_MESH, v->s);
@@ -24,6 +63,34 @@ static Mesh *mesh_param(Ctx *cx, RuleCtx *r, PVal *v) {
     return NULL;
   }
   return b->mesh;
+}
+
+PVal *smap_mesh_pv(Ctx *cx, const Mesh *m) {
+  if (m->inline_src) return m->inline_src;
+  PVal *v = NEW(cx->C, PVal);
+  v->sp = span_none();
+  if (m->name.n) {
+    v->k = PV_NAME;
+    v->s = m->name;
+    return v;
+  }
+  v->k = PV_DICT;
+  v->n = m->naxes;
+  v->items = NEWN(cx->C, PVal *, m->naxes);
+  for (int i = 0; i < m->naxes; i++) {
+    PVal *e = v->items[i] = NEWN(cx->C, PVal, 3);
+    e->k = PV_PAIR;
+    e->n = 2;
+    e->items = NEWN(cx->C, PVal *, 2);
+    e->items[0] = &e[1];
+    e->items[1] = &e[2];
+    e[1].k = PV_NAME;
+    e[1].s = m->axis[i];
+    e[2].k = PV_INT;
+    e[2].i = m->size[i];
+    e->sp = e[1].sp = e[2].sp = span_none();
+  }
+  return v;
 }
 
 /* The specs of a parameter: a tuple of P(...), or one P(...) standing for
@@ -261,7 +328,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
     rule_error(r, "shard_map inside a shard_map body is not supported");
     return NULL;
   }
-  Mesh *m = mesh_param(cx, r, rule_get(r, "mesh"));
+  Mesh *m = smap_mesh_value(cx, r, rule_get(r, "mesh"));
   if (!m) return NULL;
   PVal **ins, **outs;
   int nin, nout;
@@ -303,13 +370,7 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   check_add_fn(cx, at, f);
   /* canonical parameters */
   rule_record(r, "f", check_fn_ref(cx, 0));
-  PVal *mv = m->inline_src;
-  if (!mv) {
-    mv = NEW(cx->C, PVal);
-    mv->k = PV_NAME;
-    mv->s = m->name;
-  }
-  rule_record(r, "mesh", mv);
+  rule_record(r, "mesh", smap_mesh_pv(cx, m));
   PVal *it = NEW(cx->C, PVal), *ot = NEW(cx->C, PVal);
   it->k = ot->k = PV_TUPLE;
   it->items = ins; it->n = nin;
@@ -336,35 +397,24 @@ void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
 
 /* A decorated def called with global argument types: a wrapper function
    whose one equation is the shard_map of the body. */
-IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
+void smap_wrap_begin(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Wrapper *W) {
   Checker *C = cx->C;
   AstFunc *af = fd->ast;
-  if (!str_eqc(af->deco, "shard_map")) {
-    diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
-    return NULL;
-  }
-  if (cx->mesh) {      /* as for the equation form: no shard_map inside a body */
-    diag_error(call, "%.*s is a shard_map: it cannot be called inside a shard_map body (a body runs per device)",
-               fd->name.n, fd->name.p);
-    return NULL;
-  }
-  Instance *inst = check_new_instance(cx, args, nargs);
-  inst->next = fd->inst;
-  fd->inst = inst;
-  IrFunc *w = check_new_func(C, fd, NULL);
-  w->is_shard_map_wrapper = true;
-  Ctx sub;
-  check_ctx_init(&sub, C, w, fd->scope, NULL, 0, af->sp.file);
+  W->inst = check_new_instance(cx, args, nargs);
+  W->inst->next = fd->inst;
+  fd->inst = W->inst;
+  IrFunc *w = W->w = check_new_func(C, fd, NULL);
+  check_ctx_init(&W->sub, C, w, fd->scope, NULL, 0, af->sp.file);
   w->params = NEWN(C, IrVar *, nargs);
   w->nparams = nargs;
-  IrAtom *in = NEWN(C, IrAtom, nargs);
+  W->in = NEWN(C, IrAtom, nargs);
   for (int i = 0; i < nargs; i++) {
-    w->params[i] = emit_var(EM(&sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
-    in[i].var = w->params[i];
-    in[i].t = args[i];
-    in[i].sp = af->sp;
+    w->params[i] = emit_var(EM(&W->sub), i < af->nparams ? af->params[i]->name : str_c("x"), args[i], af->sp);
+    W->in[i].var = w->params[i];
+    W->in[i].t = args[i];
+    W->in[i].sp = af->sp;
   }
-  FuncDef *body = NEW(C, FuncDef);
+  FuncDef *body = W->body = NEW(C, FuncDef);
   *body = *fd;
   body->inst = NULL;
   body->latest = NULL;
@@ -373,55 +423,81 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
   *plain = *af;
   plain->has_deco = false;
   body->ast = plain;
-  RuleCtx r;
-  rule_init(&r, &sub.C->prog.arena, sub.mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
-  Attrs *at = NEW(C, Attrs);
-  at->dtype = -1;
-  Type *out;
-  int nout;
-  int errs = diag_count();
-  IrFunc *f = build_shard_map(&sub, &r, call.file >= 0 ? call : af->sp, body, args, nargs, at, &out, &nout);
-  if (!f) {
-    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off))
-      check_call_note(call, fd, args, nargs, NULL);
-    return NULL;
-  }
-  IrStmt *st = emit_new_stmt(EM(&sub), IS_EQN, af->deco_sp);
-  st->line = st->line;
-  st->prim = P_SHARD_MAP;
-  st->at = at;
-  st->params = r.canon;
-  st->nparams = r.ncanon;
-  st->in = in;
-  st->nin = nargs;
+}
+
+IrFunc *smap_wrap_end(Wrapper *W, FuncDef *fd, IrStmt *st, const Type *out, const IrAtom *named, int nout) {
+  Checker *C = W->sub.C;
+  AstFunc *af = fd->ast;
+  IrFunc *w = W->w;
+  st->in = W->in;
+  st->nin = w->nparams;
   st->out = NEWN(C, IrVar *, nout);
   st->nout = nout;
   w->outs = NEWN(C, IrAtom, nout);
   w->nouts = nout;
   for (int i = 0; i < nout; i++) {
-    st->out[i] = emit_var(EM(&sub), f->outs[i].var ? f->outs[i].var->name : str_c("y"), out[i], af->sp);
+    st->out[i] = emit_var(EM(&W->sub), named[i].var && named[i].var->name.n ? named[i].var->name : str_c("y"), out[i],
+                          af->sp);
     w->outs[i].var = st->out[i];
     w->outs[i].t = out[i];
     w->outs[i].sp = af->sp;
   }
-  emit_stmt(EM(&sub), st);
-  inst->ir = w;
+  emit_stmt(EM(&W->sub), st);
+  W->inst->ir = w;
   fd->latest = w;
   return w;
+}
+
+IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
+  Checker *C = cx->C;
+  AstFunc *af = fd->ast;
+  if (!str_eqc(af->deco, "shard_map")) {
+    diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map, @pmap and @xmap)", af->deco.n, af->deco.p);
+    return NULL;
+  }
+  if (cx->mesh) {      /* as for the equation form: no shard_map inside a body */
+    diag_error(call, "%.*s is a shard_map: it cannot be called inside a shard_map body (a body runs per device)",
+               fd->name.n, fd->name.p);
+    return NULL;
+  }
+  Wrapper W;
+  smap_wrap_begin(cx, fd, args, nargs, &W);
+  W.w->is_shard_map_wrapper = true;
+  RuleCtx r;
+  rule_init(&r, &C->prog.arena, NULL, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
+  Attrs *at = NEW(C, Attrs);
+  at->dtype = -1;
+  Type *out;
+  int nout;
+  int errs = diag_count();
+  IrFunc *f = build_shard_map(&W.sub, &r, call.file >= 0 ? call : af->sp, W.body, args, nargs, at, &out, &nout);
+  if (!f) {
+    if (diag_count() > errs && (call.file != af->sp.file || call.off != af->sp.off))
+      check_call_note(call, fd, args, nargs, NULL);
+    return NULL;
+  }
+  IrStmt *st = emit_new_stmt(EM(&W.sub), IS_EQN, af->deco_sp);
+  st->prim = P_SHARD_MAP;
+  st->at = at;
+  st->params = r.canon;
+  st->nparams = r.ncanon;
+  return smap_wrap_end(&W, fd, st, out, f->outs, nout);
 }
 
 /* A decorated def whose parameters are all annotated (with block types)
    is checked where it is defined: the global types follow from in_specs. */
 void smap_define(Ctx *cx, FuncDef *fd) {
   AstFunc *af = fd->ast;
+  if (str_eqc(af->deco, "pmap") || str_eqc(af->deco, "xmap")) return;   /* checked at each call */
   if (!check_all_annotated(af) || !str_eqc(af->deco, "shard_map")) {
     if (!str_eqc(af->deco, "shard_map"))
-      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map)", af->deco.n, af->deco.p);
+      diag_error(af->deco_sp, "unknown decorator '@%.*s' (shm knows @shard_map, @pmap and @xmap)", af->deco.n,
+                 af->deco.p);
     return;
   }
   RuleCtx r;
   rule_init(&r, &cx->C->prog.arena, cx->mesh, "shard_map", af->deco_sp, af->deco_params, af->ndeco_params);
-  Mesh *m = mesh_param(cx, &r, rule_get(&r, "mesh"));
+  Mesh *m = smap_mesh_value(cx, &r, rule_get(&r, "mesh"));
   PVal **ins;
   int nin;
   if (!m || !spec_list(&r, "in_specs", rule_get(&r, "in_specs"), af->nparams, &ins, &nin)) return;

@@ -161,6 +161,35 @@ bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   return true;
 }
 
+/* pshuffle[axis_name, perm=(s0, s1, ...)]: lax.pshuffle, member j gets the
+   block of member perm[j]; perm is a permutation of the group.  Attrs:
+   axes; l[0] the (source, destination) pairs, as ppermute's. */
+bool coll_rule_pshuffle(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  IntList perm;
+  if (!read_axes(cx, "axis_name", at) || !rule_ints(cx, "perm", true, &perm)) return false;
+  int64_t p = rule_group_size(cx, at);
+  if (perm.n != p)
+    return rule_param_error(cx, "perm", "pshuffle's perm has %d entries for a group of %lld: it must be a "
+                            "permutation of 0..%lld", perm.n, (long long)p, (long long)(p - 1));
+  at->l[0].n = (int)(2 * p);
+  at->l[0].v = rule_alloc_ints(cx, at->l[0].n);
+  for (int64_t j = 0; j < p; j++) {
+    int64_t s = perm.v[j];
+    if (s < 0 || s >= p)
+      return rule_param_error(cx, "perm", "pshuffle's perm entry %lld is out of range for a group of %lld",
+                              (long long)s, (long long)p);
+    for (int64_t k = 0; k < j; k++)
+      if (perm.v[k] == s)
+        return rule_param_error(cx, "perm", "pshuffle's perm names member %lld twice: it must be a permutation",
+                                (long long)s);
+    at->l[0].v[2 * j] = s;
+    at->l[0].v[2 * j + 1] = j;
+  }
+  out[0] = in[0];
+  return true;
+}
+
 /* all_to_all.  Attrs: axes; i[0] split_axis; i[1] concat_axis; b[0] tiled. */
 bool coll_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   (void)nin;

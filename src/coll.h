@@ -13,6 +13,7 @@ bool coll_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_pshuffle(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 

@@ -38,6 +38,16 @@ double cost_flops(const IrStmt *st) {
     for (int i = 0; i < lc->n; i++) k *= (double)st->in[0].t.shape[lc->v[i]];
     return 2 * type_elems(out) * k;
   }
+  /* a Fourier transform of N complex points: 5 N log2 N operations (the
+     count FFT benchmarks use); a real one (RFFT, IRFFT) half of that */
+  case P_FFT: {
+    const IntList *len = &st->at->l[0];
+    double n = 1;
+    for (int i = 0; i < len->n; i++) n *= (double)len->v[i];
+    const Type *big = type_size(&st->in[0].t) > type_size(out) ? &st->in[0].t : out;
+    double transforms = type_elems(big) / n, real = st->at->i[0] >= 2 ? 0.5 : 1;
+    return transforms * real * 5 * n * (n > 1 ? log2(n) : 1);
+  }
   /* moving data, not computing */
   case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:

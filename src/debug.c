@@ -181,7 +181,7 @@ static bool communicates(IrStmt *st) {
   if (st->k != IS_EQN || st->prim < 0) return false;
   switch (st->prim) {
   case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT:
-  case P_PSUM_SCATTER: case P_PPERMUTE: case P_ALL_TO_ALL:
+  case P_PSUM_SCATTER: case P_PPERMUTE: case P_PSHUFFLE: case P_ALL_TO_ALL:
     return true;
   default:
     return false;
@@ -232,7 +232,7 @@ static void put_sends(Buf *b, Frame *F, IrStmt *st) {
   uint8_t *send = mem_calloc((size_t)n);
   buf_printf(b, "%s over ", prim_table[st->prim].name);
   put_coll_axes(b, m, at);
-  if (st->prim == P_PPERMUTE) {
+  if (st->prim == P_PPERMUTE || st->prim == P_PSHUFFLE) {
     int np = at->l[0].n / 2;
     bool first = true;
     buf_puts(b, ": ");

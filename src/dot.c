@@ -22,11 +22,11 @@ static bool check_dot_dims(RuleCtx *cx, const char *side, const Type *t, const I
     for (int i = 0; i < l->n; i++) {
       int64_t d = l->v[i];
       if (d < 0 || d >= t->rank)
-        return rule_error(cx, "dot_general %s %s dimensions %s out of range for %s", side,
+        return rule_error(cx, "%s %s %s dimensions %s out of range for %s", rule_prim_name(cx), side,
                           w ? "batch" : "contracting", rule_ls(&lb, l), rule_ty(&tb, t));
       if (seen & (1u << d))
-        return rule_error(cx, "dot_general %s dimension %lld of %s is named twice in the dimension numbers",
-                          side, (long long)d, rule_ty(&tb, t));
+        return rule_error(cx, "%s %s dimension %lld of %s is named twice in the dimension numbers",
+                          rule_prim_name(cx), side, (long long)d, rule_ty(&tb, t));
       seen |= 1u << d;
     }
   }
@@ -42,25 +42,21 @@ static bool check_dot_dims(RuleCtx *cx, const char *side, const Type *t, const I
    integer or to a float, floats to a float no narrower).
    Fills l[0] = lhs contracting, l[1] = rhs contracting, l[2] = lhs batch,
    l[3] = rhs batch, dtype = preferred_element_type (-1 for None). */
-bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
-  (void)nin;
+/* The type of a dot_general (or pdot) of in[0] and in[1] with dimension
+   numbers dn (lhs contracting, rhs contracting, lhs batch, rhs batch) and
+   preferred element type pt (-1: none); fills at as dot_rule documents. */
+static bool dot_type(RuleCtx *cx, IntList dn[4], int pt, Type *in, Attrs *at, Type *out) {
   static const int idx[2] = {0, 1};
-  IntList dn[4];
-  int pt = -1, dt = 0;
+  int dt = 0;
   TyBuf a, b;
   LsBuf l1, l2;
-  memset(dn, 0, sizeof dn);
-  if (!rule_dimnums(cx, "dimension_numbers", dn)) return false;
-  (void)rule_has(cx, "precision");
-  if (!rule_dtype(cx, "preferred_element_type", false, -1, &pt)) return false;
-  (void)rule_has(cx, "out_sharding");
   if (!rule_unify_dtypes(cx, in, idx, 2, &dt)) return false;
   const Type *L = &in[0], *R = &in[1];
   if (dn[0].n != dn[1].n)
-    return rule_error(cx, "dot_general needs as many lhs as rhs contracting dimensions, got %s and %s",
+    return rule_error(cx, "%s needs as many lhs as rhs contracting dimensions, got %s and %s", rule_prim_name(cx),
                       rule_ls(&l1, &dn[0]), rule_ls(&l2, &dn[1]));
   if (dn[2].n != dn[3].n)
-    return rule_error(cx, "dot_general needs as many lhs as rhs batch dimensions, got %s and %s",
+    return rule_error(cx, "%s needs as many lhs as rhs batch dimensions, got %s and %s", rule_prim_name(cx),
                       rule_ls(&l1, &dn[2]), rule_ls(&l2, &dn[3]));
   if (!check_dot_dims(cx, "lhs", L, &dn[0], &dn[2])) return false;
   if (!check_dot_dims(cx, "rhs", R, &dn[1], &dn[3])) return false;
@@ -68,8 +64,8 @@ bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
     const IntList *ll = &dn[w ? 2 : 0], *rl = &dn[w ? 3 : 1];
     for (int i = 0; i < ll->n; i++)
       if (L->shape[ll->v[i]] != R->shape[rl->v[i]])
-        return rule_error(cx, "dot_general %s dimensions have different sizes: %s and %s (%lld vs %lld)",
-                          w ? "batch" : "contracting", rule_ty(&a, L), rule_ty(&b, R),
+        return rule_error(cx, "%s %s dimensions have different sizes: %s and %s (%lld vs %lld)",
+                          rule_prim_name(cx), w ? "batch" : "contracting", rule_ty(&a, L), rule_ty(&b, R),
                           (long long)L->shape[ll->v[i]], (long long)R->shape[rl->v[i]]);
   }
   int rdt = dt;
@@ -78,13 +74,13 @@ bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
     bool p_int = dtype_is_int((DType)pt), p_fl = dtype_is_float((DType)pt);
     if ((in_int && !p_int && !p_fl) || (in_fl && !p_fl))
       return rule_param_error(cx, "preferred_element_type",
-                              "dot_general preferred_element_type %s is incompatible with %s inputs "
+                              "%s preferred_element_type %s is incompatible with %s inputs "
                               "(integers may go to integers or floats, floats to floats)",
-                              dtype_names[pt], dtype_names[dt]);
+                              rule_prim_name(cx), dtype_names[pt], dtype_names[dt]);
     if (((in_int && p_int) || (in_fl && p_fl)) && dtype_sizes[pt] < dtype_sizes[dt])
       return rule_param_error(cx, "preferred_element_type",
-                              "dot_general preferred_element_type %s must not be narrower than the input dtype %s",
-                              dtype_names[pt], dtype_names[dt]);
+                              "%s preferred_element_type %s must not be narrower than the input dtype %s",
+                              rule_prim_name(cx), dtype_names[pt], dtype_names[dt]);
     rdt = pt;
   }
   int rank = L->rank + R->rank - 2 * dn[0].n - dn[2].n;
@@ -106,6 +102,34 @@ bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   for (int k = 0; k < 4; k++) at->l[k] = dn[k];
   at->dtype = pt;
   return true;
+}
+
+bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  IntList dn[4];
+  int pt = -1;
+  memset(dn, 0, sizeof dn);
+  if (!rule_dimnums(cx, "dimension_numbers", dn)) return false;
+  (void)rule_has(cx, "precision");
+  if (!rule_dtype(cx, "preferred_element_type", false, -1, &pt)) return false;
+  (void)rule_has(cx, "out_sharding");
+  return dot_type(cx, dn, pt, in, at, out);
+}
+
+/* pdot[axis_name, pos_contract=((), ()), pos_batch=((), ()), precision,
+   preferred_element_type] x y: lax.pdot, the dot_general of x and y over
+   the positional dimension numbers, summed over the named axes
+   axis_name.  Fills what dot_rule fills, and the axes. */
+bool dot_rule_pdot(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  IntList dn[4];
+  int pt = -1;
+  memset(dn, 0, sizeof dn);
+  if (!rule_axes(cx, "axis_name", true, at)) return false;
+  if (!rule_int_list_pair(cx, "pos_contract", dn) || !rule_int_list_pair(cx, "pos_batch", dn + 2)) return false;
+  (void)rule_has(cx, "precision");
+  if (!rule_dtype(cx, "preferred_element_type", false, -1, &pt)) return false;
+  return dot_type(cx, dn, pt, in, at, out);
 }
 
 /* The free dimensions of a rank-`rank` operand (neither contracting nor

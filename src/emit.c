@@ -62,6 +62,7 @@ IrStmt *emit_new_stmt(Emitter *E, IrStmtKind k, Span sp) {
   int col;
   diag_linecol(sp.file, sp.off, &s->line, &col);
   s->prim = -1;
+  s->shown_prim = -1;
   return s;
 }
 
@@ -95,6 +96,7 @@ void emit_capture(Emitter *E, IrVar *v) {
 
 IrAtom emit_lift(Emitter *E, IrAtom a, uint32_t to, Span sp) {
   if ((!a.var && !a.lit) || (a.t.vma | to) == a.t.vma) return a;
+  if (a.var && a.var->owner != E->fn) emit_capture(E, a.var);   /* read from an enclosing function */
   uint32_t add = to & ~a.t.vma;
   IrStmt *st = emit_new_stmt(E, IS_EQN, sp);
   st->prim = P_PBROADCAST;
@@ -158,7 +160,11 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     t[k] = in[k].t;
     lit[k] = !in[k].var;
   }
-  if (!rule_vary(prim_table[prim].vrule, t, nin, at, lit, lift, &res)) {
+  VarRule vr = prim_table[prim].vrule;
+  /* in an xmap body all_gather's result loses the gathered named axes, as
+     in JAX's named shapes (a shard_map body types it as varying) */
+  if (prim == P_ALL_GATHER && E->mesh && E->mesh->named) vr = VR_GATHER_INV;
+  if (!rule_vary(vr, t, nin, at, lit, lift, &res)) {
     Buf b0 = {0}, b1 = {0};
     err_defer(buf_release, &b0);
     err_defer(buf_release, &b1);

@@ -599,7 +599,8 @@ static void whos_top(Insp *in) {
       put_mesh_axes(&ty, e->mesh);
       buf_printf(&dv, "%lld device%s", (long long)e->mesh->ndev, e->mesh->ndev == 1 ? "" : "s");
     } else {
-      kind = e->mesh || (e->ast && e->ast->has_deco) ? "shard_map" : "function";
+      kind = e->ast && e->ast->has_deco ? (e->ast->deco.p[0] == 'p' ? "pmap" : e->ast->deco.p[0] == 'x' ? "xmap"
+                                           : "shard_map") : e->mesh ? "shard_map" : "function";
       put_signature(&ty, e);
       if (e->mesh)
         buf_printf(&dv, "mesh%s%.*s, %lld device%s", e->mesh->name.n ? " " : "", e->mesh->name.n, e->mesh->name.p,
@@ -635,7 +636,7 @@ static void whos_frame(Insp *in, Frame *G) {
     if (!val) continue;
     Buf nm = {0}, ty = {0}, dv = {0};
     buf_put(&nm, v->name.p, (size_t)v->name.n);
-    show_type(&ty, &v->t, v->owner->mesh);
+    show_var_type(&ty, v);
     if (m && v->owner->mesh) {
       insp_put_devset(&dv, G->space.active, m->ndev);
       buf_puts(&dv, "; ");
@@ -759,7 +760,7 @@ void insp_info_locals(Insp *in) {
     Buf label = {0};
     buf_put(&label, v->name.p, (size_t)v->name.n);
     buf_puts(&label, ": ");
-    show_type(&label, &v->t, G->fn->mesh);
+    show_var_type(&label, v);
     insp_put_named(&b, buf_cstr(&label), &G->space, val, dev);
     buf_free(&label);
     count++;

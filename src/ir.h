@@ -41,6 +41,7 @@ typedef enum VarRule {
   VR_GATHER_INV,  /* all_gather_invariant: lift; result S - axes */
   VR_PSCATTER,    /* pscatter: operand invariant along axes; result S + axes */
   VR_AXIS_INDEX,  /* result: exactly the named axes */
+  VR_PDOT,        /* pdot: operands lifted to their union plus axes; result that minus axes */
   VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
 } VarRule;
 
@@ -78,15 +79,22 @@ typedef struct Attrs {
   void *ext;             /* primitive-specific data (shard_map specs) */
 } Attrs;
 
-/* A mesh: named axes with sizes; devices numbered row-major. */
+/* A mesh: named axes with sizes; devices numbered row-major.  A mesh
+   written inline (`mesh={i: 8}`) or made by pmap has an empty name.  The
+   named axes of an xmap body form a mesh too, marked `named`: a value
+   "varies" over the named axes of its named shape (types print them as
+   `<batch:20>`); it has no devices (ndev 0), since the body runs only as
+   its lowering (check_xmap.c). */
 typedef struct Mesh {
   Str name;              /* empty for a mesh written inline */
   int naxes;
   Str axis[SHM_MAXAXES];
   int64_t size[SHM_MAXAXES];
   int64_t ndev;
+  bool named;
+  bool pmap;             /* made by a pmap (@pmap or xla_pmap): a pmap nested in its body adds an axis */
+  uint32_t busy;         /* pmap: the axes of the pmaps whose bodies are being checked */
   PVal *inline_src;      /* a mesh written as JAX prints it, Mesh('i': 4): the value */
-  bool pmap;             /* the one axis of an xla_pmap */
 } Mesh;
 
 struct IrFunc;
@@ -102,6 +110,8 @@ typedef struct IrVar {
                              prints under a varying predicate: t is the sound
                              type, a superset (check.c, vma_jax_narrower) */
   uint32_t jax_vma;
+  struct IrVar *logical;  /* in an xmap's lowering: the value of its named-axis
+                             body this one holds (check_xlower.c), or NULL */
   int last;               /* the last statement of the owner's body that reads
                              or sets it (eval.c, once drops_planned) */
 } IrVar;
@@ -149,6 +159,10 @@ typedef struct IrStmt {
   IrVar **out;
   int nout;
   bool inserted;          /* added by the checker (pbroadcast) */
+  /* a call made by a front end (xmap, check_xmap.c): the callee is its
+     lowering, what runs; show prints the equation `shown_prim[params]
+     ...` it stands for, with at->fns[0] its body */
+  int shown_prim;         /* PrimId, or -1 */
   int via;                /* a call written as JAX's call primitive (pjit ...):
                              that PrimId + 1, printed with `params` and
                              at->fns[0] the callee; 0 for a plain call */
@@ -209,7 +223,9 @@ typedef struct IrFunc {
   IrVar **captured;            /* outer variables read by the body (for show) */
   int ncaptured, capcaptured;
   bool is_shard_map_wrapper;
+  bool is_xmap_wrapper;        /* a @xmap def's instance: one xmap equation */
   struct IrFunc *scope_as;     /* a transpose runs where the function it came from would */
+  const char *statics;         /* the static parameters it was checked for, "axis=i", or NULL */
   int end_line;
   bool drops_planned;          /* IrVar.last is set for its variables (eval.c) */
 } IrFunc;

@@ -30,6 +30,7 @@
 #include "coll.h"
 #include "dot.h"
 #include "ew.h"
+#include "fft.h"
 #include "prims.h"
 #include "par.h"
 #include "rng.h"

@@ -83,6 +83,20 @@ PVal *pv_unparen(PVal *v) {
   return v;
 }
 
+/* A dictionary: every item a key: value pair. */
+bool pv_is_map(const PVal *v) {
+  if (!v || v->k != PV_DICT) return false;
+  for (int i = 0; i < v->n; i++)
+    if (v->items[i]->k != PV_PAIR) return false;
+  return true;
+}
+
+/* The key of a dictionary's i-th entry. */
+PVal *pv_key(const PVal *v, int i) { return v->items[i]->items[0]; }
+
+/* The value of a dictionary's i-th entry. */
+PVal *pv_val(const PVal *v, int i) { return v->items[i]->items[1]; }
+
 /* Accepted (and ignored) parameters count as used. */
 bool rule_has(RuleCtx *r, const char *key) { return rule_get(r, key) != NULL; }
 
@@ -274,6 +288,24 @@ void rule_respell_int_tuples(RuleCtx *r, const char *sugar, const char *key, int
   rule_record(r, key, canon);
 }
 
+bool rule_int_list_pair(RuleCtx *r, const char *key, IntList out[2]) {
+  PVal *v = pv_unparen(rule_get(r, key));
+  const char *msg = "parameter '%s' of %s must read ((lhs dimensions), (rhs dimensions))";
+  out[0].n = out[1].n = 0;
+  PVal *canon = rule_pv(r, PV_TUPLE);
+  canon->n = 2;
+  canon->items = ANEWN(r->arena, PVal *, 2);
+  if (v && ((v->k != PV_TUPLE && v->k != PV_LIST) || v->n != 2)) return rule_param_error(r, key, msg, key, r->prim);
+  for (int s = 0; s < 2; s++) {
+    PVal *e = v ? pv_unparen(v->items[s]) : NULL;
+    if (e && e->k != PV_TUPLE && e->k != PV_LIST && e->k != PV_INT) return rule_param_error(r, key, msg, key, r->prim);
+    if (e && !ints_of(r, key, e, &out[s])) return false;
+    canon->items[s] = rule_pv_ints(r, out[s].v, out[s].n, PV_TUPLE);
+  }
+  rule_record(r, key, canon);
+  return true;
+}
+
 bool rule_dimnums(RuleCtx *r, const char *key, IntList out[4]) {
   PVal *v = pv_unparen(rule_get(r, key));
   if (!v) return rule_missing(r, key);
@@ -410,6 +442,10 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
     *res = in[0].vma | at->axmask;
     return !(in[0].vma & at->axmask);
   case VR_AXIS_INDEX: *res = at->axmask; return true;
+  case VR_PDOT:
+    for (int k = 0; k < nin; k++) lift[k] = u | at->axmask;
+    *res = u & ~at->axmask;
+    return true;
   case VR_SPECIAL: *res = 0; return true;
   }
   return true;

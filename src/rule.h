@@ -78,6 +78,9 @@ bool rule_int_tuples(RuleCtx *cx, const char *key, bool required, int width, Int
 /* Records `key` as the width-tuples in l in place of the parameter `sugar`
    they were computed from (show prints the spelled-out form). */
 void rule_respell_int_tuples(RuleCtx *cx, const char *sugar, const char *key, int width, const IntList *l);
+/* A pair of int tuples ((lhs...), (rhs...)) into out[0..1]; absent: both
+   empty (pdot's pos_contract and pos_batch). */
+bool rule_int_list_pair(RuleCtx *cx, const char *key, IntList out[2]);
 /* dot_general's dimension_numbers (([lc], [rc]), ([lb], [rb])) into out[0..3]. */
 bool rule_dimnums(RuleCtx *cx, const char *key, IntList out[4]);
 /* Collectives: read mesh axis names (one name or a tuple) into at->axes,
@@ -153,6 +156,11 @@ PVal *rule_pv_int(RuleCtx *cx, int64_t x);
 PVal *rule_pv_ints(RuleCtx *cx, const int64_t *x, int n, PVKind k);
 /* A one-element tuple written `(x)` stands for x. */
 PVal *pv_unparen(PVal *v);
+/* A dictionary {key: value, ...}: a PV_DICT whose items are all PV_PAIR
+   (an empty one counts; {a, b} is a set); its i-th key and value. */
+bool pv_is_map(const PVal *v);
+PVal *pv_key(const PVal *v, int i);
+PVal *pv_val(const PVal *v, int i);
 
 /* A variance rule (a primitive's vrule), computed: for operand k,
    lift[k] is the variance set it must have (it is lifted by a pbroadcast

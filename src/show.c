@@ -33,7 +33,27 @@ void show_type(Buf *b, const Type *t, const Mesh *mesh) {
   buf_printf(b, "%s[", dtype_names[t->dt]);
   for (int i = 0; i < t->rank; i++) buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);
   buf_putc(b, ']');
-  if (t->vma && mesh) show_vma(b, t->vma, mesh);
+  if (t->vma && mesh && mesh->named) {       /* a named shape: <batch:20,hidden:512> */
+    buf_putc(b, '<');
+    bool first = true;
+    for (int k = 0; k < mesh->naxes; k++)
+      if (t->vma & (1u << k)) {
+        buf_printf(b, "%s%.*s:%lld", first ? "" : ",", mesh->axis[k].n, mesh->axis[k].p, (long long)mesh->size[k]);
+        first = false;
+      }
+    buf_putc(b, '>');
+  } else if (t->vma && mesh) {
+    show_vma(b, t->vma, mesh);
+  }
+}
+
+void show_var_type(Buf *b, const IrVar *v) {
+  const IrVar *l = v->logical;
+  if (l) {                     /* a value of an xmap body, as its lowering holds it */
+    show_type(b, &l->t, l->owner ? l->owner->mesh : NULL);
+    buf_puts(b, " as ");
+  }
+  show_type(b, &v->t, v->owner ? v->owner->mesh : NULL);
 }
 
 /* A float as shm reads it back: shortest round-trip digits, always with a
@@ -157,6 +177,7 @@ static void show_fn(Show *S, const IrFunc *f, int indent);
 
 struct Show {
   Buf *b;
+  bool lowered;                /* print a front end's equation (xmap) as the call of its lowering */
   Names names;
   const IrFunc *defs[64];      /* nested functions already printed */
   char *defnames[64];
@@ -237,6 +258,7 @@ static void show_pv(Show *S, const PVal *v, const Attrs *at, const Mesh *mesh, i
     buf_printf(b, "%.*s=", v->s.n, v->s.p);
     show_pv(S, v->items[0], at, mesh, indent);
     break;
+  case PV_ELLIPSIS: buf_puts(b, "..."); break;
   }
 }
 
@@ -284,10 +306,16 @@ static const IrAtom *fori_bound_operand(const IrStmt *st, const char *key) {
   return NULL;
 }
 
+/* The primitive an equation prints as: xmap for the call of its lowering,
+   unless the lowering is printed; -1 for a call. */
+static int shown_prim(const Show *S, const IrStmt *st) {
+  return st->shown_prim >= 0 && !S->lowered ? st->shown_prim : st->prim;
+}
+
 static void show_params(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   if (!st->nparams) return;
   /* in the table's order; a JAX call primitive's as written */
-  const char *order = st->via ? "" : prim_table[st->prim].params;
+  const char *order = st->via ? "" : prim_table[shown_prim(S, st)].params;
   int idx[64], n = st->nparams < 64 ? st->nparams : 64;
   for (int i = 0; i < n; i++) idx[i] = i;
   for (int i = 1; i < n; i++)       /* stable insertion sort by table order */
@@ -335,7 +363,8 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
   buf_printf(b, "%*s", indent, "");
   switch (st->k) {
   case IS_EQN: {
-    const char *cname = st->prim < 0 && !st->via ? callee_name(S, st->callee, indent) : NULL;
+    int prim = shown_prim(S, st);
+    const char *cname = prim < 0 && !st->via ? callee_name(S, st->callee, indent) : NULL;
     for (int i = 0; i < st->nout; i++) {
       if (i) buf_putc(b, ' ');
       show_binder(S, st->out[i], mesh);
@@ -345,9 +374,14 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
       if (st->via_name.n) buf_printf(b, "%.*s", st->via_name.n, st->via_name.p);
       else buf_puts(b, prim_table[st->via - 1].name);
       show_params(S, st, mesh, indent);
-    } else if (st->prim < 0) buf_puts(b, cname);
+    } else if (prim < 0) {
+      buf_puts(b, cname);
+      /* a function printed as a nested def is the instance itself */
+      const IrFunc *c = st->callee;
+      if (c->statics && (!c->parent || !c->parent->parent)) buf_printf(b, "[%s]", c->statics);
+    }
     else {
-      buf_puts(b, prim_table[st->prim].name);
+      buf_puts(b, prim_table[prim].name);
       show_params(S, st, mesh, indent);
     }
     for (int i = st->prim == P_FORI_LOOP ? (int)st->at->i[2] : 0; i < st->nin; i++) {
@@ -421,16 +455,51 @@ static void show_fn(Show *S, const IrFunc *f, int indent) {
 
 static void release_show(void *S) { show_free(S); }
 
-void show_func(Buf *b, const IrFunc *f, const char *name) {
+void show_param_value(Buf *b, const PVal *v) {
   Show S;
   memset(&S, 0, sizeof S);
   S.b = b;
+  err_defer(release_show, &S);
+  show_pv(&S, v, NULL, NULL, 0);
+  err_undefer(&S);
+  show_free(&S);
+}
+
+/* The comment before a lowering. */
+static const char *p_lowered_note(const IrFunc *f) {
+  for (int i = 0; i < f->nbody; i++)
+    if (f->body[i]->k == IS_EQN && f->body[i]->shown_prim >= 0 && f->body[i]->callee->is_shard_map_wrapper)
+      return "# lowered to shard_map:\n";
+  return "# lowered (no axis has resources: vectorized, as vmap):\n";
+}
+
+/* Does f call the lowering of a front end's equation (xmap)? */
+static bool has_lowering(const IrFunc *f) {
+  for (int i = 0; i < f->nbody; i++)
+    if (f->body[i]->k == IS_EQN && f->body[i]->shown_prim >= 0) return true;
+  return false;
+}
+
+static void show_def(Buf *b, const IrFunc *f, const char *name, bool lowered) {
+  Show S;
+  memset(&S, 0, sizeof S);
+  S.b = b;
+  S.lowered = lowered;
   err_defer(release_show, &S);
   buf_printf(b, "def %s = ", name);
   show_fn(&S, f, 0);
   buf_putc(b, '\n');
   err_undefer(&S);
   show_free(&S);
+}
+
+void show_func(Buf *b, const IrFunc *f, const char *name) {
+  show_def(b, f, name, false);
+  if (!has_lowering(f)) return;
+  /* an xmap: what runs, a definition of the same function */
+  buf_puts(b, p_lowered_note(f));
+  if (f->is_xmap_wrapper) show_def(b, f->body[0]->callee, name, false);
+  else show_def(b, f, name, true);
 }
 
 void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
@@ -448,6 +517,7 @@ void show_equation(Buf *b, const IrStmt *st, const Mesh *mesh) {
       show_binder(&S, st->out[i], mesh);
     }
     buf_printf(b, " = %s", st->callee->name);
+    if (st->callee->statics) buf_printf(b, "[%s]", st->callee->statics);
     for (int i = 0; i < st->nin; i++) {
       buf_putc(b, ' ');
       show_atom(&S, &st->in[i], mesh);

@@ -37,7 +37,7 @@ typedef struct TrCtx TrCtx;
   X(broadcast_in_dim) X(reduce_sum) X(squeeze) X(expand_dims) X(slice) X(pad) \
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
-  X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(all_to_all) \
+  X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
   X(cond) X(fori_loop) X(shard_map)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
@@ -842,6 +842,20 @@ static bool tr_ppermute(TrCtx *cx) {
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
   tr_give(cx, 0, emit1(cx, P_PPERMUTE, ps, 2, &ct, 1));
+  return true;
+}
+
+/* pshuffle's transpose is the inverse permutation. */
+static bool tr_pshuffle(TrCtx *cx) {
+  if (cx->checking) return true;
+  Builder *B = tr_builder(cx);
+  const IntList *pairs = &cx->st->at->l[0];
+  int p = pairs->n / 2;
+  int64_t *inv = bld_alloc(B, sizeof(int64_t) * (size_t)(p + 1));
+  for (int i = 0; i < p; i++) inv[pairs->v[2 * i]] = pairs->v[2 * i + 1];
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_ints(B, inv, p))};
+  tr_give(cx, 0, emit1(cx, P_PSHUFFLE, ps, 2, &ct, 1));
   return true;
 }
 

@@ -25,7 +25,7 @@ build_driver() {
   nm "${libs[0]}" >"$out.syms" 2>/dev/null || true
   if grep -q __asan_ "$out.syms"; then flags+=(-fsanitize=address,undefined); fi
   if ! cc -std=c11 -D_GNU_SOURCE -g "${flags[@]}" -Isrc -I"$build" "$src" "${libs[@]}" "${extra[@]}" \
-       -lm -ldl -lpthread -o "$out" >"$out.log" 2>&1; then
+       -lfftw3f -lfftw3 -lm -ldl -lpthread -o "$out" >"$out.log" 2>&1; then
     echo "cannot build the driver:"
     head -n 30 "$out.log"
     exit 1

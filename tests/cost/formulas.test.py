@@ -15,8 +15,11 @@ value computed here from the published formula (docs/cost.md):
   NVLink SHARP all-reduce V / W.
   roofline: max(FLOPs / peak, bytes / HBM bandwidth).
 """
+import json
+import math
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _model import LINE, close, collective_program, nbytes, one_duration, trace  # noqa: E402
@@ -143,6 +146,31 @@ def local_checks():
     local('h100', prog, 6, max(flops / 4.945e14, byts / 3.35e12), 'dot_general on H100 (f32 at the TF32 rate)')
     local('h100', prog, 7, max(B * F / 6.7e13, 8 * B * F / 3.35e12), 'exp on H100: the CUDA cores, HBM-bound')
     local('tpu-v5e', prog, 8, 2 * 4 * B * F / 8.1e11, 'dynamic_update_slice in place: the update read and written')
+    # an FFT counts 5 N log2 N operations per transform of N points (half for
+    # a real one); on a chip whose vector units are slow it is compute-bound
+    N, T = 1 << 16, 64
+    fprog = ('mesh m = {i: 2}\n'
+             'x = full[shape=(%d, %d), value=1.0, dtype=c64]\n'
+             '@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]\n'
+             'def g(b) {\n'
+             '  y = fft[fft_type=FFT, fft_lengths=(%d,)] b\n'
+             '  z = fft[fft_type=IRFFT, fft_lengths=(%d,)] y\n'
+             '  return z\n'
+             '}\n'
+             'r = g x\n') % (2 * T, N, N, 2 * N - 2)
+    slow = dict(name='slow-vector', peak_flops={'f32': 1e14}, vector_flops=1e11, hbm_bandwidth=1e12,
+                hbm_capacity=16e9, topology='torus', pod=[2], wraparound_multiple=2, links_per_chip=2, link_bandwidth=1e10,
+                hop_latency=1e-6)
+    with tempfile.NamedTemporaryFile('w', suffix='.json', delete=False) as f:
+        json.dump(slow, f)
+    try:
+        flops = T * 5 * N * 16
+        local(f.name, fprog, 5, max(flops / 1e11, 16 * T * N / 1e12), 'fft: 5 N log2 N on the vector units')
+        n = 2 * N - 2
+        local(f.name, fprog, 6, max(T * 2.5 * n * math.log2(n) / 1e11, (8 * T * N + 4 * T * n) / 1e12),
+              'irfft: half of it')
+    finally:
+        os.unlink(f.name)
 
 
 if __name__ == '__main__':

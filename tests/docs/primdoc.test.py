@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 SHMAPI = os.environ['SHMAPI']
-COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV',
+COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT',
                     'VR_PSCATTER', 'VR_AXIS_INDEX'}
 MARKER = "  # a collective's example runs here\n"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# timeout: 240
 """Jaxprs that JAX printed, pasted verbatim, run against NumPy.
 
 Each file of tests/jaxpr/_corpus/ is one `def` whose right-hand side is the

@@ -20,6 +20,10 @@ SHMAPI = os.environ['SHMAPI']
 DIR = 'tests/limits/_fail_alloc'
 PROGRAMS = [
     ([f'{DIR}/spmd.shm'], 0),
+    ([f'{DIR}/maps.shm'], 0),
+    (['examples/xmap_named_loss.shm'], 0),
+    (['examples/pmap.shm'], 0),
+    ([f'{DIR}/../../xmap/err_shared_resource.shm'], 1),
     ([f'{DIR}/errors.shm'], 1),
     (['--max-steps', '20', f'{DIR}/runtime.shm'], 1),
     (['examples/collective_matmul.shm'], 0),
@@ -40,6 +44,7 @@ SESSIONS = [
     (['--max-steps', '5'], 'tests/limits/failed_statement_no_value.in'),
     (['--debug', 'tests/debug/breakpoints.shm'], 'tests/debug/breakpoints.in'),
     (['--debug', 'tests/debug/display.shm'], 'tests/debug/display.in'),
+    (['--debug', 'tests/debug/xmap.shm'], 'tests/debug/xmap.in'),
     (['--debug', 'tests/debug/whos_locals.shm'], 'tests/debug/whos_locals.in'),
     (['--debug', 'tests/debug/varying_paths.shm'], 'tests/debug/varying_paths.in'),
 ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`show` of shard_map functions prints valid input that means the same.
+"""`show` of shard_map, pmap and xmap functions prints valid input that means the same.
 
 For each program below: run it with `show NAME` to get the checked form of
 NAME, then replace the definition of NAME by what show printed and run
@@ -145,6 +145,76 @@ def eqn_form(x:i32[4,4], y:i32[4,2]) {
 ''', '''
 t, u = eqn_form x y
 print t, u
+'''),
+    ('pmapped', '''
+''', '''
+@pmap[axis_name=i, in_axes=(0, None), out_axes=(1, None)]
+def pmapped(xs, w) {
+  @pmap[axis_name=j]
+  def inner(x) {
+    s = psum[axes=(i, j)] x
+    k = axis_index[axis_name=j]
+    kf = convert_element_type[new_dtype=f32] k
+    t = add s kf
+    return t
+  }
+  y = inner xs
+  z = mul y w
+  tot = psum[axes=i] z
+  return z, tot
+}
+''', '''
+a = arange[stop=24, dtype=f32]
+xs = reshape[new_sizes=(2, 3, 4)] a
+z, tot = pmapped xs 2.0
+print z, tot
+'''),
+    ('xmapped', '''
+mesh m = {x: 2, y: 2}
+''', '''
+@xmap[in_axes=([batch, inputs, ...], [inputs, hidden, ...]), out_axes=([hidden, batch, ...], [...]),
+      axis_resources={batch: x, hidden: y}, mesh=m]
+def xmapped(images, w1) {
+  def helper(v, w) {
+    u = pdot[axis_name=inputs] v w
+    r = max u 0.0
+    return r
+  }
+  h:f32[]<inputs:3,batch:4,hidden:6> = pbroadcast[axes=(hidden,)] images
+  r = helper images w1
+  c = axis_index[axis_name=batch]
+  cf = convert_element_type[new_dtype=f32] c
+  s = add r cf
+  g = all_gather[axis_name=hidden, axis=0] s
+  tot = reduce_sum[axes=(0, batch)] g
+  p = ppermute[axis_name=batch, shift=1] s
+  return p, tot
+}
+''', '''
+a = arange[stop=12, dtype=f32]
+images = reshape[new_sizes=(4, 3)] a
+b = arange[stop=18, dtype=f32]
+w1 = reshape[new_sizes=(3, 6)] b
+p, tot = xmapped images w1
+print p, tot
+'''),
+    ('xmap_eqn', '''
+''', '''
+def xmap_eqn(x:i32[3,2]) {
+  def body(v) {
+    w = pshuffle[axis_name=n, perm=(2, 0, 1)] v
+    m = pmax[axes=n] v
+    d = sub w m
+    return d
+  }
+  y = xmap[f=body, in_axes={0: n}, out_axes={1: n}] x
+  return y
+}
+''', '''
+x0 = arange[stop=6]
+x = reshape[new_sizes=(3, 2)] x0
+y = xmap_eqn x
+print y
 '''),
     ('unchecked', '''
 mesh m = {i: 4}
