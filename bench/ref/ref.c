@@ -74,6 +74,40 @@ static void *xmalloc(size_t n) {
 
 static long arg(char **argv, int i) { return strtol(argv[i], NULL, 10); }
 
+/* The psum's adds: S[s] = C[s*group] + ... + C[s*group + group-1], each
+   of mn floats, in that order. */
+static void add_groups(float *const *C, float *const *S, long nsum, long group, long mn) {
+  for (long s = 0; s < nsum; s++) {
+    float *o = S[s];
+    const float *x = C[s * group], *y = group > 1 ? C[s * group + 1] : NULL;
+    if (y)
+      for (long i = 0; i < mn; i++) o[i] = x[i] + y[i];
+    else
+      memcpy(o, x, sizeof(float) * (size_t)mn);
+    for (long g = 2; g < group; g++) {
+      const float *z = C[s * group + g];
+      for (long i = 0; i < mn; i++) o[i] += z[i];
+    }
+  }
+}
+
+/* nsum zeroed result buffers of mn floats. */
+static float **sums_new(long nsum, long mn) {
+  float **S = xmalloc(sizeof(float *) * (size_t)nsum);
+  for (long s = 0; s < nsum; s++) {
+    S[s] = xmalloc(sizeof(float) * (size_t)mn);
+    memset(S[s], 0, sizeof(float) * (size_t)mn);
+  }
+  return S;
+}
+
+/* Keeps the results observable: a checksum on stderr. */
+static void checksum(float *const *S, long nsum, long mn) {
+  double cs = 0;
+  for (long s = 0; s < nsum; s++) cs += S[s][0] + S[s][mn - 1];
+  fprintf(stderr, "checksum %g\n", cs);
+}
+
 static int gemm(char **argv) {
   long M = arg(argv, 2), K = arg(argv, 3), N = arg(argv, 4);
   long nprod = arg(argv, 5), group = arg(argv, 6), reps = arg(argv, 7);
@@ -84,7 +118,7 @@ static int gemm(char **argv) {
   float **A = xmalloc(sizeof(float *) * (size_t)nprod), **B = xmalloc(sizeof(float *) * (size_t)nprod),
         **C = xmalloc(sizeof(float *) * (size_t)nprod);
   long nsum = nprod / group;
-  float **S = xmalloc(sizeof(float *) * (size_t)nsum);
+  float **S = sums_new(nsum, M * N);
   for (long p = 0; p < nprod; p++) {
     A[p] = xmalloc(sizeof(float) * (size_t)(M * K));
     B[p] = xmalloc(sizeof(float) * (size_t)(K * N));
@@ -93,34 +127,16 @@ static int gemm(char **argv) {
     for (long i = 0; i < K * N; i++) B[p][i] = (float)((i * 7 + p) % 89) * 0.01f;
     memset(C[p], 0, sizeof(float) * (size_t)(M * N));
   }
-  for (long s = 0; s < nsum; s++) {
-    S[s] = xmalloc(sizeof(float) * (size_t)(M * N));
-    memset(S[s], 0, sizeof(float) * (size_t)(M * N));
-  }
   for (long r = -1; r < reps; r++) {
     double t0 = now();
     for (long p = 0; p < nprod; p++)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A[p], (int)K, B[p],
                   (int)N, 0.0f, C[p], (int)N);
-    for (long s = 0; s < nsum; s++) {
-      float *o = S[s];
-      const float *x = C[s * group], *y = group > 1 ? C[s * group + 1] : NULL;
-      if (y)
-        for (long i = 0; i < M * N; i++) o[i] = x[i] + y[i];
-      else
-        memcpy(o, x, sizeof(float) * (size_t)(M * N));
-      for (long g = 2; g < group; g++) {
-        const float *z = C[s * group + g];
-        for (long i = 0; i < M * N; i++) o[i] += z[i];
-      }
-    }
+    add_groups(C, S, nsum, group, M * N);
     double t1 = now();
     if (r >= 0) printf("%.9f\n", t1 - t0);
   }
-  /* keep the results observable */
-  double cs = 0;
-  for (long s = 0; s < nsum; s++) cs += S[s][0] + S[s][M * N - 1];
-  fprintf(stderr, "checksum %g\n", cs);
+  checksum(S, nsum, M * N);
   return 0;
 }
 
@@ -150,7 +166,7 @@ static int sbgemm(char **argv) {
   bfloat16 **A = xmalloc(sizeof(bfloat16 *) * (size_t)nprod), **B = xmalloc(sizeof(bfloat16 *) * (size_t)nprod);
   float **C = xmalloc(sizeof(float *) * (size_t)nprod);
   long nsum = nprod / group;
-  float **S = xmalloc(sizeof(float *) * (size_t)nsum);
+  float **S = sums_new(nsum, M * N);
   for (long p = 0; p < nprod; p++) {
     A[p] = xmalloc(sizeof(bfloat16) * (size_t)(M * K));
     B[p] = xmalloc(sizeof(bfloat16) * (size_t)(K * N));
@@ -159,28 +175,15 @@ static int sbgemm(char **argv) {
     for (long i = 0; i < K * N; i++) B[p][i] = to_bf16((float)((i * 7 + p) % 89) * 0.01f);
     memset(C[p], 0, sizeof(float) * (size_t)(M * N));
   }
-  for (long s = 0; s < nsum; s++) {
-    S[s] = xmalloc(sizeof(float) * (size_t)(M * N));
-    memset(S[s], 0, sizeof(float) * (size_t)(M * N));
-  }
   for (long r = -1; r < reps; r++) {
     double t0 = now();
     for (long p = 0; p < nprod; p++)
       fn(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A[p], (int)K, B[p], (int)N, 0.0f, C[p], (int)N);
-    for (long s = 0; s < nsum; s++) {
-      float *o = S[s];
-      for (long i = 0; i < M * N; i++) o[i] = C[s * group][i];
-      for (long g = 1; g < group; g++) {
-        const float *z = C[s * group + g];
-        for (long i = 0; i < M * N; i++) o[i] += z[i];
-      }
-    }
+    add_groups(C, S, nsum, group, M * N);
     double t1 = now();
     if (r >= 0) printf("%.9f\n", t1 - t0);
   }
-  double cs = 0;
-  for (long s = 0; s < nsum; s++) cs += S[s][0] + S[s][M * N - 1];
-  fprintf(stderr, "checksum %g\n", cs);
+  checksum(S, nsum, M * N);
   return 0;
 }
 
