@@ -139,10 +139,10 @@ static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
 
 static void run_body(Interp *I, Frame *F);
 
-/* Call fn with argument values (borrowed); results are new references.
-   `site`: the statement calling it (for the observer). */
 static void call_body(Interp *I, Frame *F, IrFunc *fn, Val **outs, IrStmt *site);
 
+/* Call fn with argument values (borrowed); results are new references.
+   `site`: the statement calling it (for the observer). */
 static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp, IrStmt *site) {
   Frame *F = frame_new(I, fn, caller, sp);
   for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
@@ -442,7 +442,6 @@ static Type pmap_view(const Type *t, int d) {
   return v;
 }
 
-/* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 /* Whether operand i of shard_map st dies there, its array g held by its
    value alone, and no other operand is the same variable: then splitting
    it may give its memory back as it goes (split_plan). */
@@ -484,6 +483,7 @@ static void release_split(Frame *F, IrStmt *st) {
     if (dies_here(F, &st->in[i])) set_slot(F, st->in[i].var, NULL);
 }
 
+/* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
   IrFunc *body = st->at->fns[0];
