@@ -8,7 +8,7 @@
 src/primdoc.def holds the words (summaries, parameters, variance rules,
 examples; the REPL's `help NAME` prints the same rows); src/prims.def
 holds the facts the interpreter runs on (names, aliases, operand counts,
-whether a transpose rule exists).  tests/docs/primdoc.test.py imports this
+whether a transpose rule and a derivative rule exist).  tests/docs/primdoc.test.py imports this
 file to read both.  Python standard library only.
 """
 
@@ -18,6 +18,13 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRIMS_DEF = 'src/prims.def'
+# primitives whose differentiated operand or result is complex (refused)
+COMPLEX_ONLY = {'complex', 'real', 'imag', 'conj', 'fft'}
+# primitives JAX differentiates but shmapi does not (an error)
+NOT_WRITTEN = {'pdot', 'xmap'}
+# primitives differentiated in forward mode only, and why
+FORWARD_ONLY = {'while': 'its trip count is not static (JAX refuses it too)',
+                'xla_pmap': 'its transpose is not written (write it as a shard_map)'}
 PRIMDOC_DEF = 'src/primdoc.def'
 CONTEXT = 'docs/examples/primitives_context.shm'
 OUTPUT = 'docs/primitives.md'
@@ -112,6 +119,7 @@ def read_prims():
             'nin_min': int(a[3]), 'nin_max': int(a[4]), 'nout': int(a[5]),
             'params': a[6].split('|')[0].split(),   # synonyms after '|' are documented in the meaning
             'synonyms': a[6].split('|')[1].split() if '|' in a[6] else [], 'vrule': a[8], 'transpose': a[11] != 'NULL',
+            'jvp': a[12],
         })
     return prims
 
@@ -206,6 +214,20 @@ def generate():
                 line += ' Also spelled %s.' % ', '.join('`%s`' % a for a in p['alias'].split())
             if p['transpose']:
                 line += ' `linear_transpose` knows its transpose.'
+            if p['jvp'] == 'jvp_zero':
+                line += ' Its derivative is zero.'
+            elif p['jvp'] == 'NULL' and p['name'] in NOT_WRITTEN:
+                line += " It cannot be differentiated: JAX's derivative rule for it is not written here."
+            elif p['jvp'] == 'NULL':
+                line += ' It has no derivative rule (JAX defines none): differentiating through it is an error.'
+            elif p['name'] in COMPLEX_ONLY:
+                line += (' Its derivative rule is linear, but complex values are not differentiated:'
+                         ' differentiating through it is an error.')
+            elif p['name'] in FORWARD_ONLY:
+                line += (' `jvp` differentiates it; reverse mode (`vjp`, `grad`) is an error: %s.'
+                         % FORWARD_ONLY[p['name']])
+            else:
+                line += ' `jvp` and `grad` differentiate it.'
             w.append(line + '\n')
             w.append(d['summary'] + '\n')
             ps = params.get(tag, [])

@@ -141,7 +141,10 @@ bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int npar
   return true;
 }
 
-IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma) { return emit_lift(&B->e, a, vma, B->where); }
+IrAtom bld_lift(Builder *B, IrAtom a, uint32_t vma) {
+  bld_captures(B, &a, 1);
+  return emit_lift(&B->e, a, vma, B->where);
+}
 
 PVal *bld_pv_int(Builder *B, int64_t v) {
   PVal *p = ENEW(&B->e, PVal);
@@ -182,6 +185,31 @@ PVal *bld_pv_ints(Builder *B, const int64_t *v, int n) {
   return bld_pv_tuple(B, items, n);
 }
 
+PVal *bld_pv_fn(Builder *B, int k) {
+  PVal *v = bld_pv_int(B, k);
+  v->k = PV_FUNC;
+  return v;
+}
+
+IrParam *bld_params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n) {
+  IrParam *ps = ENEWN(&B->e, IrParam, st->nparams);
+  for (int i = 0; i < st->nparams; i++) {
+    ps[i] = st->params[i];
+    for (int k = 0; k < n; k++)
+      if (!strcmp(ps[i].key, keys[k])) ps[i].v = vals[k];
+  }
+  return ps;
+}
+
+Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns) {
+  Attrs *a = ENEW(&B->e, Attrs);
+  *a = *at;
+  a->fns = ENEWN(&B->e, IrFunc *, nfns);
+  for (int k = 0; k < nfns; k++) a->fns[k] = fns[k];
+  a->nfns = nfns;
+  return a;
+}
+
 Array *bld_keep(Builder *B, Array *a) { return prog_keep(B->e.prog, a); }
 
 IrAtom bld_zeros(Builder *B, const Type *t) {
@@ -192,7 +220,7 @@ IrAtom bld_zeros(Builder *B, const Type *t) {
   z.t.rank = 0;
   z.t.vma = 0;
   z.sp = B->where;
-  if (t->rank == 0 && !t->vma) return z;
+  if (t->rank == 0) return bld_lift(B, z, t->vma);
   IrParam ps[2];
   ps[0].key = "shape";
   ps[0].v = bld_pv_ints(B, t->shape, t->rank);
@@ -256,3 +284,66 @@ IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
   return f;
 }
 
+
+void bld_set_where(Builder *B, Span where) { B->where = where; }
+
+bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
+  bool ok;
+  if (st->prim < 0) ok = bld_call(B, st->callee, in, st->nin, out);
+  else if (st->prim == P_PBROADCAST) {
+    out[0] = bld_lift(B, in[0], in[0].t.vma | st->out[0]->t.vma);
+    if (out[0].var == in[0].var && out[0].lit == in[0].lit) return true;   /* nothing lifted: keep the name */
+    out[0].var->name = st->out[0]->name;
+    return true;
+  } else if (prim_table[st->prim].vrule == VR_SPECIAL) {
+    Type *outt = ENEWN(&B->e, Type, st->nout);
+    for (int j = 0; j < st->nout; j++) outt[j] = st->out[j]->t;
+    ok = bld_higher(B, st->prim, st->at, st->params, st->nparams, in, st->nin, outt, st->nout, out);
+  } else {
+    ok = bld_prim(B, st->prim, st->params, st->nparams, in, st->nin, out);
+  }
+  for (int j = 0; ok && j < st->nout; j++)
+    if (out[j].var && out[j].var->owner == B->e.fn && !out[j].var->name.n) out[j].var->name = st->out[j]->name;
+  return ok;
+}
+
+bool bld_inline(Builder *B, const IrFunc *g, const IrAtom *args, IrAtom *out) {
+  IrAtom *map = ENEWN(&B->e, IrAtom, g->nslots);
+  for (int k = 0; k < g->nparams; k++) map[g->params[k]->slot] = args[k];
+#define MAP(a) ((a).var && (a).var->owner == g ? map[(a).var->slot] : (a))
+  for (int i = 0; i < g->nbody; i++) {
+    IrStmt *st = g->body[i];
+    if (st->k == IS_SHOW) { bld_reuse(B, st); continue; }
+    if (st->k == IS_SAVE) { bld_save(B, st, MAP(st->in[0])); continue; }
+    if (st->k == IS_CONST) { bld_const(B, st->value, &map[st->out[0]->slot]); continue; }
+    if (st->k == IS_PRINT) {
+      IrPrintItem *items = ENEWN(&B->e, IrPrintItem, st->nitems);
+      for (int k = 0; k < st->nitems; k++) {
+        items[k] = st->items[k];
+        if (items[k].atom.var || items[k].atom.lit) items[k].atom = MAP(st->items[k].atom);
+      }
+      bld_print(B, items, st->nitems);
+      continue;
+    }
+    IrAtom *in = ENEWN(&B->e, IrAtom, st->nin), *o = ENEWN(&B->e, IrAtom, st->nout);
+    for (int k = 0; k < st->nin; k++) in[k] = MAP(st->in[k]);
+    if (!bld_copy(B, st, in, o)) return false;
+    for (int j = 0; j < st->nout; j++) map[st->out[j]->slot] = o[j];
+  }
+  for (int j = 0; j < g->nouts; j++) out[j] = MAP(g->outs[j]);
+#undef MAP
+  return true;
+}
+
+void bld_save(Builder *B, const IrStmt *st, IrAtom a) {
+  IrStmt *c = emit_new_stmt(&B->e, IS_SAVE, B->where);
+  c->in = ENEWN(&B->e, IrAtom, 1);
+  c->in[0] = a;
+  c->nin = 1;
+  c->path = st->path;
+  c->load_path = st->load_path;
+  bld_captures(B, c->in, 1);
+  emit_stmt(&B->e, c);
+}
+
+void bld_reuse(Builder *B, IrStmt *st) { emit_stmt(&B->e, st); }

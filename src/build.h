@@ -43,6 +43,12 @@ PVal *bld_pv_bool(Builder *B, bool v);
 PVal *bld_pv_name(Builder *B, const char *s);
 PVal *bld_pv_tuple(Builder *B, PVal **items, int n);
 PVal *bld_pv_ints(Builder *B, const int64_t *v, int n);
+/* The parameter value naming function k of an equation's at->fns. */
+PVal *bld_pv_fn(Builder *B, int k);
+/* st's parameters, with the values of `keys` replaced (st->nparams of them). */
+IrParam *bld_params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n);
+/* A copy of at with other functions. */
+Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns);
 void *bld_alloc(Builder *B, size_t n);
 
 void bld_const(Builder *B, Array *value, IrAtom *out);
@@ -53,5 +59,23 @@ void bld_show(Builder *B, char *text);
 IrAtom bld_lit(Builder *B, int dt, double v);
 /* The statement the next ones stand for: their place and line. */
 void bld_at(Builder *B, Span sp, Span whole);
+
+/* The place later statements are attributed to (errors, the debugger's
+   line): a transformation sets it to each source equation in turn. */
+void bld_set_where(Builder *B, Span where);
+/* Emit a copy of equation st on operands in[] (st's own operands mapped
+   into B's function); its results go to out[] (st->nout of them) and take
+   st's result names.  A pbroadcast is copied as a lift, so that an operand
+   that already varies over its axes needs no equation.  False after a
+   diagnostic. */
+bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out);
+/* g's statements copied into B's function, its parameters standing for
+   args[]; out[] gets its results.  g's nested functions must not read
+   g's own values through a closure.  False after a diagnostic. */
+bool bld_inline(Builder *B, const IrFunc *g, const IrAtom *args, IrAtom *out);
+/* A copy of save statement st, saving atom a of B's function. */
+void bld_save(Builder *B, const IrStmt *st, IrAtom a);
+/* Append a statement that names no variable (a `show`) as it is. */
+void bld_reuse(Builder *B, IrStmt *st);
 
 #endif

@@ -18,7 +18,6 @@
 #include "err.h"
 #include "parse.h"
 #include "show.h"
-#include "transpose.h"
 
 Binding *check_bind(Checker *C, Binding *next, BindKind k, Str name) {
   Binding *b = NEW(C, Binding);
@@ -164,7 +163,7 @@ Type check_bad_type(void) {
   return t;
 }
 
-static bool check_types_equal(const Type *a, const Type *b) {
+bool check_types_equal(const Type *a, const Type *b) {
   return a->dt == b->dt && a->vma == b->vma && type_same_shape(a, b);
 }
 
@@ -415,8 +414,6 @@ void check_bind_bad(Ctx *cx, AstStmt *s) {
 
 /* Higher-order equations and shard_map (below). */
 static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in);
-static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
-static void transpose_define(Ctx *cx, FuncDef *fd);
 
 /* ---- equations ------------------------------------------------------------------------ */
 
@@ -933,7 +930,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
     if (i->ir && i->nargs == nargs && i->mesh == mesh && i->ctrl == cx->ctrl && same_types(i->args, args, nargs) &&
         same_outvma(i, outvma, noutvma) && i->lenient == (C->lenient > 0) && same_key(i->skey, skey))
       return i->ir;
-  if (af->form == FN_TRANSPOSE) return transpose_instance(cx, fd, args, nargs, call);
+  if (af->form == FN_TRANSPOSE) return xform_instance(cx, fd, args, nargs, call);
   if (af->nparams != nargs) {
     diag_error(call, "%.*s takes %d argument%s, but %d %s given", fd->name.n, fd->name.p, af->nparams,
                af->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
@@ -992,7 +989,7 @@ static void check_def(Ctx *cx, AstStmt *s) {
   cx->scope->fn = fd;
   resolve_note_def(cx->C, fd, cx->mesh);
   if (af->form == FN_TRANSPOSE) {
-    transpose_define(cx, fd);
+    xform_define(cx, fd);
     return;
   }
   if (af->has_deco && af->nstatics) {
@@ -1234,132 +1231,3 @@ void check_add_fn(Ctx *cx, Attrs *at, IrFunc *f) {
   n[at->nfns++] = f;
   at->fns = n;
 }
-
-/* ---- function transformations ------------------------------------------------------------ */
-
-/* `def g = linear_transpose[linear=(...)] f`: which parameters of f are linear. */
-static bool transpose_linear(Ctx *cx, FuncDef *fd, FuncDef *target, bool **out) {
-  AstFunc *af = fd->ast;
-  int np = target->ast->form == FN_TRANSPOSE ? -1 : target->ast->nparams;
-  RuleCtx r;
-  rule_init(&r, &cx->C->prog.arena, cx->mesh, "linear_transpose", af->sp, af->tparams, af->ntparams);
-  IntList lin;
-  bool given = rule_has(&r, "linear");
-  if (!rule_ints(&r, "linear", false, &lin) || !rule_unused(&r, "linear")) return false;
-  fd->lin_given = given;
-  fd->lin = lin;
-  (void)np;
-  *out = NULL;
-  return true;
-}
-
-/* The newest checked instance, preferring one checked where the
-   transpose is defined (so that a top-level `def f_tt = linear_transpose
-   f_t` does not show an instance made inside a shard_map body). */
-static Instance *preferred_instance(Instance *list, const Mesh *mesh) {
-  Instance *pick = NULL;
-  for (Instance *i = list; i; i = i->next)
-    if (i->ir && (!pick || (pick->mesh != mesh && i->mesh == mesh))) pick = i;
-  return pick;
-}
-
-static void transpose_define(Ctx *cx, FuncDef *fd) {
-  AstFunc *af = fd->ast;
-  if (!str_eqc(af->tprim, "linear_transpose")) {
-    diag_error(span_join(af->sp, af->target_sp), "'%.*s' is not a function transformation shm knows (it knows linear_transpose)",
-               af->tprim.n, af->tprim.p);
-    return;
-  }
-  Binding *b = check_lookup(fd->scope, B_FUNC, af->target);
-  if (!b) {
-    diag_error(af->target_sp, "unknown function '%.*s'", af->target.n, af->target.p);
-    return;
-  }
-  fd->target = b->fn;
-  bool *unused;
-  if (!transpose_linear(cx, fd, b->fn, &unused)) { fd->target = NULL; return; }
-  /* transpose the instances the target already has (an annotated function
-     has one from its definition) */
-  for (Instance *i = preferred_instance(b->fn->inst, cx->mesh); i; i = i->next)
-    if (i->ir) {
-      IrFunc *f = i->ir;
-      int nl = 0;
-      for (int k = 0; k < f->nparams; k++) {
-        bool l = !fd->lin_given;
-        for (int j = 0; j < fd->lin.n; j++) if (fd->lin.v[j] == k) l = true;
-        nl += !l;
-      }
-      Type *args = NEWN(cx->C, Type, nl + f->nouts);
-      int n = 0;
-      for (int k = 0; k < f->nparams; k++) {
-        bool l = !fd->lin_given;
-        for (int j = 0; j < fd->lin.n; j++) if (fd->lin.v[j] == k) l = true;
-        if (!l) args[n++] = f->params[k]->t;
-      }
-      for (int j = 0; j < f->nouts; j++) args[n++] = f->outs[j].t;
-      Ctx sub = *cx;
-      sub.mesh = i->mesh;
-      sub.ctrl = i->ctrl;
-      transpose_instance(&sub, fd, args, n, af->sp);
-      break;
-    }
-}
-
-static IrFunc *transpose_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
-  AstFunc *af = fd->ast;
-  FuncDef *t = fd->target;
-  if (!t) return NULL;
-  for (Instance *i = t->inst; i; i = i->next) {
-    IrFunc *f = i->ir;
-    if (!f || i->mesh != cx->mesh) continue;
-    bool *lin = NEWN(cx->C, bool, f->nparams);
-    bool bad = false;
-    for (int j = 0; j < fd->lin.n; j++) {
-      int64_t k = fd->lin.v[j];
-      if (k < 0 || k >= f->nparams) {
-        diag_error(af->sp, "linear=(...) names parameter %lld, but %.*s has %d parameter%s", (long long)k,
-                   t->name.n, t->name.p, f->nparams, f->nparams == 1 ? "" : "s");
-        return NULL;
-      }
-      if (lin[k]) bad = true;
-      lin[k] = true;
-    }
-    if (bad) {
-      diag_error(af->sp, "linear=(...) names a parameter twice");
-      return NULL;
-    }
-    if (!fd->lin_given)
-      for (int k = 0; k < f->nparams; k++) lin[k] = true;
-    /* the instance must match: non-linear parameter types, then result types */
-    int n = 0;
-    bool match = true;
-    for (int k = 0; k < f->nparams && match; k++)
-      if (!lin[k]) match = n < nargs && check_types_equal(&f->params[k]->t, &args[n++]);
-    for (int j = 0; j < f->nouts && match; j++) match = n < nargs && check_types_equal(&f->outs[j].t, &args[n++]);
-    if (!match || n != nargs) continue;
-    char name[256];
-    snprintf(name, sizeof name, "%.*s", fd->name.n, fd->name.p);
-    IrFunc *g = tr_linear_transpose(&cx->C->prog, f, lin, name, af->sp);
-    Instance *inst = check_new_instance(cx, args, nargs);
-    inst->ir = g;
-    inst->next = fd->inst;
-    fd->inst = inst;
-    if (g) fd->latest = g;
-    else diag_note(af->sp, "while transposing %.*s", t->name.n, t->name.p);
-    return g;
-  }
-  Buf b = {0};
-  err_defer(buf_release, &b);
-  for (int i = 0; i < nargs; i++) {
-    if (i) buf_puts(&b, ", ");
-    show_type(&b, &args[i], cx->mesh);
-  }
-  diag_error(call, "%.*s transposes %.*s, but %.*s has no checked version whose non-linear parameters and results "
-             "are (%s)%s",
-             fd->name.n, fd->name.p, t->name.n, t->name.p, t->name.n, t->name.p, buf_cstr(&b),
-             t->ast->form != FN_TRANSPOSE && !check_all_annotated(t->ast) ? ": annotate its parameters or call it first" : "");
-  err_undefer(&b);
-  buf_free(&b);
-  return NULL;
-}
-

@@ -51,8 +51,9 @@ typedef struct FuncDef {
   Instance *inst;
   bool checking;           /* recursion guard */
   IrFunc *latest;          /* most recent successful instance, for show */
-  struct FuncDef *target;  /* linear_transpose: the function transposed */
-  IntList lin;             /* linear_transpose: linear=(...) */
+  int xform;               /* a transformation's def (FN_TRANSPOSE form): its XForm */
+  struct FuncDef *target;  /* the function transformed */
+  IntList lin;             /* linear_transpose: linear=(...); grad: argnums=(...) */
   bool lin_given;
   bool resolved;           /* resolved without types (never checked) */
   int held;                /* the tag of errors its check at the def held back, or 0 */
@@ -157,6 +158,8 @@ IrFunc *check_instantiate_s(Ctx *cx, FuncDef *fd, const Type *args, int nargs, P
 /* The same, its results widened to `outvma` (cond branches, loop bodies). */
 IrFunc *check_instantiate_w(Ctx *cx, FuncDef *fd, const Type *args, int nargs, const uint32_t *outvma,
                             int noutvma, Span call);
+/* Are two types equal (dtype, shape and variance set)? */
+bool check_types_equal(const Type *a, const Type *b);
 /* Check fd's body in place, in cx's function: its parameters bound to
    `args` (variables), its statements emitted where cx stands, its
    results into *outs (a pmap's body, which becomes part of a shard_map
@@ -233,6 +236,15 @@ IrFunc *smap_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span ca
 /* A @shard_map def whose parameters are all annotated: checked where defined. */
 void smap_define(Ctx *cx, FuncDef *fd);
 
+/* ---- check_xform.c: function transformations -------------------------------- */
+/* The transformations a `def g = name[params] f` names. */
+typedef enum XForm { XF_TRANSPOSE, XF_JVP, XF_VJP, XF_GRAD, XF_VALUE_AND_GRAD } XForm;
+/* `def g = linear_transpose[...] f` (or jvp, vjp, grad, value_and_grad):
+   the target looked up, the parameters read, and g made from the
+   instances the target already has. */
+void xform_define(Ctx *cx, FuncDef *fd);
+/* g for argument types (a call of g). */
+IrFunc *xform_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
 /* ---- check_static.c: static parameters of user functions ------------------ */
 /* Parameters with the bare names of static parameters in scope replaced
    by their values (ps itself when none is mentioned). */

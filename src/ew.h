@@ -16,14 +16,14 @@
 typedef enum EwOp {
   /* binary, result of the operands' dtype */
   B_ADD, B_SUB, B_MUL, B_DIV, B_REM, B_POW, B_MAX, B_MIN, B_AND, B_OR, B_XOR,
-  B_ATAN2, B_NEXTAFTER, B_SHL, B_SHRA, B_SHRL,
+  B_ATAN2, B_NEXTAFTER, B_POLYGAMMA, B_SHL, B_SHRA, B_SHRL,
   /* comparisons, result bool */
   C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE,
   /* unary */
   U_NEG, U_ABS, U_SIGN, U_NOT, U_COPY, U_FLOOR, U_CEIL, U_ROUND_AWAY, U_ROUND_EVEN,
   U_ISFINITE, U_EXP, U_EXP2, U_EXPM1, U_LOG, U_LOG1P, U_TANH, U_LOGISTIC, U_SQRT, U_RSQRT,
   U_CBRT, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH,
-  U_ATANH, U_ERF, U_ERFC, U_LGAMMA
+  U_ATANH, U_ERF, U_ERFC, U_LGAMMA, U_DIGAMMA
 } EwOp;
 
 /* r = a op b (binary and comparison ops), operands of one dtype. */

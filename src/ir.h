@@ -24,7 +24,7 @@
 ** their rules, kernels and names.
 */
 typedef enum PrimId {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) P_##tag,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) P_##tag,
 #include "prims.def"
 #undef PRIM
   P_COUNT
@@ -123,6 +123,16 @@ typedef struct IrAtom {
   Type t;
   Span sp;
 } IrAtom;
+
+/* The atom reading variable v. */
+static inline IrAtom ir_var_atom(IrVar *v) {
+  IrAtom a;
+  memset(&a, 0, sizeof a);
+  a.var = v;
+  a.t = v->t;
+  a.sp = v->sp;
+  return a;
+}
 
 /* A parameter as `show` prints it (canonical, every parameter spelled out). */
 typedef struct IrParam {

@@ -96,7 +96,7 @@ static bool rule_bin_any(RARGS) { (void)nin; (void)at; return binary_rule(cx, in
 static bool rule_bin_logic(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_LOGIC, false); }
 /* shift_left shift_right_*: integers.  Fills nothing. */
 static bool rule_bin_int(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_INT, false); }
-/* atan2 nextafter: floats.  Fills nothing. */
+/* atan2 nextafter polygamma: floats.  Fills nothing. */
 static bool rule_bin_float(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_FLOAT, false); }
 /* lt le gt ge: any real dtype, result bool.  Fills nothing. */
 static bool rule_cmp(RARGS) { (void)nin; (void)at; return binary_rule(cx, in, out, K_ANY, true); }
@@ -133,6 +133,7 @@ static void binary_kernel(int op, Array *const *in, Array **out, const Type *out
   X(add, B_ADD) X(sub, B_SUB) X(mul, B_MUL) X(div, B_DIV) X(rem, B_REM)       \
   X(pow, B_POW) X(max, B_MAX) X(min, B_MIN) X(and, B_AND) X(or, B_OR)         \
   X(xor, B_XOR) X(atan2, B_ATAN2) X(nextafter, B_NEXTAFTER) X(shl, B_SHL)     \
+  X(polygamma, B_POLYGAMMA)                                                   \
   X(shra, B_SHRA) X(shrl, B_SHRL) X(eq, C_EQ) X(ne, C_NE) X(lt, C_LT)         \
   X(le, C_LE) X(gt, C_GT) X(ge, C_GE)
 
@@ -170,8 +171,8 @@ static bool rule_un_floatc(RARGS) {
   ignore_param(cx, "accuracy");
   return unary_rule(cx, in, out, K_FLOATC, false);
 }
-/* floor ceil erf erfc lgamma and the inverse and hyperbolic trigonometric
-   functions: floats.  Fills nothing. */
+/* floor ceil erf erfc lgamma digamma and the inverse and hyperbolic
+   trigonometric functions: floats.  Fills nothing. */
 static bool rule_un_float_plain(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_FLOAT, false); }
 /* neg sign square: numbers, complex too.  Fills nothing. */
 static bool rule_un_num(RARGS) { (void)nin; (void)at; return unary_rule(cx, in, out, K_ARITH, false); }
@@ -220,7 +221,7 @@ static void unary_kernel(int op, Array *const *in, Array **out, const Type *outt
   X(cbrt, U_CBRT) X(sin, U_SIN) X(cos, U_COS) X(tan, U_TAN) X(asin, U_ASIN)       \
   X(acos, U_ACOS) X(atan, U_ATAN) X(sinh, U_SINH) X(cosh, U_COSH)                 \
   X(asinh, U_ASINH) X(acosh, U_ACOSH) X(atanh, U_ATANH) X(erf, U_ERF)             \
-  X(erfc, U_ERFC) X(lgamma, U_LGAMMA)
+  X(erfc, U_ERFC) X(lgamma, U_LGAMMA) X(digamma, U_DIGAMMA)
 
 /* kern_neg, kern_exp, ...: unary_kernel with the primitive's op. */
 #define X(name, op)                                                           \
@@ -1417,7 +1418,7 @@ static void kern_full(KARGS) {
 
 /* The table's columns but the transpose rules, which transpose.c owns. */
 const PrimInfo prim_table[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) \
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) \
   [P_##tag] = {name, alias, nmin, nmax, nout, params, shape, vrule, kernel},
 #include "prims.def"
 #undef PRIM

@@ -4,7 +4,7 @@
 ** Every primitive is one row of prims.def:
 **
 **   PRIM(tag, name, alias, nin_min, nin_max, nout, params,
-**        shape, vrule, kernel, exec, transpose)
+**        shape, vrule, kernel, exec, transpose, jvp)
 **
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
@@ -24,13 +24,19 @@
 **                instances (fabric.c), or NULL
 **   transpose    the transpose rule of a linear primitive, or NULL
 **                (transpose.c)
+**   jvp          the forward-mode derivative rule (jvp_rules.c): the
+**                tangent of the results from the operands' tangents, as
+**                JAX's rule for the primitive computes it; jvp_zero for a
+**                primitive whose derivative is zero (comparisons, integer
+**                and boolean results), NULL where JAX has no rule (a
+**                derivative through it is an error naming it)
 **
 ** The same rows give the parser's name lookup (prim_lookup), the checker's
 ** rules, the evaluator's dispatch and the REPL's help, so they cannot
 ** drift apart.  Each module makes the columns it owns into a table of its
 ** own from the same rows: prims.c the ones below (prim_table), fabric.c
-** exec, transpose.c transpose, so that no module names functions of a
-** module above it.
+** exec, transpose.c transpose, jvp_rules.c jvp, so that no module names
+** functions of a module above it.
 */
 #ifndef SHM_PRIMS_H
 #define SHM_PRIMS_H

@@ -655,3 +655,17 @@ bool rule_check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool ne
   return true;
 }
 
+PVal *rule_stmt_param(const IrStmt *st, const char *key) {
+  for (int i = 0; i < st->nparams; i++)
+    if (!strcmp(st->params[i].key, key)) return st->params[i].v;
+  return NULL;
+}
+
+int rule_read_ints(const PVal *p, int64_t *v, int max) {
+  if (!p || p->k == PV_NONE) return 0;
+  if (p->k == PV_INT) { v[0] = p->i; return 1; }
+  int n = 0;
+  for (int i = 0; i < p->n && n < max; i++)
+    if (p->items[i]->k == PV_INT) v[n++] = p->items[i]->i;
+  return n;
+}

@@ -162,6 +162,13 @@ bool pv_is_map(const PVal *v);
 PVal *pv_key(const PVal *v, int i);
 PVal *pv_val(const PVal *v, int i);
 
+/* ---- a checked equation's parameters (for transformations) ----------------- */
+
+/* The canonical value of parameter `key` of equation st, or NULL. */
+PVal *rule_stmt_param(const IrStmt *st, const char *key);
+/* The ints of a tuple or list value (an int alone: one) into v[]; the count. */
+int rule_read_ints(const PVal *p, int64_t *v, int max);
+
 /* A variance rule (a primitive's vrule), computed: for operand k,
    lift[k] is the variance set it must have (it is lifted by a pbroadcast
    when its own is smaller); *res is the results' set.  Literal operands of

@@ -38,7 +38,7 @@ typedef struct TrCtx TrCtx;
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
-  X(cond) X(fori_loop) X(shard_map)
+  X(cond) X(fori_loop) X(scan) X(shard_map)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -46,7 +46,7 @@ TR_RULES(X)
 
 typedef bool (*TransFn)(TrCtx *cx);
 static const TransFn tr_rules[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr) [P_##tag] = tr,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = tr,
 #include "prims.def"
 #undef PRIM
 };
@@ -72,7 +72,8 @@ static IrAtom map_atom(Tr *T, const IrAtom *a) {
 }
 
 /* Name a cotangent after its primal: x -> xbar, and xbar -> x (so that
-   transposing twice gives back the original names). */
+   transposing twice gives back the original names); a tangent's, xdot,
+   is xbar too (a reverse-mode derivative transposes tangents). */
 static void name_after(Tr *T, IrAtom *a, Str base) {
   if (!a->var || a->var->name.n || !base.n) return;
   if (base.n > 3 && !memcmp(base.p + base.n - 3, "bar", 3)) {
@@ -80,6 +81,7 @@ static void name_after(Tr *T, IrAtom *a, Str base) {
     a->var->name.n = base.n - 3;
     return;
   }
+  if (base.n > 3 && !memcmp(base.p + base.n - 3, "dot", 3)) base.n -= 3;
   char *s = bld_alloc(T->B, (size_t)base.n + 4);
   memcpy(s, base.p, (size_t)base.n);
   memcpy(s + base.n, "bar", 4);
@@ -106,7 +108,6 @@ static IrAtom sum_over(Tr *T, IrAtom ct, uint32_t mask) {
 }
 
 /* Add ct to the cotangent of variable v (lifting to v's variance). */
-static PVal *param(const IrStmt *st, const char *key);
 static int64_t pv_int(const PVal *p, int64_t dflt);
 
 /* The equation of the transpose that produced atom a, if any. */
@@ -171,7 +172,7 @@ static bool merge_pads(Tr *T, int s, IrAtom ct, IrVar *v) {
   const IrStmt *ends[2] = {a, b};
   for (int e = 0; e < 2; e++) {
     const IrStmt *c = def_of(T, &ends[e]->in[0]);
-    if (c && c->prim == P_CONCATENATE && pv_int(param(c, "dimension"), -1) == d0 && n + c->nin < 64)
+    if (c && c->prim == P_CONCATENATE && pv_int(rule_stmt_param(c, "dimension"), -1) == d0 && n + c->nin < 64)
       for (int k = 0; k < c->nin; k++) parts[n++] = c->in[k];
     else if (n < 64)
       parts[n++] = ends[e]->in[0];
@@ -233,6 +234,9 @@ static bool merge_disjoint(Tr *T, int s, IrAtom ct, IrVar *v) {
     const IrStmt *a = p, *b = q;             /* a: zeros operand, b: zeros update */
     if (!is_zeros(T, &a->in[0])) { a = q; b = p; }
     if (!is_zeros(T, &a->in[0]) || !is_zeros(T, &b->in[1])) return false;
+    /* the pieces are disjoint only when the update b zeroes is the block
+       a fills: the same shape at the same (clamped) start */
+    if (!type_same_shape(&a->in[1].t, &b->in[1].t)) return false;
     in[0] = b->in[0];
     in[1] = a->in[1];
     for (int k = 2; k < n; k++) in[k] = p->in[k];
@@ -270,22 +274,6 @@ static void accumulate(Tr *T, IrVar *v, IrAtom ct) {
   if (!bld_prim(T->B, prim, NULL, 0, in, 2, &out)) { T->failed = true; return; }
   name_after(T, &out, v->name);
   T->ct[s] = out;
-}
-
-static PVal *param(const IrStmt *st, const char *key) {
-  for (int i = 0; i < st->nparams; i++)
-    if (!strcmp(st->params[i].key, key)) return st->params[i].v;
-  return NULL;
-}
-
-/* A tuple/list PVal of ints into v[]; returns the count. */
-static int pv_ints(const PVal *p, int64_t *v, int max) {
-  if (!p || p->k == PV_NONE) return 0;
-  if (p->k == PV_INT) { v[0] = p->i; return 1; }
-  int n = 0;
-  for (int i = 0; i < p->n && n < max; i++)
-    if (p->items[i]->k == PV_INT) v[n++] = p->items[i]->i;
-  return n;
 }
 
 static int64_t pv_int(const PVal *p, int64_t dflt) {
@@ -405,7 +393,7 @@ static bool tr_neg(TrCtx *cx) {
 static bool as_other(TrCtx *cx, int to, const char *key) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv(key ? key : "", key ? param(cx->st, key) : NULL)};
+  IrParam ps[1] = {kv(key ? key : "", key ? rule_stmt_param(cx->st, key) : NULL)};
   tr_give(cx, 0, emit1(cx, to, ps, key ? 1 : 0, &ct, 1));
   return true;
 }
@@ -468,7 +456,7 @@ static bool tr_select_n(TrCtx *cx) {
   for (int k = 1; k < n; k++) {
     if (!cx->lin_in[k]) continue;
     for (int j = 1; j < n; j++) in[j] = j == k ? ct : z;
-    tr_give(cx, k, emit1(cx, P_SELECT_N, NULL, 0, in, n));
+    tr_give(cx, k, unbroadcast(cx, emit1(cx, P_SELECT_N, NULL, 0, in, n), k));
   }
   return true;
 }
@@ -477,8 +465,8 @@ static bool tr_cumsum(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
-  IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(param(cx->st, "axis"), 0))),
-                   kv("reverse", bld_pv_bool(B, !pv_int(param(cx->st, "reverse"), 0)))};
+  IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "axis"), 0))),
+                   kv("reverse", bld_pv_bool(B, !pv_int(rule_stmt_param(cx->st, "reverse"), 0)))};
   tr_give(cx, 0, emit1(cx, P_CUMSUM, ps, 2, &ct, 1));
   return true;
 }
@@ -493,13 +481,13 @@ typedef struct Dims {
 } Dims;
 
 static void read_dims(const IrStmt *st, Dims *d) {
-  PVal *dn = param(st, "dimension_numbers");
+  PVal *dn = rule_stmt_param(st, "dimension_numbers");
   memset(d, 0, sizeof *d);
   if (!dn || dn->n != 2) return;
-  d->nc = pv_ints(dn->items[0]->items[0], d->lc, SHM_MAXRANK);
-  pv_ints(dn->items[0]->items[1], d->rc, SHM_MAXRANK);
-  d->nb = pv_ints(dn->items[1]->items[0], d->lb, SHM_MAXRANK);
-  pv_ints(dn->items[1]->items[1], d->rb, SHM_MAXRANK);
+  d->nc = rule_read_ints(dn->items[0]->items[0], d->lc, SHM_MAXRANK);
+  rule_read_ints(dn->items[0]->items[1], d->rc, SHM_MAXRANK);
+  d->nb = rule_read_ints(dn->items[1]->items[0], d->lb, SHM_MAXRANK);
+  rule_read_ints(dn->items[1]->items[1], d->rb, SHM_MAXRANK);
 }
 
 static bool in_list(const int64_t *l, int n, int64_t x) {
@@ -585,7 +573,7 @@ static bool tr_reshape(TrCtx *cx) {
 static bool tr_transpose(TrCtx *cx) {
   if (cx->checking) return true;
   int64_t p[SHM_MAXRANK], inv[SHM_MAXRANK];
-  int n = pv_ints(param(cx->st, "permutation"), p, SHM_MAXRANK);
+  int n = rule_read_ints(rule_stmt_param(cx->st, "permutation"), p, SHM_MAXRANK);
   for (int i = 0; i < n; i++) inv[p[i]] = i;
   IrAtom ct = tr_ct(cx, 0);
   IrParam ps[1] = {kv("permutation", bld_pv_ints(tr_builder(cx), inv, n))};
@@ -598,7 +586,7 @@ static bool tr_broadcast_in_dim(TrCtx *cx) {
   const Type *t = tr_in_type(cx, 0);
   const Type *o = &cx->st->out[0]->t;
   int64_t bd[SHM_MAXRANK], ax[SHM_MAXRANK];
-  int nb = pv_ints(param(cx->st, "broadcast_dimensions"), bd, SHM_MAXRANK), na = 0;
+  int nb = rule_read_ints(rule_stmt_param(cx->st, "broadcast_dimensions"), bd, SHM_MAXRANK), na = 0;
   bool unit = false;
   for (int d = 0; d < o->rank; d++) {
     int src = -1;
@@ -623,7 +611,7 @@ static bool tr_reduce_sum(TrCtx *cx) {
   if (cx->checking) return true;
   const Type *t = tr_in_type(cx, 0);
   int64_t ax[SHM_MAXRANK], keep[SHM_MAXRANK];
-  int na = pv_ints(param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
+  int na = rule_read_ints(rule_stmt_param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
   for (int d = 0; d < t->rank; d++) if (!in_list(ax, na, d)) keep[nk++] = d;
   IrAtom ct = tr_ct(cx, 0);
   Builder *B = tr_builder(cx);
@@ -643,8 +631,8 @@ static bool tr_slice(TrCtx *cx) {
   const Type *t = tr_in_type(cx, 0);
   const Type *o = &cx->st->out[0]->t;
   int64_t st[SHM_MAXRANK], str[SHM_MAXRANK];
-  pv_ints(param(cx->st, "start_indices"), st, SHM_MAXRANK);
-  int ns = pv_ints(param(cx->st, "strides"), str, SHM_MAXRANK);
+  rule_read_ints(rule_stmt_param(cx->st, "start_indices"), st, SHM_MAXRANK);
+  int ns = rule_read_ints(rule_stmt_param(cx->st, "strides"), str, SHM_MAXRANK);
   Builder *B = tr_builder(cx);
   PVal **cfg = bld_alloc(B, sizeof(PVal *) * (size_t)(t->rank + 1));
   for (int d = 0; d < t->rank; d++) {
@@ -662,15 +650,15 @@ static bool tr_slice(TrCtx *cx) {
 
 static bool tr_pad(TrCtx *cx) {
   if (cx->checking) {
-    if (!cx->lin_in[0]) return tr_error(cx, "pad of a constant operand is not linear");
+    if (!cx->lin_in[0] && !atom_zero(cx->T, &cx->st->in[0])) return tr_error(cx, "pad of a constant operand is not linear");
     if (!cx->lin_in[1] && !is_zero_lit(&cx->st->in[1]))
       return tr_error(cx, "pad of a linear value with a non-zero constant padding value is not linear");
     return true;
   }
   const Type *t = tr_in_type(cx, 0);
   int64_t cfg[3 * SHM_MAXRANK];
-  PVal *pc = param(cx->st, "padding_config");
-  for (int d = 0; d < t->rank; d++) pv_ints(pc->items[d], cfg + 3 * d, 3);
+  PVal *pc = rule_stmt_param(cx->st, "padding_config");
+  for (int d = 0; d < t->rank; d++) rule_read_ints(pc->items[d], cfg + 3 * d, 3);
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
   /* negative low/high padding cropped the operand: pad the cotangent back */
@@ -714,7 +702,7 @@ static bool tr_pad(TrCtx *cx) {
 
 static bool tr_concatenate(TrCtx *cx) {
   if (cx->checking) return all_linear(cx, 0, cx->st->nin);
-  int64_t dim = pv_int(param(cx->st, "dimension"), 0);
+  int64_t dim = pv_int(rule_stmt_param(cx->st, "dimension"), 0);
   const Type *o = &cx->st->out[0]->t;
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
@@ -780,9 +768,9 @@ static bool swap_collective(TrCtx *cx, int to, const char *dim_from, const char 
   Builder *B = tr_builder(cx);
   IrParam ps[3];
   int n = 0;
-  ps[n++] = kv("axis_name", param(cx->st, "axis_name"));
-  ps[n++] = kv(dim_to, bld_pv_int(B, pv_int(param(cx->st, dim_from), 0)));
-  ps[n++] = kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)));
+  ps[n++] = kv("axis_name", rule_stmt_param(cx->st, "axis_name"));
+  ps[n++] = kv(dim_to, bld_pv_int(B, pv_int(rule_stmt_param(cx->st, dim_from), 0)));
+  ps[n++] = kv("tiled", bld_pv_bool(B, pv_int(rule_stmt_param(cx->st, "tiled"), 0)));
   tr_give(cx, 0, emit1(cx, to, ps, n, &ct, 1));
   return true;
 }
@@ -792,7 +780,7 @@ static bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
 static bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  IrParam ps[1] = {kv("axes", rule_stmt_param(cx->st, "axes"))};
   /* div by the group size, then psum, is a pmean (the transpose of the
      transpose of pmean) */
   const IrStmt *d = def_of(cx->T, &ct);
@@ -813,7 +801,7 @@ static bool tr_pbroadcast(TrCtx *cx) {
 static bool tr_pmean(TrCtx *cx) {
   if (cx->checking) return true;
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[1] = {kv("axes", param(cx->st, "axes"))};
+  IrParam ps[1] = {kv("axes", rule_stmt_param(cx->st, "axes"))};
   IrAtom b = emit1(cx, P_PBROADCAST, ps, 1, &ct, 1);
   int64_t p = 1;
   const Mesh *m = bld_func(tr_builder(cx))->mesh;
@@ -831,16 +819,16 @@ static bool tr_pscatter(TrCtx *cx) { return swap_collective(cx, P_ALL_GATHER_INV
 static bool tr_ppermute(TrCtx *cx) {
   if (cx->checking) return true;
   Builder *B = tr_builder(cx);
-  PVal *perm = param(cx->st, "perm");
+  PVal *perm = rule_stmt_param(cx->st, "perm");
   PVal **pairs = bld_alloc(B, sizeof(PVal *) * (size_t)(perm->n + 1));
   for (int i = 0; i < perm->n; i++) {
     int64_t sd[2] = {0, 0};        /* the checker made every pair two ints */
-    pv_ints(perm->items[i], sd, 2);
+    rule_read_ints(perm->items[i], sd, 2);
     int64_t ds[2] = {sd[1], sd[0]};
     pairs[i] = bld_pv_ints(B, ds, 2);
   }
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
+  IrParam ps[2] = {kv("axis_name", rule_stmt_param(cx->st, "axis_name")), kv("perm", bld_pv_tuple(B, pairs, perm->n))};
   tr_give(cx, 0, emit1(cx, P_PPERMUTE, ps, 2, &ct, 1));
   return true;
 }
@@ -854,7 +842,7 @@ static bool tr_pshuffle(TrCtx *cx) {
   int64_t *inv = bld_alloc(B, sizeof(int64_t) * (size_t)(p + 1));
   for (int i = 0; i < p; i++) inv[pairs->v[2 * i]] = pairs->v[2 * i + 1];
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[2] = {kv("axis_name", param(cx->st, "axis_name")), kv("perm", bld_pv_ints(B, inv, p))};
+  IrParam ps[2] = {kv("axis_name", rule_stmt_param(cx->st, "axis_name")), kv("perm", bld_pv_ints(B, inv, p))};
   tr_give(cx, 0, emit1(cx, P_PSHUFFLE, ps, 2, &ct, 1));
   return true;
 }
@@ -863,10 +851,10 @@ static bool tr_all_to_all(TrCtx *cx) {
   if (cx->checking) return true;
   Builder *B = tr_builder(cx);
   IrAtom ct = tr_ct(cx, 0);
-  IrParam ps[4] = {kv("axis_name", param(cx->st, "axis_name")),
-                   kv("split_axis", bld_pv_int(B, pv_int(param(cx->st, "concat_axis"), 0))),
-                   kv("concat_axis", bld_pv_int(B, pv_int(param(cx->st, "split_axis"), 0))),
-                   kv("tiled", bld_pv_bool(B, pv_int(param(cx->st, "tiled"), 0)))};
+  IrParam ps[4] = {kv("axis_name", rule_stmt_param(cx->st, "axis_name")),
+                   kv("split_axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "concat_axis"), 0))),
+                   kv("concat_axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "split_axis"), 0))),
+                   kv("tiled", bld_pv_bool(B, pv_int(rule_stmt_param(cx->st, "tiled"), 0)))};
   tr_give(cx, 0, emit1(cx, P_ALL_TO_ALL, ps, 4, &ct, 1));
   return true;
 }
@@ -874,7 +862,7 @@ static bool tr_all_to_all(TrCtx *cx) {
 /* ---- calls and higher-order primitives ------------------------------------------------ */
 
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
-                            const uint32_t *ct_vma);
+                            const TrOpts *o);
 
 static IrFunc *transpose_fn(Tr *T, IrFunc *f, const bool *lin) {
   return tr_linear_transpose(T->P, f, lin, f->name, T->where);
@@ -929,17 +917,18 @@ static bool tr_call(TrCtx *cx) {
   return true;
 }
 
-static PVal *fn_pv(Builder *B, int k) {
-  PVal *v = bld_pv_int(B, k);
-  v->k = PV_FUNC;
-  return v;
-}
-
 static bool tr_cond(TrCtx *cx) {
   const IrStmt *st = cx->st;
   if (cx->checking) {
     if (cx->lin_in[0]) return tr_error(cx, "cond with a linear index is not linear");
-    if (st->in[0].t.vma) return tr_error(cx, "cannot transpose a cond whose index varies across devices");
+    /* under an index that varies, a transposed branch must not need a
+       collective along its axes: every linear operand varies along them
+       (autodiff lifts them so), and the cotangents are summed outside */
+    uint32_t v = st->in[0].t.vma;
+    for (int k = 1; k < st->nin; k++)
+      if (cx->lin_in[k] && (st->in[k].t.vma & v) != v)
+        return tr_error(cx, "cannot transpose a cond whose index varies across devices over axes a linear operand "
+                        "is invariant along");
     for (int b = 0; b < st->at->nfns; b++)
       if (captures_locals(cx->T, st->at->fns[b]))
         return tr_error(cx, "cannot transpose cond: a branch reads local values of %s", cx->T->f->name);
@@ -955,7 +944,7 @@ static bool tr_cond(TrCtx *cx) {
   for (int b = 0; b < nb; b++) {
     at->fns[b] = transpose_fn(cx->T, st->at->fns[b], cx->lin_in + 1);
     if (!at->fns[b]) { cx->T->failed = true; return false; }
-    br[b] = fn_pv(B, b);
+    br[b] = bld_pv_fn(B, b);
   }
   int n;
   IrAtom *in = t_operands(cx, 1, &n);
@@ -969,43 +958,164 @@ static bool tr_cond(TrCtx *cx) {
   return true;
 }
 
+/* A fori_loop's carries: linear ones (a zero constant counts), and
+   constants the body passes through unchanged (the residuals autodiff
+   stacks); the transposed loop carries the constants first, then the
+   linear carries' cotangents, and runs backwards. */
+static bool fori_const_carry(TrCtx *cx, int k) {
+  const IrFunc *body = cx->st->at->fns[0];
+  return !cx->lin_in[k] && !atom_zero(cx->T, &cx->st->in[k]) && body->outs[k].var == body->params[k + 1];
+}
+
 static bool tr_fori_loop(TrCtx *cx) {
   const IrStmt *st = cx->st;
+  IrFunc *body = st->at->fns[0];
+  int n = st->nout;
   if (cx->checking) {
     if (st->at->i[2])     /* as JAX, which transposes only a loop of static trip count */
       return tr_error(cx, "fori_loop whose bounds are values cannot be transposed (its trip count is not static)");
-    for (int k = 0; k < st->nin; k++)
-      if (!cx->lin_in[k]) return tr_error(cx, "fori_loop with both linear and constant carries cannot be transposed");
-    if (captures_locals(cx->T, st->at->fns[0]))
+    for (int k = 0; k < n; k++)
+      if (!cx->lin_in[k] && !atom_zero(cx->T, &st->in[k]) && !fori_const_carry(cx, k))
+        return tr_error(cx, "fori_loop with both linear and constant carries cannot be transposed");
+    if (captures_locals(cx->T, body))
       return tr_error(cx, "cannot transpose fori_loop: its body reads local values of %s", cx->T->f->name);
     return true;
   }
   Builder *B = tr_builder(cx);
-  IrFunc *body = st->at->fns[0];
   bool *lin = bld_alloc(B, sizeof(bool) * (size_t)(body->nparams + 1));
-  for (int k = 1; k < body->nparams; k++) lin[k] = true;
+  bool *no_ct = bld_alloc(B, sizeof(bool) * (size_t)(n + 1));
+  IrAtom *keep = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  int nc = 0;
+  for (int k = 0; k < n; k++) {
+    if (fori_const_carry(cx, k)) {
+      no_ct[k] = true;
+      memset(&keep[nc], 0, sizeof(IrAtom));
+      keep[nc].var = body->params[k + 1];
+      keep[nc++].t = body->params[k + 1]->t;
+    } else {
+      lin[k + 1] = true;
+    }
+  }
   Attrs *at = bld_alloc(B, sizeof(Attrs));
   at->dtype = -1;
   at->i[0] = st->at->i[0];
   at->i[1] = st->at->i[1];
   at->b[0] = !st->at->b[0];
   at->fns = bld_alloc(B, sizeof(IrFunc *));
-  at->fns[0] = transpose_fn(cx->T, body, lin);
+  TrOpts o;
+  memset(&o, 0, sizeof o);
+  o.no_ct = no_ct;
+  o.keep = keep;
+  o.nkeep = nc;
+  at->fns[0] = transpose_ex(cx->T->P, body, lin, body->name, cx->T->where, &o);
   at->nfns = 1;
   if (!at->fns[0]) { cx->T->failed = true; return false; }
-  int n = st->nout;
   IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
   Type *outt = bld_alloc(B, sizeof(Type) * (size_t)(n + 1));
-  for (int j = 0; j < n; j++) {
-    in[j] = tr_ct(cx, j);
-    outt[j] = st->in[j].t;
-    if (in[j].t.vma != outt[j].vma) in[j] = bld_lift(B, in[j], outt[j].vma);
-  }
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (no_ct[k]) {
+      in[m] = tr_in(cx, k);
+      outt[m++] = st->in[k].t;
+    }
+  for (int k = 0; k < n; k++)
+    if (!no_ct[k]) {
+      in[m] = tr_ct(cx, k);
+      outt[m] = st->in[k].t;
+      if (in[m].t.vma != outt[m].vma) in[m] = bld_lift(B, in[m], outt[m].vma);
+      m++;
+    }
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
   IrParam ps[4] = {kv("lower", bld_pv_int(B, at->i[0])), kv("upper", bld_pv_int(B, at->i[1])),
-                   kv("body", fn_pv(B, 0)), kv("reverse", bld_pv_bool(B, at->b[0]))};
+                   kv("body", bld_pv_fn(B, 0)), kv("reverse", bld_pv_bool(B, at->b[0]))};
   bld_higher(B, P_FORI_LOOP, at, ps, 4, in, n, outt, n, out);
-  give_results(cx, 0, out);
+  for (int k = 0, q = nc; k < n; k++)
+    if (!no_ct[k]) tr_give(cx, k, out[q++]);
+  return true;
+}
+
+/* scan: JAX's scan transpose.  The linear consts' cotangents are summed
+   in carries, the carries' cotangents carried, the linear xs' cotangents
+   stacked as ys; the scan runs the other way.  Its body is the transpose
+   of the body (non-linear consts and xs, then a cotangent per result),
+   its results added to the sums. */
+static bool tr_scan(TrCtx *cx) {
+  const IrStmt *st = cx->st;
+  IrFunc *body = st->at->fns[0];
+  int nc = (int)st->at->i[0], ncar = (int)st->at->i[1], n = st->nin;
+  if (cx->checking) {
+    for (int k = nc; k < nc + ncar; k++)
+      if (!cx->lin_in[k] && !atom_zero(cx->T, &st->in[k]))
+        return tr_error(cx, "scan with both linear and constant carries cannot be transposed");
+    if (captures_locals(cx->T, body))
+      return tr_error(cx, "cannot transpose scan: its body reads local values of %s", cx->T->f->name);
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  bool *lin = bld_alloc(B, sizeof(bool) * (size_t)(n + 1));
+  for (int k = 0; k < n; k++) lin[k] = cx->lin_in[k] || (k >= nc && k < nc + ncar);
+  IrFunc *tb = transpose_ex(cx->T->P, body, lin, body->name, cx->T->where, NULL);
+  if (!tb) { cx->T->failed = true; return false; }
+  /* the new body: residual consts, sums, carry cotangents, residual xs, y cotangents */
+  Builder *W = bld_new(cx->T->P, body->name, body->parent, body->mesh, cx->T->where);
+  IrAtom *tin = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + st->nout + 1)), *acc = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  IrAtom *cts = bld_alloc(B, sizeof(IrAtom) * (size_t)(st->nout + 1));
+  int nt = 0, nacc = 0;
+  for (int k = 0; k < nc; k++)
+    if (!lin[k]) tin[nt++] = ir_var_atom(bld_param(W, body->params[k]->name, body->params[k]->t));
+  for (int k = 0; k < nc; k++)
+    if (lin[k]) acc[nacc++] = ir_var_atom(bld_param(W, str_c(""), body->params[k]->t));
+  for (int j = 0; j < ncar; j++) cts[j] = ir_var_atom(bld_param(W, str_c(""), body->outs[j].t));
+  for (int k = nc + ncar; k < n; k++)
+    if (!lin[k]) tin[nt++] = ir_var_atom(bld_param(W, body->params[k]->name, body->params[k]->t));
+  for (int j = ncar; j < st->nout; j++) cts[j] = ir_var_atom(bld_param(W, str_c(""), body->outs[j].t));
+  for (int j = 0; j < st->nout; j++) tin[nt++] = cts[j];
+  IrAtom *r = bld_alloc(B, sizeof(IrAtom) * (size_t)(tb->nouts + 1));
+  if (!bld_inline(W, tb, tin, r)) { cx->T->failed = true; return false; }
+  /* tb's results: a cotangent per linear param, in order: consts, carries, xs */
+  IrAtom *wo = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + 1));
+  Type *ot = bld_alloc(B, sizeof(Type) * (size_t)(n + 1));
+  int nw = 0, q = 0;
+  for (int k = 0; k < n; k++) {
+    if (!lin[k]) continue;
+    IrAtom c = bld_lift(W, r[q++], body->params[k]->t.vma);
+    if (k < nc) {            /* a linear const: its sum so far, plus this step's */
+      IrAtom in2[2] = {acc[nw], c};
+      if (!bld_prim(W, P_ADD, NULL, 0, in2, 2, &c)) { cx->T->failed = true; return false; }
+    }
+    ot[nw] = st->in[k].t;
+    wo[nw++] = c;
+  }
+  IrFunc *wf = bld_finish(W, wo, nw);
+  /* the transposed scan */
+  IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(n + st->nout + 1));
+  int ni = 0;
+  for (int k = 0; k < nc; k++)
+    if (!lin[k]) in[ni++] = tr_in(cx, k);
+  int tc = ni;
+  for (int k = 0; k < nc; k++)
+    if (lin[k]) {
+      Type z = st->in[k].t;
+      in[ni++] = bld_zeros(B, &z);
+    }
+  for (int j = 0; j < ncar; j++) in[ni++] = bld_lift(B, tr_ct(cx, j), cts[j].t.vma);
+  int tcar = ni - tc;
+  for (int k = nc + ncar; k < n; k++)
+    if (!lin[k]) in[ni++] = tr_in(cx, k);
+  for (int j = ncar; j < st->nout; j++) in[ni++] = tr_ct(cx, j);
+  Attrs *at = bld_attrs_with(B, st->at, &wf, 1);
+  at->i[0] = tc;
+  at->i[1] = tcar;
+  at->b[0] = !st->at->b[0];
+  const char *keys[4] = {"jaxpr", "num_consts", "num_carry", "reverse"};
+  PVal *vals[4] = {bld_pv_fn(B, 0), bld_pv_int(B, tc), bld_pv_int(B, tcar), bld_pv_bool(B, at->b[0])};
+  IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nw + 1));
+  if (!bld_higher(B, P_SCAN, at, bld_params_with(B, st, keys, vals, 4), st->nparams, in, ni, ot, nw, out)) {
+    cx->T->failed = true;
+    return false;
+  }
+  for (int k = 0, p = 0; k < n; k++)
+    if (lin[k]) tr_give(cx, k, out[p++]);
   return true;
 }
 
@@ -1023,7 +1133,10 @@ static bool tr_shard_map(TrCtx *cx) {
      the spec mentions, even where the body's result is invariant */
   uint32_t *ct_vma = bld_alloc(B, sizeof(uint32_t) * (size_t)(st->nout + 1));
   for (int j = 0; j < st->nout; j++) ct_vma[j] = sm->out[j].mask;
-  IrFunc *tb = transpose_ex(cx->T->P, body, cx->lin_in, body->name, cx->T->where, ct_vma);
+  TrOpts o;
+  memset(&o, 0, sizeof o);
+  o.ct_vma = ct_vma;
+  IrFunc *tb = transpose_ex(cx->T->P, body, cx->lin_in, body->name, cx->T->where, &o);
   if (!tb) { cx->T->failed = true; return false; }
   ShardMap *ts = bld_alloc(B, sizeof(ShardMap));
   ts->mesh = sm->mesh;
@@ -1057,7 +1170,7 @@ static bool tr_shard_map(TrCtx *cx) {
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nlin + 1));
   char mname[128];
   snprintf(mname, sizeof mname, "%.*s", sm->mesh->name.n, sm->mesh->name.p);
-  IrParam ps[5] = {kv("f", fn_pv(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
+  IrParam ps[5] = {kv("f", bld_pv_fn(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
                    kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma))};
   bld_higher(B, P_SHARD_MAP, at, ps, 5, in, n, outt, nlin, out);
   give_results(cx, 0, out);
@@ -1122,6 +1235,10 @@ IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char
   return transpose_ex(P, f, linear, name, where, NULL);
 }
 
+IrFunc *tr_transpose_with(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where, const TrOpts *o) {
+  return transpose_ex(P, f, linear, name, where, o);
+}
+
 /* Drop primitive equations and literals whose results nothing reads: the
    constants copied forward that only fed linear equations (zeros a
    previous transpose made, for instance), so that transposing twice gives
@@ -1138,6 +1255,8 @@ static void drop_dead(Tr *T, IrFunc *g) {
           if (st->at->fns[k]->captured[c]->owner == g) uses[st->at->fns[k]->captured[c]->slot]++;
     } else if (st->k == IS_PRINT) {
       for (int k = 0; k < st->nitems; k++) USE(st->items[k].atom, 1);
+    } else if (st->k == IS_SAVE) {
+      USE(st->in[0], 1);
     }
   }
   for (int j = 0; j < g->nouts; j++) USE(g->outs[j], 1);
@@ -1161,10 +1280,10 @@ static void drop_dead(Tr *T, IrFunc *g) {
   g->nbody = m;
 }
 
-/* ct_vma (for a shard_map body): the variance of each result's cotangent. */
 /* The transpose's parameters: f's non-linear ones, then a cotangent per
-   result of f (of variance ct_vma[j] when given); cts[] gets them. */
-static void tr_params(Tr *T, const bool *linear, const uint32_t *ct_vma, IrVar **cts) {
+   result of f (of variance o->ct_vma[j] when given; none where o->no_ct
+   says, and the constant 1 where o->seed_one does); cts[] gets them. */
+static void tr_params(Tr *T, const bool *linear, const TrOpts *o, IrAtom *cts, bool *has) {
   IrFunc *f = T->f;
   for (int i = 0; i < f->nparams; i++) {
     IrVar *p = f->params[i];
@@ -1175,25 +1294,50 @@ static void tr_params(Tr *T, const bool *linear, const uint32_t *ct_vma, IrVar *
     T->prim[p->slot].t = v->t;
   }
   for (int j = 0; j < f->nouts; j++) {
-    const IrAtom *o = &f->outs[j];
-    Type ctt = o->t;
-    if (ct_vma) ctt.vma = ct_vma[j];
-    cts[j] = bld_param(T->B, str_c(""), ctt);
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    name_after(T, &a, o->var && o->var->name.n ? o->var->name : str_c("ct"));
+    const IrAtom *out = &f->outs[j];
+    Type ctt = out->t;
+    if (o && o->ct_vma) ctt.vma = o->ct_vma[j];
+    if (o && o->no_ct && o->no_ct[j]) continue;
+    has[j] = true;
+    if (o && o->seed_one && o->seed_one[j]) {
+      IrAtom one;
+      memset(&one, 0, sizeof one);
+      one.lit = bld_keep(T->B, arr_scalar_f((DType)ctt.dt, 1.0));
+      one.t.dt = ctt.dt;
+      one.sp = T->where;
+      cts[j] = bld_lift(T->B, one, ctt.vma);
+      continue;
+    }
+    memset(&cts[j], 0, sizeof(IrAtom));
+    cts[j].var = bld_param(T->B, str_c(""), ctt);
+    cts[j].t = ctt;
+    name_after(T, &cts[j], out->var && out->var->name.n ? out->var->name : str_c("ct"));
   }
 }
 
 /* The forward pass: equations that touch no linear value are kept (they
    compute constants the transpose needs), the linear ones checked by
    their rules and listed in lin[] in order; returns how many. */
-static int tr_forward(Tr *T, IrStmt **lin) {
+static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
   IrFunc *f = T->f;
   int nlin = 0;
   for (int i = 0; i < f->nbody && !T->failed; i++) {
     IrStmt *st = f->body[i];
+    if (st->k == IS_SAVE && prints) {
+      if (!atom_lin(T, &st->in[0])) bld_save(T->B, st, map_atom(T, &st->in[0]));
+      continue;
+    }
+    if (st->k == IS_PRINT && prints) {
+      IrPrintItem *items = bld_alloc(T->B, sizeof(IrPrintItem) * (size_t)(st->nitems + 1));
+      bool lin_item = false;
+      for (int k = 0; k < st->nitems; k++) {
+        items[k] = st->items[k];
+        lin_item |= atom_lin(T, &items[k].atom);
+        if (items[k].atom.var || items[k].atom.lit) items[k].atom = map_atom(T, &st->items[k].atom);
+      }
+      if (!lin_item) bld_print(T->B, items, st->nitems);
+      continue;
+    }
     if (st->k == IS_CONST) {
       IrAtom a;
       bld_const(T->B, st->value, &a);
@@ -1214,16 +1358,12 @@ static int tr_forward(Tr *T, IrStmt **lin) {
 
 /* The backward pass: the results' cotangents seeded, the linear
    equations walked last to first, each through its transpose rule. */
-static void tr_backward(Tr *T, IrVar **cts, IrStmt **lin, int nlin) {
+static void tr_backward(Tr *T, IrAtom *cts, const bool *has_ct, IrStmt **lin, int nlin) {
   IrFunc *f = T->f;
   for (int j = 0; j < f->nouts; j++) {
     const IrAtom *o = &f->outs[j];
-    if (!atom_lin(T, o)) continue;
-    IrAtom a;
-    memset(&a, 0, sizeof a);
-    a.var = cts[j];
-    a.t = cts[j]->t;
-    accumulate(T, o->var, a);
+    if (!atom_lin(T, o) || !has_ct[j]) continue;
+    accumulate(T, o->var, cts[j]);
   }
   for (int i = nlin - 1; i >= 0 && !T->failed; i--) {
     IrStmt *st = lin[i];
@@ -1240,10 +1380,13 @@ static void tr_backward(Tr *T, IrVar **cts, IrStmt **lin, int nlin) {
 
 /* The results: a cotangent per linear parameter (zeros where nothing
    reached it). */
-static void tr_results(Tr *T, const bool *linear, const uint32_t *ct_vma) {
+static void tr_results(Tr *T, const bool *linear, const TrOpts *o) {
   IrFunc *f = T->f;
-  IrAtom *outs = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(f->nparams + 1));
+  const uint32_t *ct_vma = o ? o->ct_vma : NULL;
+  int nkeep = o ? o->nkeep : 0;
+  IrAtom *outs = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(f->nparams + nkeep + 1));
   int n = 0;
+  for (int k = 0; k < nkeep; k++) outs[n++] = map_atom(T, &o->keep[k]);
   for (int i = 0; i < f->nparams; i++) {
     if (!linear[i]) continue;
     IrVar *p = f->params[i];
@@ -1258,7 +1401,7 @@ static void tr_results(Tr *T, const bool *linear, const uint32_t *ct_vma) {
 }
 
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
-                            const uint32_t *ct_vma) {
+                            const TrOpts *o) {
   Tr T;
   memset(&T, 0, sizeof T);
   T.P = P;
@@ -1274,14 +1417,15 @@ static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char
   T.has = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   T.zero = bld_alloc(T.B, sizeof(bool) * (size_t)ns);
   int errs = diag_count();
-  IrVar **cts = bld_alloc(T.B, sizeof(IrVar *) * (size_t)(f->nouts + 1));
-  tr_params(&T, linear, ct_vma, cts);
+  IrAtom *cts = bld_alloc(T.B, sizeof(IrAtom) * (size_t)(f->nouts + 1));
+  bool *has_ct = bld_alloc(T.B, sizeof(bool) * (size_t)(f->nouts + 1));
+  tr_params(&T, linear, o, cts, has_ct);
   IrStmt **lin = bld_alloc(T.B, sizeof(IrStmt *) * (size_t)(f->nbody + 1));
-  int nlin = tr_forward(&T, lin);
+  int nlin = tr_forward(&T, lin, o && o->prints);
   if (T.failed || diag_count() != errs) return NULL;
-  tr_backward(&T, cts, lin, nlin);
+  tr_backward(&T, cts, has_ct, lin, nlin);
   if (T.failed || diag_count() != errs) return NULL;
-  tr_results(&T, linear, ct_vma);
+  tr_results(&T, linear, o);
   drop_dead(&T, g);
   return g;
 }

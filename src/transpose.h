@@ -22,4 +22,24 @@
 
 IrFunc *tr_linear_transpose(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where);
 
+/* The same, with options (autodiff.c, and the bodies of loops and
+   shard_maps):
+     ct_vma    per result of f, the variance of its cotangent (a shard_map
+               body's result leaves through an out_spec naming these axes)
+     no_ct     per result, no cotangent parameter: its cotangent is zero
+     seed_one  per result, no parameter: its cotangent is the constant 1
+               (lifted to its variance), as grad seeds a scalar
+     keep      atoms of f, not linear, returned before the cotangents (the
+               primal results of a vjp)
+     prints    f's print and save statements of non-linear values are kept */
+typedef struct TrOpts {
+  const uint32_t *ct_vma;
+  const bool *no_ct;
+  const bool *seed_one;
+  const IrAtom *keep;
+  int nkeep;
+  bool prints;
+} TrOpts;
+IrFunc *tr_transpose_with(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where, const TrOpts *o);
+
 #endif

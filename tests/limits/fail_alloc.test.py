@@ -30,6 +30,7 @@ PROGRAMS = [
     (['--stats', 'examples/matmul_basic.shm'], 0),
     (['examples/tour.shm'], 0),
     (['examples/train_mlp.shm'], 0),
+    ([f'{DIR}/autodiff.shm'], 0),
     (['--check', 'examples/transpose_psum_mapped.shm'], 0),
     (['-c', 'x = [1, 2]\nprint x'], 0),
     # the cost model: a run observed, a JSON description read, an abstract walk, a trace written

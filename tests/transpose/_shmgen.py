@@ -902,6 +902,22 @@ def harness(r, k, fname, params, results, short=False):
     return out, nx * ny
 
 
+def chain(g, cur, ops, weights, nsteps, restart):
+    """nsteps random operations (by weight), each on the last value or,
+    with probability `restart`, on a value drawn from the pool; the last."""
+    r = g.rng
+    for _ in range(nsteps):
+        if r.random() < restart:
+            cur = r.choice(g.pool)
+        for _ in range(10):
+            op = r.choices(ops, weights)[0]
+            nv = getattr(g, 'op_' + op)(cur)
+            if nv is not None:
+                cur = nv
+                break
+    return cur
+
+
 def gen_program(rng, k):
     g = Gen(rng, k)
     g.make_mesh()
@@ -943,15 +959,7 @@ def gen_program(rng, k):
             v = g.new('f64', a.shape, a.vma | c.vma, 'mul')
             g.emit('%s = mul %s %s' % (v.name, a.name, c.name))
             cur = v
-    for _ in range(nsteps):
-        if r.random() < 0.25:
-            cur = r.choice(g.pool)
-        for _ in range(10):
-            op = r.choices(ops, weights)[0]
-            nv = getattr(g, 'op_' + op)(cur)
-            if nv is not None:
-                cur = nv
-                break
+    cur = chain(g, cur, ops, weights, nsteps, 0.25)
     # results
     outs = [cur]
     if r.random() < 0.3:

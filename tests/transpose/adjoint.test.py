@@ -18,15 +18,13 @@ Run by tests/run.py with SHMAPI set; cwd is the repository root.
 
 # timeout: 120
 
-import concurrent.futures
 import os
 import random
-import subprocess
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True       # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _batch  # noqa: E402
 import _shmgen  # noqa: E402
 
 SHMAPI = os.environ.get('SHMAPI', 'build/shmapi')
@@ -137,30 +135,6 @@ def example_program(k, name, defs, params, results, rng):
 
 # ---------------------------------------------------------------- running
 
-def run_text(text):
-    with tempfile.NamedTemporaryFile('w', suffix='.shm', delete=False) as fh:
-        fh.write(text)
-        path = fh.name
-    try:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS='1', LC_ALL='C')
-        r = subprocess.run([SHMAPI, path], capture_output=True, text=True, timeout=90, env=env)
-    finally:
-        os.unlink(path)
-    return r
-
-
-def parse(out):
-    res = {}
-    for line in out.splitlines():
-        if line.startswith('adj '):
-            parts = line.split()
-            try:
-                res[int(parts[1])] = tuple(float(x) for x in parts[2:6])
-            except (ValueError, IndexError):
-                pass
-    return res
-
-
 def judge(p, vals):
     """None if the identity holds, else a message."""
     if vals is None:
@@ -171,29 +145,6 @@ def judge(p, vals):
     if abs(lhs - rhs) <= tol:
         return None
     return '<f_t(y), x> = %r but <y, f(x)> = %r (|diff| %.3g > tol %.3g)' % (lhs, rhs, abs(lhs - rhs), tol)
-
-
-def run_batch(progs):
-    """[(program, message)] for the programs of a batch that fail."""
-    r = run_text(''.join(p.text for p in progs))
-    if r.returncode == 0:
-        vals = parse(r.stdout)
-        bad = [(p, judge(p, vals.get(p.k))) for p in progs]
-        return [(p, m) for p, m in bad if m]
-    # name the culprits: each program alone
-    bad = []
-    for p in progs:
-        r1 = run_text(p.text)
-        if r1.returncode != 0:
-            bad.append((p, 'shmapi exited %d:\n%s' % (r1.returncode, r1.stderr[-3000:])))
-        else:
-            m = judge(p, parse(r1.stdout).get(p.k))
-            if m:
-                bad.append((p, m))
-    if not bad:
-        bad.append((progs[0], 'the batch failed (%d) but every program passes alone:\n%s'
-                    % (r.returncode, r.stderr[-3000:])))
-    return bad
 
 
 def main():
@@ -208,16 +159,7 @@ def main():
     for _ in range(N_RANDOM):
         progs.append(_shmgen.gen_program(rng, k))
         k += 1
-    batches = [progs[i:i + BATCH] for i in range(0, len(progs), BATCH)]
-    failures = []
-    with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
-        for bad in pool.map(run_batch, batches):
-            failures.extend(bad)
-    for n, (p, msg) in enumerate(failures):
-        print('FAIL program %d (%s): %s' % (p.k, p.desc, msg))
-        if n < 5:
-            print('--- program %d:' % p.k)
-            print(p.text)
+    failures = _batch.run_all(SHMAPI, progs, 'adj', 4, judge, 90, BATCH)
     print('%d seed-example runs and %d random programs; %d failed'
           % (nex, len(progs) - nex, len(failures)))
     return 1 if failures else 0

@@ -1,0 +1,517 @@
+/*
+** jvp_rules.c — the forward-mode derivative of each primitive: the `jvp`
+** column of prims.def.
+**
+** Each rule computes the tangent of the results from the operands'
+** tangents as JAX's rule for the primitive does (jax/_src/lax/lax.py,
+** slicing.py, special.py, control_flow/loops.py, parallel.py): the same
+** formula, the same tie-breaking (max, min and reduce_max split a tie
+** evenly, as _balanced_eq and _reduce_chooser_jvp_rule do; cummax follows
+** the parallel prefix scan JAX differentiates), the same behaviour at
+** zero (abs takes the + side; pow's derivative at a zero exponent is
+** zero).  An operand without a tangent (cx->has[k] false) is a symbolic
+** zero: its term is left out.  The equations go through the Builder, so
+** they are checked and typed as written code; a tangent may vary over
+** fewer axes than its primal and is lifted only where an equation needs.
+*/
+#include <math.h>
+#include "jvp_int.h"
+
+static const JvpFn jvp_table[P_COUNT] = {
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = jvp,
+#include "prims.def"
+#undef PRIM
+};
+
+JvpFn jvp_rule(int prim) { return prim >= 0 && prim < P_COUNT ? jvp_table[prim] : NULL; }
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+IrAtom jv_emit(JvpCx *cx, int prim, const IrParam *ps, int np, IrAtom *in, int nin) {
+  IrAtom out;
+  memset(&out, 0, sizeof out);
+  if (!bld_prim(cx->J->B, prim, ps, np, in, nin, &out)) {
+    cx->J->R->failed = true;
+    return in[0];
+  }
+  return out;
+}
+
+IrAtom jv_lit(JvpCx *cx, int dt, double v) {
+  IrAtom a;
+  memset(&a, 0, sizeof a);
+  a.lit = bld_keep(cx->J->B, dtype_is_float((DType)dt) ? arr_scalar_f((DType)dt, v) : arr_scalar_i((DType)dt, (int64_t)v));
+  a.t.dt = (uint8_t)dt;
+  a.sp = cx->st->sp;
+  return a;
+}
+
+/* A parameter key = value. */
+static IrParam kv(const char *k, PVal *v) {
+  IrParam p = {k, v};
+  return p;
+}
+
+static IrAtom un(JvpCx *cx, int prim, IrAtom a) { return jv_emit(cx, prim, NULL, 0, &a, 1); }
+
+/* prim a b. */
+static IrAtom bin(JvpCx *cx, int prim, IrAtom a, IrAtom b) {
+  IrAtom in[2] = {a, b};
+  return jv_emit(cx, prim, NULL, 0, in, 2);
+}
+
+/* A constant of a's dtype. */
+static IrAtom cst(JvpCx *cx, IrAtom a, double v) { return jv_lit(cx, a.t.dt, v); }
+
+#define ADD(a, b) bin(cx, P_ADD, a, b)
+#define SUB(a, b) bin(cx, P_SUB, a, b)
+#define MUL(a, b) bin(cx, P_MUL, a, b)
+#define DIV(a, b) bin(cx, P_DIV, a, b)
+#define EQ(a, b) bin(cx, P_EQ, a, b)
+#define NEG(a) un(cx, P_NEG, a)
+#define SQUARE(a) un(cx, P_SQUARE, a)
+
+/* integer_pow[y] a. */
+static IrAtom ipow(JvpCx *cx, IrAtom a, int64_t y) {
+  IrParam ps[1] = {kv("y", bld_pv_int(cx->J->B, y))};
+  return jv_emit(cx, P_INTEGER_POW, ps, 1, &a, 1);
+}
+
+/* lax.select(pred, on_true, on_false) is select_n(pred, on_false, on_true). */
+static IrAtom sel(JvpCx *cx, IrAtom pred, IrAtom on_true, IrAtom on_false) {
+  IrAtom in[3] = {pred, on_false, on_true};
+  return jv_emit(cx, P_SELECT_N, NULL, 0, in, 3);
+}
+
+/* JAX's _replace_zero: ones where x is zero. */
+static IrAtom replace_zero(JvpCx *cx, IrAtom x) { return sel(cx, EQ(x, cst(cx, x, 0)), cst(cx, x, 1), x); }
+
+static IrAtom primal(JvpCx *cx, int k) { return cx->in[k]; }
+static IrAtom tan_of(JvpCx *cx, int k) { return cx->tin[k]; }
+static IrAtom ans(JvpCx *cx) { return cx->out[0]; }
+
+void jv_set(JvpCx *cx, int j, IrAtom t) {
+  const Type *o = &cx->st->out[j]->t;
+  if (t.t.rank == 0 && o->rank > 0) {
+    Builder *B = cx->J->B;
+    IrParam ps[2] = {kv("shape", bld_pv_ints(B, o->shape, o->rank)), kv("broadcast_dimensions", bld_pv_ints(B, NULL, 0))};
+    t = jv_emit(cx, P_BROADCAST_IN_DIM, ps, 2, &t, 1);
+  }
+  cx->tout[j] = t;
+  cx->hout[j] = true;
+}
+
+/* The sum of the terms present (a tangent, or none). */
+typedef struct Acc {
+  IrAtom a;
+  bool has;
+} Acc;
+
+/* Add a term to the sum. */
+static void acc_add(JvpCx *cx, Acc *s, IrAtom t) {
+  s->a = s->has ? ADD(s->a, t) : t;
+  s->has = true;
+}
+
+/* The sum is the tangent of result 0 (none when it has no term). */
+static bool acc_set(JvpCx *cx, Acc *s) {
+  if (s->has) jv_set(cx, 0, s->a);
+  return true;
+}
+
+/* A rule of JAX's defjvp form: one term per operand with a tangent, each
+   the operand's tangent times the partial derivative `term` gives. */
+typedef IrAtom (*TermFn)(JvpCx *cx, int k, IrAtom g);
+
+/* Sum the terms of the operands that have tangents. */
+static bool by_terms(JvpCx *cx, TermFn term) {
+  Acc s = {{0}, false};
+  for (int k = 0; k < cx->st->nin && !cx->J->R->failed; k++)
+    if (cx->has[k]) acc_add(cx, &s, term(cx, k, tan_of(cx, k)));
+  return acc_set(cx, &s);
+}
+
+/* ---- zero and linear ------------------------------------------------------------------ */
+
+/* A derivative that is zero: no tangent (JAX's defjvp_zero). */
+bool jvp_zero(JvpCx *cx) {
+  (void)cx;
+  return true;
+}
+
+/* A linear primitive: the same equation on the tangents (zeros for a
+   floating operand without one; integer operands, such as start indices,
+   as they are). */
+bool jvp_linear(JvpCx *cx) {
+  const IrStmt *st = cx->st;
+  Builder *B = cx->J->B;
+  IrAtom *in = bld_alloc(B, sizeof(IrAtom) * (size_t)(st->nin + 1));
+  for (int k = 0; k < st->nin; k++) {
+    if (cx->has[k]) in[k] = tan_of(cx, k);
+    else if (jvp_has_tangent(st->in[k].t.dt)) {
+      Type z = st->in[k].t;
+      z.vma = 0;
+      in[k] = bld_zeros(B, &z);
+    } else in[k] = primal(cx, k);
+  }
+  jv_set(cx, 0, jv_emit(cx, st->prim, st->params, st->nparams, in, st->nin));
+  return true;
+}
+
+/* pbroadcast moves nothing: the tangent is the operand's, lifted only
+   where an equation needs it. */
+bool jvp_pbroadcast(JvpCx *cx) {
+  cx->tout[0] = tan_of(cx, 0);
+  cx->hout[0] = true;
+  return true;
+}
+
+/* ---- elementwise binary ---------------------------------------------------------------- */
+
+/* add: the sum of the tangents (one alone broadcast to the result). */
+bool jvp_add(JvpCx *cx) {
+  Acc s = {{0}, false};
+  for (int k = 0; k < 2; k++)
+    if (cx->has[k]) acc_add(cx, &s, tan_of(cx, k));
+  return acc_set(cx, &s);
+}
+
+/* sub: the difference of the tangents. */
+bool jvp_sub(JvpCx *cx) {
+  IrAtom t;
+  if (cx->has[0] && cx->has[1]) t = SUB(tan_of(cx, 0), tan_of(cx, 1));
+  else if (cx->has[0]) t = tan_of(cx, 0);
+  else t = NEG(tan_of(cx, 1));
+  jv_set(cx, 0, t);
+  return true;
+}
+
+/* mul: xdot y + x ydot. */
+static IrAtom mul_term(JvpCx *cx, int k, IrAtom g) {
+  return k == 0 ? MUL(g, primal(cx, 1)) : MUL(primal(cx, 0), g);
+}
+bool jvp_mul(JvpCx *cx) { return by_terms(cx, mul_term); }
+
+/* div: xdot / y - ydot x / y^2. */
+static IrAtom div_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom x = primal(cx, 0), y = primal(cx, 1);
+  if (k == 0) return DIV(g, y);
+  return MUL(MUL(NEG(g), x), ipow(cx, y, -2));
+}
+bool jvp_div(JvpCx *cx) { return by_terms(cx, div_term); }
+
+/* rem: xdot - ydot sign(x / y) floor(|x / y|). */
+static IrAtom rem_term(JvpCx *cx, int k, IrAtom g) {
+  if (k == 0) return g;
+  IrAtom q = DIV(primal(cx, 0), primal(cx, 1));
+  return MUL(NEG(g), MUL(un(cx, P_SIGN, q), un(cx, P_FLOOR, un(cx, P_ABS, q))));
+}
+bool jvp_rem(JvpCx *cx) { return by_terms(cx, rem_term); }
+
+/* a converted to dtype dt (a itself when it has it). */
+static IrAtom convert(JvpCx *cx, IrAtom a, int dt) {
+  if (a.t.dt == dt) return a;
+  IrParam ps[1] = {kv("new_dtype", bld_pv_name(cx->J->B, dtype_names[dt]))};
+  return jv_emit(cx, P_CONVERT_ELEMENT_TYPE, ps, 1, &a, 1);
+}
+
+/* pow: JAX's _pow_jvp_lhs and _pow_jvp_rhs; with an integer exponent the
+   derivative at a zero exponent is zero (not 0 * x^-1). */
+static IrAtom pow_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom x = primal(cx, 0), y0 = primal(cx, 1);
+  if (k == 1) return MUL(g, MUL(un(cx, P_LOG, replace_zero(cx, x)), ans(cx)));
+  IrAtom y = convert(cx, y0, x.t.dt), jac;
+  IrAtom xp = bin(cx, P_POW, x, SUB(y, cst(cx, y, 1)));
+  if (!jvp_has_tangent(y0.t.dt))
+    jac = sel(cx, EQ(y, cst(cx, y, 0)), cst(cx, y, 0), MUL(replace_zero(cx, y), xp));
+  else
+    jac = MUL(y, xp);
+  return MUL(g, jac);
+}
+bool jvp_pow(JvpCx *cx) { return by_terms(cx, pow_term); }
+
+/* JAX's _balanced_eq(x, z, y): 1 where x is the result, halved where y is
+   too (a tie splits the derivative evenly). */
+static IrAtom balanced_eq(JvpCx *cx, IrAtom x, IrAtom z, IrAtom y) {
+  IrAtom one = cst(cx, z, 1);
+  return DIV(sel(cx, EQ(x, z), one, cst(cx, z, 0)), sel(cx, EQ(y, z), cst(cx, z, 2), one));
+}
+
+/* max, min: each operand's tangent where it is the result. */
+static IrAtom minmax_term(JvpCx *cx, int k, IrAtom g) {
+  return MUL(g, balanced_eq(cx, primal(cx, k), ans(cx), primal(cx, 1 - k)));
+}
+bool jvp_max(JvpCx *cx) { return by_terms(cx, minmax_term); }
+bool jvp_min(JvpCx *cx) { return by_terms(cx, minmax_term); }
+
+/* atan2 x y: (y xdot - x ydot) / (x^2 + y^2). */
+static IrAtom atan2_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom x = primal(cx, 0), y = primal(cx, 1);
+  IrAtom d = ADD(SQUARE(x), SQUARE(y));
+  return k == 0 ? MUL(g, DIV(y, d)) : MUL(g, DIV(NEG(x), d));
+}
+bool jvp_atan2(JvpCx *cx) { return by_terms(cx, atan2_term); }
+
+/* ---- elementwise unary -------------------------------------------------------------- */
+
+/* A unary rule: the tangent from g, the operand x and the result y. */
+#define UNARY(name, expr)                                                       \
+  bool jvp_##name(JvpCx *cx) {                                                  \
+    IrAtom g = tan_of(cx, 0), x = primal(cx, 0), y = ans(cx);                   \
+    (void)x; (void)y;                                                           \
+    jv_set(cx, 0, (expr));                                                      \
+    return true;                                                                \
+  }
+
+UNARY(abs, sel(cx, bin(cx, P_GE, x, cst(cx, x, 0)), g, NEG(g)))
+UNARY(square, MUL(g, MUL(cst(cx, x, 2), x)))
+UNARY(exp, MUL(g, y))
+UNARY(exp2, MUL(cst(cx, x, log(2.0)), MUL(g, y)))
+UNARY(expm1, MUL(g, ADD(y, cst(cx, y, 1))))
+UNARY(log, DIV(g, x))
+UNARY(log1p, DIV(g, ADD(x, cst(cx, x, 1))))
+UNARY(tanh, MUL(ADD(g, MUL(g, y)), SUB(cst(cx, x, 1), y)))
+UNARY(logistic, MUL(g, MUL(y, SUB(cst(cx, y, 1), y))))
+UNARY(sqrt, MUL(g, DIV(cst(cx, x, 0.5), y)))
+UNARY(rsqrt, MUL(g, MUL(cst(cx, x, -0.5), DIV(y, x))))
+UNARY(cbrt, MUL(g, MUL(cst(cx, x, 1.0 / 3.0), ipow(cx, y, -2))))
+UNARY(sin, MUL(g, un(cx, P_COS, x)))
+UNARY(cos, NEG(MUL(g, un(cx, P_SIN, x))))
+UNARY(tan, MUL(g, ADD(cst(cx, x, 1), SQUARE(y))))
+UNARY(asin, MUL(g, un(cx, P_RSQRT, SUB(cst(cx, x, 1), SQUARE(x)))))
+UNARY(acos, MUL(g, NEG(un(cx, P_RSQRT, SUB(cst(cx, x, 1), SQUARE(x))))))
+UNARY(atan, DIV(g, ADD(cst(cx, x, 1), SQUARE(x))))
+UNARY(sinh, MUL(g, un(cx, P_COSH, x)))
+UNARY(cosh, MUL(g, un(cx, P_SINH, x)))
+UNARY(asinh, MUL(g, un(cx, P_RSQRT, ADD(SQUARE(x), cst(cx, x, 1)))))
+UNARY(acosh, MUL(g, un(cx, P_RSQRT, SUB(SQUARE(x), cst(cx, x, 1)))))
+UNARY(atanh, MUL(ipow(cx, ADD(cst(cx, x, 1), x), -1), DIV(g, SUB(cst(cx, x, 1), x))))
+UNARY(erf, MUL(cst(cx, x, 2.0 / sqrt(M_PI)), MUL(g, un(cx, P_EXP, NEG(SQUARE(x))))))
+UNARY(erfc, MUL(cst(cx, x, -2.0 / sqrt(M_PI)), MUL(g, un(cx, P_EXP, NEG(SQUARE(x))))))
+UNARY(lgamma, MUL(g, un(cx, P_DIGAMMA, x)))
+UNARY(digamma, MUL(g, bin(cx, P_POLYGAMMA, cst(cx, x, 1), x)))
+
+/* polygamma m x: no derivative in m (JAX raises), polygamma(m + 1, x) in x. */
+bool jvp_polygamma(JvpCx *cx) {
+  if (cx->has[0]) return jv_error(cx, "polygamma has no derivative with respect to its order m (as in JAX)");
+  IrAtom m = primal(cx, 0);
+  jv_set(cx, 0, MUL(tan_of(cx, 1), bin(cx, P_POLYGAMMA, ADD(m, cst(cx, m, 1)), primal(cx, 1))));
+  return true;
+}
+
+/* integer_pow[y]: y x^(y-1) xdot (JAX's _integer_pow_jvp). */
+bool jvp_integer_pow(JvpCx *cx) {
+  int64_t y = cx->st->at->i[0];
+  IrAtom g = tan_of(cx, 0), x = primal(cx, 0);
+  if (y == 0) return true;             /* a constant: its tangent is zero */
+  if (y == 1) jv_set(cx, 0, g);
+  else if (y == 2) jv_set(cx, 0, MUL(g, MUL(cst(cx, x, 2), x)));
+  else jv_set(cx, 0, MUL(g, MUL(cst(cx, x, (double)y), ipow(cx, x, y - 1))));
+  return true;
+}
+
+/* To a floating dtype the tangent converts; to an integer one it is zero
+   (the driver gives integer results no tangent). */
+bool jvp_convert_element_type(JvpCx *cx) {
+  IrAtom g = tan_of(cx, 0);
+  jv_set(cx, 0, jv_emit(cx, P_CONVERT_ELEMENT_TYPE, cx->st->params, cx->st->nparams, &g, 1));
+  return true;
+}
+
+/* clamp lo x hi: each operand's tangent where it is the result (JAX's
+   rule, ties included). */
+static IrAtom clamp_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom lo = primal(cx, 0), x = primal(cx, 1), hi = primal(cx, 2), p;
+  if (k == 0) p = bin(cx, P_AND, bin(cx, P_GT, lo, x), bin(cx, P_LT, lo, hi));
+  else if (k == 1) p = bin(cx, P_AND, bin(cx, P_GT, x, lo), bin(cx, P_LT, x, hi));
+  else p = bin(cx, P_LT, hi, x);
+  return sel(cx, p, g, cst(cx, g, 0));
+}
+bool jvp_clamp(JvpCx *cx) { return by_terms(cx, clamp_term); }
+
+/* select_n which cases...: the same selection of the cases' tangents (a
+   zero for a case without one). */
+bool jvp_select_n(JvpCx *cx) {
+  int n = cx->st->nin;
+  IrAtom *in = bld_alloc(cx->J->B, sizeof(IrAtom) * (size_t)(n + 1));
+  in[0] = primal(cx, 0);
+  for (int k = 1; k < n; k++) in[k] = cx->has[k] ? tan_of(cx, k) : jv_lit(cx, cx->st->out[0]->t.dt, 0);
+  jv_set(cx, 0, jv_emit(cx, P_SELECT_N, NULL, 0, in, n));
+  return true;
+}
+
+/* ---- dot_general ------------------------------------------------------------------------ */
+
+/* dot_general: bilinear, dot(xdot, y) + dot(x, ydot). */
+static IrAtom dot_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom in[2] = {k == 0 ? g : primal(cx, 0), k == 1 ? g : primal(cx, 1)};
+  return jv_emit(cx, P_DOT_GENERAL, cx->st->params, cx->st->nparams, in, 2);
+}
+bool jvp_dot_general(JvpCx *cx) { return by_terms(cx, dot_term); }
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+
+/* Is x among l[0..n-1]? */
+static bool in_list(const int64_t *l, int n, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (l[i] == x) return true;
+  return false;
+}
+
+/* JAX's _reduce_chooser_jvp_rule: the mean of the tangents at the
+   locations equal to the result. */
+bool jvp_reduce_chooser(JvpCx *cx) {
+  Builder *B = cx->J->B;
+  IrAtom x = primal(cx, 0), g = tan_of(cx, 0);
+  const Type *t = &x.t;
+  int64_t ax[SHM_MAXRANK], keep[SHM_MAXRANK];
+  int na = rule_read_ints(rule_stmt_param(cx->st, "axes"), ax, SHM_MAXRANK), nk = 0;
+  for (int d = 0; d < t->rank; d++)
+    if (!in_list(ax, na, d)) keep[nk++] = d;
+  IrParam bp[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, keep, nk))};
+  IrAtom a = ans(cx);
+  IrAtom wide = jv_emit(cx, P_BROADCAST_IN_DIM, bp, 2, &a, 1);
+  IrAtom loc = convert(cx, EQ(x, wide), g.t.dt);
+  IrParam rp[1] = {kv("axes", bld_pv_ints(B, ax, na))};
+  IrAtom counts = jv_emit(cx, P_REDUCE_SUM, rp, 1, &loc, 1);
+  IrAtom gl = MUL(g, loc);
+  jv_set(cx, 0, DIV(jv_emit(cx, P_REDUCE_SUM, rp, 1, &gl, 1), counts));
+  return true;
+}
+
+/* a[lo:hi:stride] along dimension d (JAX's slice_in_dim). */
+static IrAtom slice_dim(JvpCx *cx, IrAtom a, int d, int64_t lo, int64_t hi, int64_t stride) {
+  Builder *B = cx->J->B;
+  int r = a.t.rank;
+  int64_t st[SHM_MAXRANK], lim[SHM_MAXRANK], str[SHM_MAXRANK];
+  for (int k = 0; k < r; k++) {
+    st[k] = 0;
+    lim[k] = a.t.shape[k];
+    str[k] = 1;
+  }
+  st[d] = lo;
+  lim[d] = hi < lo ? lo : hi;
+  str[d] = stride;
+  IrParam ps[3] = {kv("start_indices", bld_pv_ints(B, st, r)), kv("limit_indices", bld_pv_ints(B, lim, r)),
+                   kv("strides", bld_pv_ints(B, str, r))};
+  return jv_emit(cx, P_SLICE, ps, stride == 1 ? 2 : 3, &a, 1);
+}
+
+/* a padded with v along dimension d. */
+static IrAtom pad_dim(JvpCx *cx, IrAtom a, IrAtom v, int d, int64_t lo, int64_t hi, int64_t interior) {
+  Builder *B = cx->J->B;
+  int r = a.t.rank;
+  PVal **cfg = bld_alloc(B, sizeof(PVal *) * (size_t)(r + 1));
+  for (int k = 0; k < r; k++) {
+    int64_t c[3] = {k == d ? lo : 0, k == d ? hi : 0, k == d ? interior : 0};
+    cfg[k] = bld_pv_ints(B, c, 3);
+  }
+  IrParam ps[1] = {kv("padding_config", bld_pv_tuple(B, cfg, r))};
+  IrAtom in[2] = {a, v};
+  return jv_emit(cx, P_PAD, ps, 1, in, 2);
+}
+
+/* A value and its tangent, as the reductions' trees carry them. */
+typedef struct Dual {
+  IrAtom p, t;
+} Dual;
+
+/* mul, max or min of two duals, with its JVP. */
+static Dual combine(JvpCx *cx, int prim, Dual a, Dual b) {
+  Dual r;
+  r.p = bin(cx, prim, a.p, b.p);
+  if (prim == P_MUL) r.t = ADD(MUL(a.t, b.p), MUL(a.p, b.t));
+  else r.t = ADD(MUL(a.t, balanced_eq(cx, a.p, r.p, b.p)), MUL(b.t, balanced_eq(cx, b.p, r.p, a.p)));
+  return r;
+}
+
+/* reduce_prod: JAX's _reduce_jvp: the reduced axes moved to the front and
+   flattened, then multiplied in a tree of halves (an odd half padded with
+   ones), differentiated as it goes. */
+bool jvp_reduce_prod(JvpCx *cx) {
+  Builder *B = cx->J->B;
+  IrAtom x = primal(cx, 0);
+  const Type *t = &x.t;
+  int64_t ax[SHM_MAXRANK], perm[SHM_MAXRANK], shape[SHM_MAXRANK];
+  int na = rule_read_ints(rule_stmt_param(cx->st, "axes"), ax, SHM_MAXRANK), np = 0, nr = 1;
+  int64_t n = 1;
+  for (int i = 1; i < na; i++)        /* the axes in order */
+    for (int j = i; j > 0 && ax[j] < ax[j - 1]; j--) { int64_t s = ax[j]; ax[j] = ax[j - 1]; ax[j - 1] = s; }
+  for (int i = 0; i < na; i++) { perm[np++] = ax[i]; n *= t->shape[ax[i]]; }
+  for (int d = 0; d < t->rank; d++)
+    if (!in_list(ax, na, d)) { perm[np++] = d; shape[nr++] = t->shape[d]; }
+  shape[0] = n;
+  if (n == 0) return true;             /* the empty product is 1: a constant */
+  Dual v = {x, tan_of(cx, 0)};
+  bool ident = true;
+  for (int i = 0; i < np; i++) ident &= perm[i] == i;
+  IrParam tp[1] = {kv("permutation", bld_pv_ints(B, perm, np))};
+  IrParam rp[1] = {kv("new_sizes", bld_pv_ints(B, shape, nr))};
+  if (!ident) { v.p = jv_emit(cx, P_TRANSPOSE, tp, 1, &v.p, 1); v.t = jv_emit(cx, P_TRANSPOSE, tp, 1, &v.t, 1); }
+  v.p = jv_emit(cx, P_RESHAPE, rp, 1, &v.p, 1);
+  v.t = jv_emit(cx, P_RESHAPE, rp, 1, &v.t, 1);
+  while (n > 1 && !cx->J->R->failed) {
+    int64_t n1 = (n + 1) / 2, n2 = n - n1;
+    Dual a = {slice_dim(cx, v.p, 0, 0, n1, 1), slice_dim(cx, v.t, 0, 0, n1, 1)};
+    Dual b = {slice_dim(cx, v.p, 0, n1, n, 1), slice_dim(cx, v.t, 0, n1, n, 1)};
+    if (n2 != n1) {
+      b.p = pad_dim(cx, b.p, cst(cx, b.p, 1), 0, 0, 1, 0);
+      b.t = pad_dim(cx, b.t, cst(cx, b.t, 0), 0, 0, 1, 0);
+    }
+    v = combine(cx, P_MUL, a, b);
+    n = n1;
+  }
+  IrParam op[1] = {kv("new_sizes", bld_pv_ints(B, shape + 1, nr - 1))};
+  jv_set(cx, 0, jv_emit(cx, P_RESHAPE, op, 1, &v.t, 1));
+  return true;
+}
+
+/* JAX's _interleave: a's elements at the even places, b's at the odd. */
+static IrAtom interleave(JvpCx *cx, IrAtom a, IrAtom b, int d) {
+  bool same = a.t.shape[d] == b.t.shape[d];
+  IrAtom pa = pad_dim(cx, a, cst(cx, a, 0), d, 0, same ? 1 : 0, 1);
+  IrAtom pb = pad_dim(cx, b, cst(cx, b, 0), d, 1, same ? 0 : 1, 1);
+  return ADD(pa, pb);
+}
+
+/* The same slice of a value and its tangent. */
+static Dual dual_slice(JvpCx *cx, Dual v, int d, int64_t lo, int64_t hi, int64_t s) {
+  Dual r = {slice_dim(cx, v.p, d, lo, hi, s), slice_dim(cx, v.t, d, lo, hi, s)};
+  return r;
+}
+
+/* JAX's associative_scan along dimension d, on duals. */
+static Dual scan(JvpCx *cx, int prim, Dual e, int d) {
+  int64_t n = e.p.t.shape[d];
+  if (n < 2 || cx->J->R->failed) return e;
+  Dual red = combine(cx, prim, dual_slice(cx, e, d, 0, n - 1, 2), dual_slice(cx, e, d, 1, n, 2));
+  Dual odd = scan(cx, prim, red, d), even;
+  if (n % 2 == 0)
+    even = combine(cx, prim, dual_slice(cx, odd, d, 0, odd.p.t.shape[d] - 1, 1), dual_slice(cx, e, d, 2, n, 2));
+  else
+    even = combine(cx, prim, odd, dual_slice(cx, e, d, 2, n, 2));
+  Dual first = dual_slice(cx, e, d, 0, 1, 1);
+  IrParam cp[1] = {kv("dimension", bld_pv_int(cx->J->B, d))};
+  IrAtom ip[2] = {first.p, even.p}, it[2] = {first.t, even.t};
+  even.p = jv_emit(cx, P_CONCATENATE, cp, 1, ip, 2);
+  even.t = jv_emit(cx, P_CONCATENATE, cp, 1, it, 2);
+  Dual r = {interleave(cx, even.p, odd.p, d), interleave(cx, even.t, odd.t, d)};
+  return r;
+}
+
+/* cumprod, cummax, cummin: JAX's _cumulative_jvp_rule, the JVP of the
+   parallel prefix scan of mul, max or min. */
+bool jvp_cumulative(JvpCx *cx) {
+  int prim = cx->st->prim == P_CUMPROD ? P_MUL : cx->st->prim == P_CUMMAX ? P_MAX : P_MIN;
+  Builder *B = cx->J->B;
+  int64_t d = cx->st->at->i[0];
+  bool rev = cx->st->at->b[0];
+  Dual e = {primal(cx, 0), tan_of(cx, 0)};
+  int64_t dims[1] = {d};
+  IrParam rp[1] = {kv("dimensions", bld_pv_ints(B, dims, 1))};
+  if (rev) { e.p = jv_emit(cx, P_REV, rp, 1, &e.p, 1); e.t = jv_emit(cx, P_REV, rp, 1, &e.t, 1); }
+  Dual r = scan(cx, prim, e, (int)d);
+  if (rev) r.t = jv_emit(cx, P_REV, rp, 1, &r.t, 1);
+  jv_set(cx, 0, r.t);
+  return true;
+}
