@@ -8,6 +8,7 @@
 #include "coll.h"
 #include "err.h"
 #include "fabric.h"
+#include "half.h"
 #include "par.h"
 
 /* ---- statistics ---------------------------------------------------------------------- */
@@ -158,9 +159,35 @@ uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
    stays in cache while every member's block is added to it. */
 #define TILE 2048
 
-/* reduce_into for the 16-bit floats (each step in f32, rounded, as XLA's
-   CPU backend adds them) and complex numbers (part by part). */
+/* reduce_into for the 16-bit floats by a typed loop: each step in f32,
+   its result rounded to the dtype (as reduce_slow does). */
+static void reduce_half16(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+  bool bf = dt == DT_BF16;
+  uint16_t *d = dst;
+  for (int64_t i = 0; i < n; i++) {
+    const uint16_t *x0 = src[0]->data;
+    float re = bf ? bf16_to_f32(x0[off + i]) : f16_to_f32(x0[off + i]);
+    for (int64_t g = 1; g < p; g++) {
+      uint16_t h = ((const uint16_t *)src[g]->data)[off + i];
+      float br = bf ? bf16_to_f32(h) : f16_to_f32(h);
+      if (prim == P_PMAX) re = (re != re || re >= br) ? re : br;
+      else if (prim == P_PMIN) re = (re != re || re <= br) ? re : br;
+      else {
+        float t = re + br;
+        re = bf ? bf16_to_f32(bf16_from_f32(t)) : f16_to_f32(f16_from_f32(t));
+      }
+    }
+    d[i] = bf ? bf16_from_f32(re) : f16_from_f32(re);
+  }
+}
+
+/* reduce_into for complex numbers (part by part) and what reduce_half16
+   does not take. */
 static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+  if (dtype_is_half(dt) && (prim == P_PSUM || prim == P_PMAX || prim == P_PMIN)) {
+    reduce_half16(prim, dt, dst, src, p, off, n);
+    return;
+  }
   Array d = *src[0];
   d.data = (char *)dst - off * dtype_sizes[dt];      /* dst as an array indexed like the sources */
   d.size = off + n;

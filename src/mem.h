@@ -24,6 +24,13 @@ char *mem_strndup(const char *s, size_t n);
 /* The size a block was allocated with (0 for NULL). */
 size_t mem_size(const void *p);
 
+/* Bytes [off, off + len) of block p will not be read again before p is
+   freed (an array being split into blocks that dies as it goes, eval.c):
+   a large block gives the whole pages among them back to the system now,
+   so they stop counting toward the process's memory (written again, they
+   start as zeros).  Other blocks keep them.  Never fails. */
+void mem_discard(void *p, size_t off, size_t len);
+
 /* Bytes currently allocated through mem_* (arrays included). */
 size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
