@@ -455,7 +455,7 @@ static int64_t *split_plan(const Mesh *m, const Spec *spc, const Type *bt, const
     after[b] = low;
     val_coords(m, val_first_inst(m, spc->mask, b), coords);
     int64_t start[SHM_MAXRANK], lo = 0;
-    block_start(m, spc, coords, bt->shape, bt->rank, start);
+    vp_block_start(m, spc, coords, bt->shape, bt->rank, start);
     for (int d = 0; d < g->rank; d++) lo += start[d] * strides[d];
     if (lo < low) low = lo;
   }
