@@ -40,7 +40,7 @@ static const struct { const char *w; int tk; } keywords[] = {
   {"let", TK_LET}, {"in", TK_IN}, {"import", TK_IMPORT},
   {"print", TK_PRINT}, {"show", TK_SHOW}, {"mesh", TK_MESH},
   {"None", TK_NONE}, {"True", TK_TRUE}, {"False", TK_FALSE},
-  {"load", TK_LOAD}, {"save", TK_SAVE},
+  {"load", TK_LOAD}, {"save", TK_SAVE}, {"visualize", TK_VISUALIZE},
 };
 
 /* Decode a quoted string's escapes into the arena. */

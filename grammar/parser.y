@@ -29,7 +29,7 @@
 %token NL SEMI IDENT INT FLOAT STRING COMPLEX REPR CALL.
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
-%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE.
+%token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE VISUALIZE.
 %token ELLIPSIS LT GT.
 
 %type stmt_list {AstList*}
@@ -213,12 +213,16 @@ alits(A) ::= alits(L) COMMA alit(X).       { A = ast_list_add(P, L, X); }
 
 simple(A) ::= PRINT(K).                    { A = ast_print(P, K, ast_list(P)); }
 simple(A) ::= PRINT(K) items(L).           { A = ast_print(P, K, L); }
+simple(A) ::= PRINT(K) LBRACK params(Q) RBRACK items(L). { A = ast_print_params(P, ast_print(P, K, L), Q); }
 items(A) ::= item(X).                      { A = ast_list_add(P, ast_list(P), X); }
 items(A) ::= items(L) COMMA item(X).       { A = ast_list_add(P, L, X); }
 item(A) ::= arg(X).                        { A = X; }
 item(A) ::= STRING(T).                     { A = ast_arg_str(P, T); }
 
 simple(A) ::= SHOW(K) IDENT(N).            { A = ast_show(P, K, N); }
+/* visualize f (a shard_map's layouts); visualize[mesh=m, spec=P(i)] x */
+simple(A) ::= VISUALIZE(K) IDENT(N).       { A = ast_visualize(P, K, 0, N); }
+simple(A) ::= VISUALIZE(K) LBRACK params(Q) RBRACK IDENT(N). { A = ast_visualize(P, K, Q, N); }
 /* x = load "file.npy"; x = load "batch.npz" "images"; save "out.npy" x */
 simple(A) ::= binders(B) EQ LOAD(K) STRING(F). { A = ast_load(P, B, K, F, 0); }
 simple(A) ::= binders(B) EQ LOAD(K) STRING(F) STRING(N). { A = ast_load(P, B, K, F, &N); }

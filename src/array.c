@@ -5,6 +5,7 @@
 #include "array.h"
 #include "half.h"
 #include "err.h"
+#include "par.h"
 
 int64_t shape_size(int rank, const int64_t *shape) {
   int64_t n = 1;
@@ -245,15 +246,54 @@ Array *arr_scalar_i(DType dt, int64_t v) {
   return a;
 }
 
+/* Elements [lo, hi) of a converted into r: typed loops for the float
+   conversions matmuls and mixed precision make (the same roundings as the
+   general path: bf16 widens exactly, f32 narrows to bf16 to nearest
+   even), the general path for the rest. */
+static void convert_range(const Array *a, Array *r, int64_t lo, int64_t hi) {
+  int from = a->dt, to = r->dt;
+  if (from == DT_BF16 && to == DT_F32) {
+    const uint16_t *x = a->data;
+    float *o = r->data;
+    for (int64_t i = lo; i < hi; i++) o[i] = bf16_to_f32(x[i]);
+  } else if (from == DT_F32 && to == DT_BF16) {
+    const float *x = a->data;
+    uint16_t *o = r->data;
+    for (int64_t i = lo; i < hi; i++) o[i] = bf16_from_f32(x[i]);
+  } else if (from == DT_F32 && to == DT_F64) {
+    const float *x = a->data;
+    double *o = r->data;
+    for (int64_t i = lo; i < hi; i++) o[i] = (double)x[i];
+  } else if (from == DT_F64 && to == DT_F32) {
+    const double *x = a->data;
+    float *o = r->data;
+    for (int64_t i = lo; i < hi; i++) o[i] = (float)x[i];
+  } else {
+    for (int64_t i = lo; i < hi; i++) {
+      Wide w = wide_get(a, i);
+      wide_set(r, i, &w);
+    }
+  }
+}
+
+typedef struct ConvJob {
+  const Array *a;
+  Array *r;
+} ConvJob;
+
+static void convert_half(void *ctx, int64_t half) {
+  ConvJob *j = ctx;
+  int64_t n = j->a->size, mid = n / 2;
+  convert_range(j->a, j->r, half ? mid : 0, half ? n : mid);
+}
+
 void arr_convert_into(const Array *a, Array *r) {
   if (r->dt == a->dt) {
     memcpy(r->data, a->data, arr_nbytes(a));
     return;
   }
-  for (int64_t i = 0; i < a->size; i++) {
-    Wide w = wide_get(a, i);
-    wide_set(r, i, &w);
-  }
+  ConvJob j = {a, r};
+  par_for(2, convert_half, &j, (double)arr_nbytes(a) + (double)arr_nbytes(r));
 }
 
 Array *arr_convert(const Array *a, DType dt) {

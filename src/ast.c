@@ -3,6 +3,7 @@
 */
 #include <stdio.h>
 #include "ast.h"
+#include "pyhint.h"
 #include "diag.h"
 #include "mem.h"
 #include "parser.h"
@@ -255,6 +256,22 @@ AstStmt *ast_print(Parser *P, Tok kw, AstList *items) {
   return s;
 }
 
+AstStmt *ast_print_params(Parser *P, AstStmt *s, AstList *params) {
+  (void)P;
+  TAKE(P, params, s->params, s->nparams);
+  s->has_params = true;
+  return s;
+}
+
+AstStmt *ast_visualize(Parser *P, Tok kw, AstList *params, Tok name) {
+  AstStmt *s = stmt(P, ST_VISUALIZE, span_join(kw.sp, name.sp));
+  s->name = name.text;
+  s->name_sp = name.sp;
+  TAKE(P, params, s->params, s->nparams);
+  s->has_params = params != NULL;
+  return s;
+}
+
 AstStmt *ast_show(Parser *P, Tok kw, Tok name) {
   AstStmt *s = stmt(P, ST_SHOW, span_join(kw.sp, name.sp));
   s->name = name.text;
@@ -324,8 +341,37 @@ AstStmt *ast_def(Parser *P, Tok kw, AstFunc *fn) {
   return s;
 }
 
+/* The line holding offset off of a file: its start and length. */
+static const char *line_at(int file, uint32_t off, int *len) {
+  size_t n;
+  const char *text = diag_file_text(file, &n);
+  if (!text || off > n) { *len = 0; return ""; }
+  const char *s = text + off, *e = text + off;
+  while (s > text && s[-1] != '\n') s--;
+  while (e < text + n && *e != '\n') e++;
+  *len = (int)(e - s);
+  return s;
+}
+
 AstStmt *ast_error_stmt(Parser *P) {
-  return stmt(P, ST_ERROR, P->last_error);
+  AstStmt *s = stmt(P, ST_ERROR, P->last_error);
+  if (P->last_error.file < 0) return s;
+  /* the names the broken statement binds, bound to nothing by the checker */
+  int len;
+  const char *line = line_at(P->last_error.file, P->last_error.off, &len);
+  Str names[8];
+  int n = pyhint_binders(line, len, names, 8);
+  if (!n) return s;
+  s->outs = arena_alloc(P->arena, sizeof(AstBinder *) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    AstBinder *b = NEW(P, AstBinder);
+    b->name = names[i];
+    b->sp = (Span){P->last_error.file, (uint32_t)(names[i].p - diag_file_text(P->last_error.file, NULL)),
+                   (uint32_t)names[i].n};
+    s->outs[i] = b;
+  }
+  s->nouts = n;
+  return s;
 }
 
 /* ---- functions -------------------------------------------------------------------- */
@@ -416,23 +462,48 @@ void ast_stack_overflow(Parser *P) {
   diag_error(P->at, "statement nested too deeply for the parser");
 }
 
+/* After `def f(a):`, skip the Python body: the lines more indented than it. */
+static void skip_python_body(Parser *P, const char *line, int len) {
+  int indent = 0;
+  while (indent < len && (line[indent] == ' ' || line[indent] == '\t')) indent++;
+  P->skip_indent = indent;
+  P->skip_after = (uint32_t)(line + len - diag_file_text(P->file, NULL));
+}
+
+bool ast_skip_token(Parser *P, const Tok *t) {
+  if (P->skip_indent < 0 || t->type == 0 || t->sp.off <= P->skip_after) return false;
+  int len;
+  const char *line = line_at(t->sp.file, t->sp.off, &len);
+  int indent = 0;
+  while (indent < len && (line[indent] == ' ' || line[indent] == '\t')) indent++;
+  if (indent < len && indent > P->skip_indent) return true;
+  if (indent == len) return true;            /* a blank line's newline */
+  P->skip_indent = -1;
+  return false;
+}
+
 void ast_syntax_error(Parser *P, Tok t) {
   P->nerrors++;
   Span sp = t.sp;
   P->last_error = sp;
+  int llen;
+  const char *line = line_at(sp.file, sp.off, &llen);
+  char hint[400];
+  pyhint_syntax(line, llen, 0, hint, sizeof hint);
+  if (pyhint_python_def(line, llen)) skip_python_body(P, line, llen);
   if (t.type == TK_ILLEGAL) {
     const char *m = P->lex_error ? P->lex_error : "bad token";
     if (!strcmp(m, "unexpected character"))
-      diag_error(sp, "unexpected character '%.*s'", t.text.n, t.text.p);
+      diag_error(sp, "unexpected character '%.*s'%s", t.text.n, t.text.p, hint);
     else
       diag_error(sp, "%s", m);
   } else if (t.type == TK_NL || t.type == 0) {
     bool eof = t.type == 0 || sp.len == 0;   /* the lexer's last NL is empty */
     if (sp.len == 0 && sp.off > 0) { sp.off--; sp.len = 1; }
-    diag_error(sp, "syntax error: unexpected end of %s", eof ? "file" : "line");
+    diag_error(sp, "syntax error: unexpected end of %s%s", eof ? "file" : "line", hint);
   } else if (t.type == TK_STRING) {  /* quote the source, not the decoded text */
-    diag_error(sp, "syntax error: unexpected %.*s", (int)sp.len, diag_file_text(sp.file, NULL) + sp.off);
+    diag_error(sp, "syntax error: unexpected %.*s%s", (int)sp.len, diag_file_text(sp.file, NULL) + sp.off, hint);
   } else {
-    diag_error(sp, "syntax error: unexpected '%.*s'", t.text.n, t.text.p);
+    diag_error(sp, "syntax error: unexpected '%.*s'%s", t.text.n, t.text.p, hint);
   }
 }

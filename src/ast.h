@@ -129,6 +129,7 @@ typedef enum StmtKind {
   ST_EQN,       /* outs = callee[params] args */
   ST_LIT,       /* outs = literal | [array literal] */
   ST_PRINT,     /* print args */
+  ST_VISUALIZE, /* visualize[params] name: a picture of where blocks are */
   ST_SHOW,      /* show name */
   ST_IMPORT,    /* import "path" */
   ST_MESH,      /* mesh name = {axis: size, ...} */
@@ -220,7 +221,13 @@ typedef struct Parser {
   Span last_error;       /* suppresses a second error in the same statement */
   const char *lex_error; /* message for a TK_ILLEGAL token */
   Span at;               /* the token being parsed (a stack overflow names it) */
+  int skip_indent;       /* after `def f(a):`, its indentation: lines more
+                            indented are its Python body, skipped; else -1 */
+  uint32_t skip_after;   /* the end of that def's line */
 } Parser;
+
+/* Should the parser skip token t (a line of a Python-style body)? */
+bool ast_skip_token(Parser *P, const struct Tok *t);
 
 
 /* ---- builder (called from grammar actions) ------------------------------- */
@@ -262,6 +269,10 @@ AstALit *ast_alit_list(Parser *P, Tok open, AstList *items, Tok close);
 AstStmt *ast_eqn(Parser *P, AstList *outs, Tok callee, AstList *params, bool has_params, AstList *args);
 AstStmt *ast_lit_stmt(Parser *P, AstList *outs, AstALit *lit);
 AstStmt *ast_print(Parser *P, Tok kw, AstList *items);
+/* visualize NAME, visualize[params] NAME (params NULL: none). */
+AstStmt *ast_visualize(Parser *P, Tok kw, AstList *params, Tok name);
+/* print[global=True] items: the print statement s with its parameters. */
+AstStmt *ast_print_params(Parser *P, AstStmt *s, AstList *params);
 AstStmt *ast_show(Parser *P, Tok kw, Tok name);
 AstStmt *ast_import(Parser *P, Tok kw, Tok path);
 AstStmt *ast_load(Parser *P, AstList *outs, Tok kw, Tok path, const Tok *key);

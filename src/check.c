@@ -79,13 +79,6 @@ void check_call_note(Span call, const FuncDef *fd, const Type *args, int nargs, 
   check_call_note_s(call, fd, NULL, args, nargs, mesh);
 }
 
-const char *check_unbound(Binding *scope, BindKind want, Str name) {
-  if (want == B_VAR)
-    return check_lookup(scope, B_FUNC, name) ? "'%.*s' is a function, not a value" : "unknown variable '%.*s'";
-  return check_lookup(scope, B_VAR, name) ? "'%.*s' is a value; show prints functions (print prints values)"
-                                          : "unknown function '%.*s'";
-}
-
 void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file) {
   memset(cx, 0, sizeof *cx);
   cx->C = C;
@@ -247,7 +240,9 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
       for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
         if (str_eq(cx->mesh->axis[a], at->axes[i])) k = a;
       if (k < 0) {
-        diag_error(at->axes_sp, "unbound axis name '%.*s'", at->axes[i].n, at->axes[i].p);
+        char hint[256];
+        diag_error(at->axes_sp, "unbound axis name '%.*s'%s", at->axes[i].n, at->axes[i].p,
+                   rule_axis_hint(cx->mesh, at->axes[i], hint, sizeof hint));
         return false;
       }
       t->vma |= 1u << k;
@@ -310,7 +305,7 @@ bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
   if (a->k == ARG_NAME) {
     Binding *b = check_lookup(cx->scope, B_VAR, a->name);
     if (!b) {
-      diag_error(a->sp, check_unbound(cx->scope, B_VAR, a->name), a->name.n, a->name.p);
+      diag_error(a->sp, check_unbound(cx->C, cx->scope, B_VAR, a->name), a->name.n, a->name.p);
       return false;
     }
     out->var = b->var;
@@ -551,8 +546,11 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
     }
   if (b)
     diag_error(s->callee_sp, "'%.*s' is a value, not a function or primitive", s->callee.n, s->callee.p);
-  else
-    diag_error(s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
+  else {
+    char hint[160];
+    diag_error(s->callee_sp, "unknown primitive or function '%.*s'%s", s->callee.n, s->callee.p,
+               check_callee_hint(cx->C, cx->scope, s->callee, hint, sizeof hint));
+  }
   check_bind_bad(cx, s);
 }
 
@@ -561,6 +559,7 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
 static void check_print(Ctx *cx, AstStmt *s) {
   IrStmt *st = emit_new_stmt(EM(cx), IS_PRINT, s->sp);
   st->line = s->line;
+  if (!smap_print_params(cx, s, st)) return;
   st->items = NEWN(cx->C, IrPrintItem, s->nargs);
   st->nitems = s->nargs;
   for (int k = 0; k < s->nargs; k++) {
@@ -576,6 +575,7 @@ static void check_print(Ctx *cx, AstStmt *s) {
       prog_keep(&cx->C->prog, st->items[k].atom.lit);
       st->items[k].atom.t.weak = false;
     }
+    if (st->print_spec && !smap_print_spec(cx, a, &st->items[k].atom.t, st->print_spec)) return;
   }
   emit_stmt(EM(cx), st);
 }
@@ -583,7 +583,7 @@ static void check_print(Ctx *cx, AstStmt *s) {
 static void check_show(Ctx *cx, AstStmt *s) {
   Binding *b = check_lookup(cx->scope, B_FUNC, s->name);
   if (!b) {
-    diag_error(s->name_sp, check_unbound(cx->scope, B_FUNC, s->name), s->name.n, s->name.p);
+    diag_error(s->name_sp, check_unbound(cx->C, cx->scope, B_FUNC, s->name), s->name.n, s->name.p);
     return;
   }
   FuncDef *fd = b->fn;
@@ -1037,6 +1037,7 @@ void check_stmt(Ctx *cx, AstStmt *s) {
   case ST_EQN: check_eqn(cx, s); break;
   case ST_LIT: check_lit_stmt(cx, s); break;
   case ST_PRINT: check_print(cx, s); break;
+  case ST_VISUALIZE: check_visualize(cx, s); break;
   case ST_SHOW: check_show(cx, s); break;
   case ST_MESH: check_mesh(cx, s); break;
   case ST_IMPORT: check_import(cx, s); break;
@@ -1049,17 +1050,20 @@ void check_stmt(Ctx *cx, AstStmt *s) {
       diag_error(s->sp, "a lambda returns with `in (...)`, not return");
     else { cx->ret = s; cx->returned = true; }
     break;
-  case ST_ERROR: break;
+  case ST_ERROR: check_bind_bad(cx, s); break;   /* its names: no second error */
   }
 }
 
 static void check_top(Checker *C, AstList *stmts, int file) {
   Ctx cx;
   check_ctx_init(&cx, C, C->main, C->top, NULL, 0, file);
+  C->later = stmts;
   for (int i = 0; i < stmts->n; i++) {
+    C->later_from = i + 1;
     check_stmt(&cx, stmts->v[i]);
     C->top = cx.scope;
   }
+  C->later = NULL;
 }
 
 /* ---- shared by the control-flow and shard_map checks ---------------------------- */

@@ -78,6 +78,8 @@ struct Checker {
   int main_file;           /* the file whole_program names (not its imports) */
   int lenient;             /* > 0 in a loop's trial rounds: variance annotations not judged */
   int nheld;               /* tags given to held errors */
+  AstList *later;          /* the top-level statements of the file being checked */
+  int later_from;          /* the first of them not yet checked */
   Str *map_axes;           /* the axes pmaps and xmaps of the program name (not meshes') */
   int nmap_axes, capmap_axes;
 };
@@ -115,7 +117,10 @@ void check_call_note_s(Span call, const FuncDef *fd, const char *statics, const 
                        const Mesh *mesh);
 /* The message (a format taking the name as %.*s) for a name used as a
    value (want B_VAR) or shown as a function (B_FUNC) but not bound so. */
-const char *check_unbound(Binding *scope, BindKind want, Str name);
+const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name);
+/* " (did you mean 'psum'?)": the primitive or function in scope closest
+   to an unknown callee, or "". */
+const char *check_callee_hint(Checker *C, Binding *scope, Str name, char *out, size_t n);
 /* A context checking fn (NULL: none) in a scope, under a mesh and the
    variance of enclosing predicates. */
 void check_ctx_init(Ctx *cx, Checker *C, IrFunc *fn, Binding *scope, Mesh *mesh, uint32_t ctrl, int file);
@@ -215,6 +220,13 @@ Mesh *smap_mesh_value(Ctx *cx, RuleCtx *r, PVal *v);
 PVal *smap_mesh_pv(Ctx *cx, const Mesh *m);
 /* One partition spec against a mesh; errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out);
+/* visualize (check_vis.c): the picture, drawn now, printed when it runs. */
+void check_visualize(Ctx *cx, AstStmt *s);
+/* print's parameters (global=True or global=P(...)) into st; false after
+   an error. */
+bool smap_print_params(Ctx *cx, AstStmt *s, IrStmt *st);
+/* Can spec spc assemble item a of type t?  False after an error. */
+bool smap_print_spec(Ctx *cx, AstArg *a, const Type *t, const Spec *spc);
 /* shard_map[f, mesh, in_specs, out_specs, check_vma] args... */
 void smap_eqn(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* The instance of a decorated def (@shard_map, @xmap): a wrapper function

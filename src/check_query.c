@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "check_int.h"
+#include "suggest.h"
 #include "diag.h"
 #include "err.h"
 #include "show.h"
@@ -199,11 +200,83 @@ int check_list_names(Checker *C, CheckName *out, int max) {
   return n;
 }
 
+/* A mesh's axes, or a function not yet checked: its parameters. */
+static bool show_other(Checker *C, Str name, Buf *out) {
+  Binding *m = check_lookup(C->top, B_MESH, name);
+  if (m) {
+    buf_printf(out, "mesh %.*s = {", name.n, name.p);
+    for (int k = 0; k < m->mesh->naxes; k++)
+      buf_printf(out, "%s%.*s: %lld", k ? ", " : "", m->mesh->axis[k].n, m->mesh->axis[k].p, (long long)m->mesh->size[k]);
+    buf_printf(out, "}  (%lld devices)\n", (long long)m->mesh->ndev);
+    return true;
+  }
+  Binding *b = check_lookup(C->top, B_FUNC, name);
+  if (!b || !b->fn->ast) return false;
+  const AstFunc *af = b->fn->ast;
+  buf_printf(out, "def %.*s(", name.n, name.p);
+  for (int k = 0; k < af->nparams; k++) buf_printf(out, "%s%.*s", k ? ", " : "", af->params[k]->name.n, af->params[k]->name.p);
+  buf_puts(out, ")  (not called yet: its types come from its first call, then `show` prints it)\n");
+  return true;
+}
+
 bool check_show_func(Checker *C, Str name, Buf *out) {
   Binding *b = check_lookup(C->top, B_FUNC, name);
-  if (!b || !b->fn->latest) return false;
+  if (!b || !b->fn->latest) return show_other(C, name, out);
   char nm[256];
   snprintf(nm, sizeof nm, "%.*s", name.n, name.p);
   show_func(out, b->fn->latest, nm);
   return true;
+}
+
+/* ---- names that name nothing ---- */
+
+/* " (it is defined later, at line 7, ...)" when a top-level statement
+   after the one being checked binds name, else NULL. */
+static const char *later_def(Checker *C, BindKind want, Str name, char *out, size_t n) {
+  for (int i = C->later ? C->later_from : 0; C->later && i < C->later->n; i++) {
+    AstStmt *s = C->later->v[i];
+    Span at = span_none();
+    if (want == B_FUNC && s->k == ST_DEF && s->fn && str_eq(s->fn->name, name)) at = s->fn->sp;
+    for (int k = 0; want == B_VAR && s->k != ST_DEF && k < s->nouts; k++)
+      if (str_eq(s->outs[k]->name, name)) at = s->outs[k]->sp;
+    if (at.file < 0) continue;
+    int line, col;
+    diag_linecol(at.file, at.off, &line, &col);
+    snprintf(out, n, " (it is defined later, at line %d: a name can be used only after its definition)", line);
+    return out;
+  }
+  return NULL;
+}
+
+const char *check_callee_hint(Checker *C, Binding *scope, Str name, char *out, size_t n) {
+  if (later_def(C, B_FUNC, name, out, n)) return out;
+  Suggest sg;
+  sug_begin(&sg, name);
+  for (int p = 0; p < P_COUNT; p++) {
+    sug_offer(&sg, prim_table[p].name, -1);
+    sug_offer_words(&sg, prim_table[p].alias);
+  }
+  for (Binding *b = scope; b; b = b->next)
+    if (b->k == B_FUNC) sug_offer(&sg, b->name.p, b->name.n);
+  return sug_text(&sg, out, n);
+}
+
+/* The closest name of kind `want` in scope to name, as a hint. */
+static const char *scope_hint(Binding *scope, BindKind want, Str name, char *out, size_t n) {
+  Suggest sg;
+  sug_begin(&sg, name);
+  for (Binding *b = scope; b; b = b->next)
+    if (b->k == want) sug_offer(&sg, b->name.p, b->name.n);
+  return sug_text(&sg, out, n);
+}
+
+const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name) {
+  static char msg[256];
+  char hint[128];
+  if (want == B_VAR && check_lookup(scope, B_FUNC, name)) return "'%.*s' is a function, not a value";
+  if (want == B_FUNC && check_lookup(scope, B_VAR, name))
+    return "'%.*s' is a value; show prints functions (print prints values)";
+  if (!later_def(C, want, name, hint, sizeof hint)) scope_hint(scope, want, name, hint, sizeof hint);
+  snprintf(msg, sizeof msg, "unknown %s '%%.*s'%s", want == B_VAR ? "variable" : "function", hint);
+  return msg;
 }

@@ -55,7 +55,7 @@ static void res_bind_var(Res *R, Str name, Span sp) {
 }
 
 static void res_name(Res *R, Str name, Span sp) {
-  if (!check_lookup(R->scope, B_VAR, name)) res_error(R, sp, check_unbound(R->scope, B_VAR, name), name.n, name.p);
+  if (!check_lookup(R->scope, B_VAR, name)) res_error(R, sp, check_unbound(R->C, R->scope, B_VAR, name), name.n, name.p);
 }
 
 static void res_arg(Res *R, const AstArg *a) {
@@ -145,7 +145,8 @@ static void res_axes(Res *R, const PVal *v, Span sp) {
     if (R->mesh) {
       bool found = false;
       for (int k = 0; k < R->mesh->naxes; k++) found |= str_eq(R->mesh->axis[k], e->s);
-      if (!found) res_error(R, at, "unbound axis name '%.*s'", e->s.n, e->s.p);
+      char hint[256];
+      if (!found) res_error(R, at, "unbound axis name '%.*s'%s", e->s.n, e->s.p, rule_axis_hint(R->mesh, e->s, hint, sizeof hint));
     } else if (R->axes_known && !res_axis_known(R, e->s)) {
       res_error(R, at, "axis name '%.*s' is not an axis of any mesh of the program", e->s.n, e->s.p);
     }
@@ -211,9 +212,10 @@ static void res_prim_eqn(Res *R, const AstStmt *s, int prim) {
       if (str_eq(s->params[j]->key, p->key)) res_error(R, p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
     if (!prim_accepts(prim, p->key)) {
       size_t n = prim_params_len(pi->params);
+      char hint[96];
       if (n)
-        res_error(R, p->sp, "%s has no parameter '%.*s' (its parameters: %.*s)", pi->name, p->key.n, p->key.p,
-                  (int)n, pi->params);
+        res_error(R, p->sp, "%s has no parameter '%.*s' (%sits parameters: %.*s)", pi->name, p->key.n, p->key.p,
+                  rule_param_hint(pi->params, p->key, hint, sizeof hint), (int)n, pi->params);
       else
         res_error(R, p->sp, "%s takes no parameters, but '%.*s' was given", pi->name, p->key.n, p->key.p);
     }
@@ -275,7 +277,9 @@ static void res_eqn(Res *R, const AstStmt *s) {
     res_error(R, s->callee_sp, "%.*s calls itself: recursion is not supported (use while or fori_loop)",
               s->callee.n, s->callee.p);
   } else {
-    res_error(R, s->callee_sp, "unknown primitive or function '%.*s'", s->callee.n, s->callee.p);
+    char hint[160];
+    res_error(R, s->callee_sp, "unknown primitive or function '%.*s'%s", s->callee.n, s->callee.p,
+              check_callee_hint(R->C, R->scope, s->callee, hint, sizeof hint));
   }
   for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
 }
@@ -312,12 +316,13 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
   case ST_SAVE:
     res_arg(R, s->args[0]);
     break;
+  case ST_VISUALIZE: res_error(R, s->sp, "visualize stands at top level (inside a body, the debugger's `layout x` draws a value)"); break;
   case ST_PRINT:
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
     break;
   case ST_SHOW:
     if (!check_lookup(R->scope, B_FUNC, s->name))
-      res_error(R, s->name_sp, check_unbound(R->scope, B_FUNC, s->name), s->name.n, s->name.p);
+      res_error(R, s->name_sp, check_unbound(R->C, R->scope, B_FUNC, s->name), s->name.n, s->name.p);
     break;
   case ST_MESH: {
     /* checked as it would be at a call; bound for what follows */
@@ -334,7 +339,9 @@ static void res_stmt(Res *R, const AstStmt *s, const AstFunc *af, bool *returned
     for (int k = 0; k < s->nargs; k++) res_arg(R, s->args[k]);
     *returned = true;
     break;
-  case ST_ERROR: break;
+  case ST_ERROR:
+    for (int i = 0; i < s->nouts; i++) res_bind_var(R, s->outs[i]->name, s->outs[i]->sp);
+    break;
   }
 }
 
@@ -393,8 +400,12 @@ static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh
       else if (str_eqc(p->key, "in_specs")) iv = p->v;
       else if (str_eqc(p->key, "out_specs")) ov = p->v;
       else if (!prim_accepts(P_SHARD_MAP, p->key))
-        res_error(&sub, p->sp, "shard_map has no parameter '%.*s' (its parameters: %.*s)", p->key.n, p->key.p,
+      {
+        char hint[96];
+        res_error(&sub, p->sp, "shard_map has no parameter '%.*s' (%sits parameters: %.*s)", p->key.n, p->key.p,
+                  rule_param_hint(prim_table[P_SHARD_MAP].params, p->key, hint, sizeof hint),
                   (int)prim_params_len(prim_table[P_SHARD_MAP].params), prim_table[P_SHARD_MAP].params);
+      }
     }
     sub.failed = false;
     sub.mesh = mv ? res_mesh(&sub, mv) : NULL;

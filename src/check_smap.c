@@ -154,25 +154,6 @@ static bool all_manual(RuleCtx *r, const Mesh *m) {
   return true;
 }
 
-static void spec_text(Buf *b, const Spec *sp, const Mesh *m) {
-  buf_puts(b, "P(");
-  for (int d = 0; d < sp->ndims; d++) {
-    if (d) buf_puts(b, ", ");
-    const SpecDim *sd = &sp->dim[d];
-    if (sd->naxes == 0) buf_puts(b, "None");
-    else if (sd->naxes == 1) buf_printf(b, "%.*s", m->axis[sd->axes[0]].n, m->axis[sd->axes[0]].p);
-    else {
-      buf_putc(b, '(');
-      for (int k = 0; k < sd->naxes; k++) {
-        if (k) buf_puts(b, ", ");
-        buf_printf(b, "%.*s", m->axis[sd->axes[k]].n, m->axis[sd->axes[k]].p);
-      }
-      buf_putc(b, ')');
-    }
-  }
-  buf_putc(b, ')');
-}
-
 /* Parse one spec; `rank` < 0 skips the rank check.  Errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
   (void)cx;
@@ -238,7 +219,7 @@ static int64_t spec_dim_factor(const Spec *sp, const Mesh *m, int d) {
 static void spec_error(Span sp, const PVal *v, const Spec *spc, const Mesh *m, const char *fmt, ...) {
   Buf b = {0};
   err_defer(buf_release, &b);
-  spec_text(&b, spc, m);
+  rule_spec_text(&b, spc, m);
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -279,6 +260,56 @@ static bool in_blocks(Ctx *cx, RuleCtx *r, Span sp, const Mesh *m, PVal **ins, S
   return true;
 }
 
+/* "(i, j)" or "i": the axes of mask. */
+static void put_axes_tuple(Buf *b, const Mesh *m, uint32_t mask, bool quote) {
+  int n = 0;
+  for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
+  buf_puts(b, n > 1 ? "(" : quote ? "'" : "");
+  for (int k = 0, c = 0; k < m->naxes; k++)
+    if (mask & (1u << k)) buf_printf(b, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
+  buf_puts(b, n > 1 ? ")" : quote ? "'" : "");
+}
+
+/* An out_spec that leaves out axes `extra` the result varies over: what
+   it promises, and the two fixes (reduce over them, or split along them). */
+static void replication_error(Span at, const Mesh *m, const Spec *spc, const IrAtom *o, uint32_t extra) {
+  Buf b = {0}, ax = {0}, fix = {0}, ex = {0};
+  err_defer(buf_release, &b);
+  err_defer(buf_release, &ax);
+  err_defer(buf_release, &fix);
+  err_defer(buf_release, &ex);
+  rule_spec_text(&b, spc, m);
+  show_vma_message(&ax, o->t.vma, m);
+  put_axes_tuple(&ex, m, extra, true);
+  size_t q = ex.n;
+  put_axes_tuple(&ex, m, extra, false);    /* unquoted, after the quoted */
+  const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
+  int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
+  /* the spec with the missing axes added to its first unsplit dimension */
+  Spec s2 = *spc;
+  int d = 0;
+  while (d < s2.ndims && s2.dim[d].naxes) d++;
+  if (d >= o->t.rank) d = 0;
+  if (d >= s2.ndims) s2.ndims = d + 1;
+  for (int k = 0; k < m->naxes; k++)
+    if (extra & (1u << k)) s2.dim[d].axes[s2.dim[d].naxes++] = (uint8_t)k;
+  rule_spec_text(&fix, &s2, m);
+  bool one = !(extra & (extra - 1));
+  diag_error(at, "out_specs %s promises that the result is the same on every device along mesh ax%s %.*s, but "
+             "%.*s varies over %s; reduce it over %.*s first (psum[axes=%s] %.*s, or pmean), or split the result "
+             "along %.*s (out_specs %s)", buf_cstr(&b), one ? "is" : "es", (int)q, buf_cstr(&ex), nl, nm,
+             buf_cstr(&ax), (int)q,
+             buf_cstr(&ex), buf_cstr(&ex) + q, nl, nm, (int)q, buf_cstr(&ex), buf_cstr(&fix));
+  err_undefer(&ex);
+  buf_free(&ex);
+  err_undefer(&fix);
+  buf_free(&fix);
+  err_undefer(&ax);
+  buf_free(&ax);
+  err_undefer(&b);
+  buf_free(&b);
+}
+
 /* The specs of the body's results, and the global type each assembles
    to; with check_vma a result may not vary over an axis its spec leaves
    out (that would promise a replication the result does not have). */
@@ -295,22 +326,7 @@ static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **out
     }
     uint32_t extra = o->t.vma & ~spc->mask;
     if (sm->check_vma && extra) {
-      int k = 0;
-      while (!(extra & (1u << k))) k++;
-      Buf b = {0}, ax = {0};
-      err_defer(buf_release, &b);
-      err_defer(buf_release, &ax);
-      spec_text(&b, spc, m);
-      show_vma_message(&ax, o->t.vma, m);
-      const char *nm = o->var && o->var->name.n ? o->var->name.p : "the result";
-      int nl = o->var && o->var->name.n ? o->var->name.n : (int)strlen("the result");
-      diag_error(o->sp.file >= 0 ? o->sp : sp,
-                 "out_specs %s promises replication over mesh axis '%.*s', but the result %.*s varies over %s",
-                 buf_cstr(&b), m->axis[k].n, m->axis[k].p, nl, nm, buf_cstr(&ax));
-      err_undefer(&ax);
-      buf_free(&ax);
-      err_undefer(&b);
-      buf_free(&b);
+      replication_error(o->sp.file >= 0 ? o->sp : sp, m, spc, o, extra);
       return !(r->failed = true);
     }
     gout[i] = o->t;
@@ -516,7 +532,7 @@ void smap_define(Ctx *cx, FuncDef *fd) {
     if (!smap_parse_spec(cx, m, ins[i], &spc)) return;
     if (spc.ndims > args[i].rank) {
       Buf b = {0};
-      spec_text(&b, &spc, m);
+      rule_spec_text(&b, &spc, m);
       diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : af->deco_sp,
                  "in_specs[%d] %s has %d entr%s, but parameter %.*s is %s of rank %d", i, buf_cstr(&b), spc.ndims, spc.ndims == 1 ? "y" : "ies",
                  af->params[i]->name.n, af->params[i]->name.p, check_type_text(&sub, &args[i]), args[i].rank);
@@ -529,3 +545,54 @@ void smap_define(Ctx *cx, FuncDef *fd) {
   check_instantiate(cx, fd, args, af->nparams, af->sp);
 }
 
+/* ---- print[global=...] ---- */
+
+/* Can spec assemble a value of type t (rank enough, every axis it varies
+   over mentioned)? */
+bool smap_print_spec(Ctx *cx, AstArg *a, const Type *t, const Spec *spc) {
+  uint32_t left = t->vma & ~spc->mask;
+  if (spc->ndims <= t->rank && !left) return true;
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  if (spc->ndims > t->rank) {
+    rule_spec_text(&b, spc, cx->mesh);
+    diag_error(a->sp, "global=%s has %d entries, but this value has rank %d", buf_cstr(&b), spc->ndims, t->rank);
+    left = 0;
+  }
+  for (int k = 0; k < cx->mesh->naxes; k++)
+    if (left & (1u << k)) buf_printf(&b, "%s'%.*s'", b.n ? ", " : "", cx->mesh->axis[k].n, cx->mesh->axis[k].p);
+  if (left)
+    diag_error(a->sp, "this value varies over mesh axis %s, which the spec of global= does not mention: "
+               "no one global array holds it", buf_cstr(&b));
+  err_undefer(&b);
+  buf_free(&b);
+  return false;
+}
+
+/* print's parameter: global=True (or False), or global=P(...), the spec
+   that assembles each value (only inside a shard_map body). */
+bool smap_print_params(Ctx *cx, AstStmt *s, IrStmt *st) {
+  for (int k = 0; k < s->nparams; k++) {
+    AstParam *p = s->params[k];
+    PVal *v = p->v;
+    if (!str_eqc(p->key, "global")) {
+      diag_error(p->sp, "print has one parameter, global=True (the assembled array of each value inside a "
+                 "shard_map body), not '%.*s'", p->key.n, p->key.p);
+      return false;
+    }
+    if (!cx->mesh) {
+      diag_error(p->sp, "global= is for print inside a shard_map body; here every value is already one array");
+      return false;
+    }
+    if (v->k == PV_BOOL) st->print_global = v->i != 0;
+    else if (v->k == PV_SPEC || v->k == PV_CALL) {
+      st->print_spec = NEWN(cx->C, Spec, 1);
+      if (!smap_parse_spec(cx, cx->mesh, v, st->print_spec)) return false;
+      st->print_global = true;
+    } else {
+      diag_error(v->sp, "global= takes True, False or a partition spec such as P(i)");
+      return false;
+    }
+  }
+  return true;
+}

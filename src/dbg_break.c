@@ -485,7 +485,7 @@ bool brk_hit(Brk *B, Insp *in, Frame *F, IrStmt *st, EvalEvent ev, char *text, s
     if (r < 0) buf_printf(&banner, " (its condition failed: %s)", buf_cstr(&msg));
     else if (bp->cond && F->space.mesh) {
       buf_printf(&banner, ", %s held on ", bp->cond);
-      insp_put_devset(&banner, held, n);
+      vp_devset(&banner, held, n);
     }
     mem_free(held);
     buf_free(&msg);

@@ -30,6 +30,7 @@
 #include "err.h"
 #include "format.h"
 #include "inspect.h"
+#include "vprint.h"
 #include "show.h"
 
 typedef enum { M_RUN, M_STEP, M_NEXT, M_UNTIL, M_RETURN } Mode;
@@ -123,7 +124,7 @@ static void put_path_note(Buf *b, Frame *G) {
       if (here) {
         if (!first) buf_puts(b, "; ");
         first = false;
-        insp_put_devset(b, set, n);
+        vp_devset(b, set, n);
         buf_printf(b, " take%s branch %d", here == 1 ? "s" : "", k);
         const char *nm = st->at->fns[k]->name;
         if (nm && strcmp(nm, "lambda")) buf_printf(b, " (%s)", nm);
@@ -133,17 +134,35 @@ static void put_path_note(Buf *b, Frame *G) {
     buf_putc(b, ')');
   } else if (cnt && st->k == IS_EQN && st->prim == P_WHILE) {
     buf_puts(b, " (");
-    insp_put_devset(b, other, n);
+    vp_devset(b, other, n);
     buf_printf(b, " %s left the loop)", cnt == 1 ? "has" : "have");
   } else if (cnt) {
     buf_puts(b, " (");
-    insp_put_devset(b, other, n);
+    vp_devset(b, other, n);
     buf_printf(b, " wait%s at line %d)", cnt == 1 ? "s" : "", st->line);
   }
   mem_free(other);
 }
 
 /* `> file:line in f on devices ...` and `-> source`. */
+/* In a fori_loop's body: ", iteration i = 3" (the loop index, its first
+   parameter; when devices differ, the first running device's, noted). */
+static void put_iteration(Buf *b, Frame *G) {
+  IrStmt *call = G->caller ? G->caller->cur : NULL;
+  if (!call || call->k != IS_EQN || call->prim != P_FORI_LOOP || !call->at || call->at->fns[0] != G->fn ||
+      !G->fn->nparams)
+    return;
+  IrVar *p = G->fn->params[0];
+  Val *v = eval_lookup(G, p);
+  if (!v) return;
+  int64_t d = 0;
+  while (G->space.active && d < G->space.ninst && !G->space.active[d]) d++;
+  Array *a = v->blk[G->space.mesh ? val_block_of(G->space.mesh, v->mask, d) : 0];
+  if (!a || a->size != 1) return;
+  buf_printf(b, ", iteration %.*s = %lld", p->name.n, p->name.p, (long long)arr_geti(a, 0));
+  if (v->mask) buf_printf(b, " on device %lld (it differs between devices)", (long long)d);
+}
+
 static void put_location(Dbg *D, Buf *b, Frame *G, char mark) {
   int file, line;
   if (!insp_frame_pos(&D->in, G, &file, &line)) {
@@ -154,9 +173,10 @@ static void put_location(Dbg *D, Buf *b, Frame *G, char mark) {
   if (G->caller) buf_printf(b, " in %s", G->fn->name);
   if (G->space.mesh) {
     buf_puts(b, " on ");
-    insp_put_devset(b, G->space.active, G->space.mesh->ndev);
+    vp_devset(b, G->space.active, G->space.mesh->ndev);
     put_path_note(b, G);
   }
+  put_iteration(b, G);
   buf_puts(b, "\n-> ");
   IrStmt *st = insp_stmt_of(&D->in, G);
   if (G->fn->ast || !G->caller || !st) {
@@ -253,7 +273,7 @@ static void put_sends(Buf *b, Frame *F, IrStmt *st) {
       if (insp_on_path(sp, d) && !send[d]) { idle[d] = 1; nidle++; }
     if (nidle) {
       buf_puts(b, first ? "" : "; ");
-      insp_put_devset(b, idle, n);
+      vp_devset(b, idle, n);
       buf_puts(b, nidle == 1 ? " sends nothing" : " send nothing");
     }
     mem_free(idle);
@@ -277,19 +297,10 @@ static void put_sends(Buf *b, Frame *F, IrStmt *st) {
     mem_free(listed);
   }
   buf_printf(b, "\neach device sends %.*s:\n", nm.n, nm.p);
-  bool first = true;
-  for (int64_t d = 0; d < n; d++) {
-    if (!send[d]) continue;
-    if (!first) buf_putc(b, '\n');
-    first = false;
-    buf_printf(b, "On device %lld at mesh coordinates ", (long long)d);
-    insp_put_axes(b, m);
-    buf_puts(b, " = ");
-    insp_put_coords(b, m, d);
-    buf_puts(b, ":\n");
-    Array *a = in->blk[val_block_of(m, in->mask, d)];
-    if (a) fmt_array(b, a);
-  }
+  Space held = {m, n, send};
+  err_defer(mem_free, send);
+  vp_value(b, &held, in, true);
+  err_undefer(send);
   buf_putc(b, '\n');
   mem_free(send);
 }
@@ -304,7 +315,7 @@ static void report_received(Dbg *D, Frame *F, IrStmt *st) {
   Str nm = st->out[0]->name;
   buf_printf(&b, "%s done, each device received %.*s:\n", prim_table[st->prim].name, nm.n ? nm.n : 6,
              nm.n ? nm.p : "result");
-  eval_print_value(&b, &F->space, v, true);
+  vp_value(&b, &F->space, v, true);
   buf_putc(&b, '\n');
   insp_emit(&b);
   buf_free(&b);
@@ -582,6 +593,50 @@ static Act cmd_print(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+static void put_returns(Dbg *D, Buf *b, Frame *F, const char *prefix);
+
+/* pdb's args: the selected frame's parameters and their values. */
+static Act cmd_args(Dbg *D, const char *args) {
+  (void)args;
+  Frame *F = D->in.sel;
+  if (!F || !F->fn->nparams) {
+    insp_say(F && F->fn->nparams == 0 && F->caller ? "(no parameters)" : "(the top level has no arguments)");
+    return ACT_STAY;
+  }
+  Buf b = {0};
+  int64_t dev = insp_focus(&D->in, F);
+  for (int k = 0; k < F->fn->nparams; k++) {
+    IrVar *p = F->fn->params[k];
+    Val *v = eval_lookup(F, p);
+    if (!v) continue;
+    char label[128];
+    snprintf(label, sizeof label, "%.*s", p->name.n, p->name.p);
+    insp_put_named(&b, label, &F->space, v, dev);
+  }
+  insp_emit(&b);
+  buf_free(&b);
+  return ACT_STAY;
+}
+
+/* pdb's retval: at a return stop, what the function returns. */
+static Act cmd_retval(Dbg *D, const char *args) {
+  (void)args;
+  if (D->in.stmt || D->in.sel != D->in.frame) {
+    insp_complain("not at a return: `finish` runs to the end of this function (the stop shows what it returns)");
+    return ACT_STAY;
+  }
+  Buf b = {0};
+  put_returns(D, &b, D->in.frame, "");
+  insp_emit(&b);
+  buf_free(&b);
+  return ACT_STAY;
+}
+
+static Act cmd_layout(Dbg *D, const char *args) {
+  insp_layout(&D->in, args);
+  return ACT_STAY;
+}
+
 static Act cmd_device(Dbg *D, const char *args) {
   insp_device(&D->in, args);
   return ACT_STAY;
@@ -736,6 +791,29 @@ bool dbg_command(Dbg *D, const char *line, DbgResult *res) {
   return true;
 }
 
+bool dbg_command_pdb(Dbg *D, const char *line, DbgResult *res) {
+  char w[32];
+  const char *args = split_word(line, w, sizeof w);
+  const DbgCmd *c = dbg_find(w, DBG_SHDB);
+  if (!c) return false;
+  char canon[32];
+  snprintf(canon, sizeof canon, "%.*s", (int)strcspn(c->names, " "), c->names);
+  D->res = DBG_OK;
+  const DbgCmd *at_shm = dbg_find(canon, DBG_SHM);
+  if (at_shm) {                     /* q, b f, cl 1: the shm> command of that name */
+    D->at = DBG_SHM;
+    handlers[at_shm - dbg_cmds](D, args);
+  } else if (handlers[c - dbg_cmds] == cmd_print || handlers[c - dbg_cmds] == cmd_layout) {
+    D->at = DBG_SHM;                /* p x, pp x: the top level's values */
+    handlers[c - dbg_cmds](D, args);
+  } else {
+    insp_complain("no program is stopped: `%s` works at a (shdb) stop; `debug STATEMENT` runs one under the "
+                  "debugger, `break` sets where it stops", w);
+  }
+  if (res) *res = D->res;
+  return true;
+}
+
 /* ---- the stop ------------------------------------------------------------------------ */
 
 /* Read and run commands until one resumes the run. */
@@ -765,6 +843,24 @@ static void stop_loop(Dbg *D) {
   }
 }
 
+/* The values F's function returns, each after `prefix` and its name. */
+static void put_returns(Dbg *D, Buf *b, Frame *F, const char *prefix) {
+  IrFunc *fn = F->fn;
+  int64_t dev = insp_focus(&D->in, F);
+  for (int i = 0; i < fn->nouts; i++) {
+    const IrAtom *o = &fn->outs[i];
+    Val *v = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
+    if (!v) continue;
+    Buf label = {0};
+    buf_puts(&label, prefix);
+    if (o->var && o->var->name.n) buf_put(&label, o->var->name.p, (size_t)o->var->name.n);
+    else buf_printf(&label, "result %d", i);
+    insp_put_named(b, buf_cstr(&label), &F->space, v, dev);
+    buf_free(&label);
+    val_unref(v);
+  }
+}
+
 /* Stop at statement st of F (its return when ev is EV_RETURN): say
    where, what a collective sends or what the function returns, the
    displays, then take commands. */
@@ -783,20 +879,7 @@ static void do_stop(Dbg *D, Frame *F, IrStmt *st, EvalEvent ev, const char *bann
   if (ev == EV_RETURN) buf_puts(&b, "--Return--\n");
   put_location(D, &b, F, '>');
   if (ev == EV_RETURN) {
-    IrFunc *fn = F->fn;
-    int64_t dev = insp_focus(&D->in, F);
-    for (int i = 0; i < fn->nouts; i++) {
-      const IrAtom *o = &fn->outs[i];
-      Val *v = o->lit ? val_of(o->lit) : val_ref(eval_lookup(F, o->var));
-      if (!v) continue;
-      Buf label = {0};
-      buf_puts(&label, "returns ");
-      if (o->var && o->var->name.n) buf_put(&label, o->var->name.p, (size_t)o->var->name.n);
-      else buf_printf(&label, "result %d", i);
-      insp_put_named(&b, buf_cstr(&label), &F->space, v, dev);
-      buf_free(&label);
-      val_unref(v);
-    }
+    put_returns(D, &b, F, "returns ");
   } else if (st && F->space.mesh && communicates(st)) {
     put_sends(&b, F, st);
   }
@@ -971,7 +1054,7 @@ DbgResult dbg_run_call(Dbg *D, const char *call, bool stop_first) {
     Buf b = {0};
     Space sp = {NULL, 1, NULL};
     for (int i = 0; i < f->nouts; i++) {
-      eval_print_value(&b, &sp, outs[i], true);
+      vp_value(&b, &sp, outs[i], true);
       buf_putc(&b, '\n');
       val_unref(outs[i]);
     }

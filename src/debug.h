@@ -104,6 +104,10 @@ typedef struct DbgCmd {
 
 /* The rows in order, then one whose names is NULL. */
 extern const DbgCmd dbg_cmds[];
+/* At shm>, a line that is no shm> command but a debugger command (pdb's
+   habits: q, p x, pp x, b f, n): run what it means at the top level, or
+   say it needs a stop.  False when the line is no debugger command. */
+bool dbg_command_pdb(Dbg *D, const char *line, DbgResult *res);
 /* The row that answers `word` at prompt `at` (DBG_SHM or DBG_SHDB). */
 const DbgCmd *dbg_find(const char *word, int at);
 /* The debugger's `help`: its commands with their short forms. */

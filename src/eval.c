@@ -8,6 +8,8 @@
 #include "err.h"
 #include "eval.h"
 #include "fabmpi.h"
+#include "rule.h"
+#include "vprint.h"
 #include "npy.h"
 #include "format.h"
 
@@ -87,6 +89,9 @@ static Val *value_of(Frame *F, IrVar *v) {
   return x;
 }
 
+static bool released_here(Frame *F, IrVar *v);
+static bool dies_here(Frame *F, const IrAtom *a);
+
 /* Scratch memory that a runtime error releases too (err.h cleanups). */
 static void *scratch(size_t n) {
   void *p = mem_calloc(n);
@@ -138,11 +143,33 @@ static uint8_t *needed_blocks(const Space *sp, uint32_t R, int64_t nb) {
 
 static void run_body(Interp *I, Frame *F);
 
+static void call_body(Interp *I, Frame *F, IrFunc *fn, Val **outs, IrStmt *site);
+
 /* Call fn with argument values (borrowed); results are new references.
    `site`: the statement calling it (for the observer). */
 static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp, IrStmt *site) {
   Frame *F = frame_new(I, fn, caller, sp);
   for (int i = 0; i < fn->nparams; i++) set_slot(F, fn->params[i], val_ref(args[i]));
+  call_body(I, F, fn, outs, site);
+}
+
+/* call_fn, its parameters taking over the references in args (then
+   NULL): a value the caller lets go of (pass_dying) is held by the
+   callee's parameter alone, which may then give its buffer to a result
+   (buffer donation) or be released at its own last use. */
+static void call_fn_consuming(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs, const Space *sp,
+                              IrStmt *site) {
+  Frame *F = frame_new(I, fn, caller, sp);
+  for (int i = 0; i < fn->nparams; i++) {
+    set_slot(F, fn->params[i], val_ref(args[i]));
+    val_unref(args[i]);
+    args[i] = NULL;
+  }
+  call_body(I, F, fn, outs, site);
+}
+
+/* The rest of a call, once F's parameters are bound. */
+static void call_body(Interp *I, Frame *F, IrFunc *fn, Val **outs, IrStmt *site) {
   if (I->obs.data) I->obs.call(I->obs.data, F, site);
   fmpi_path_enter(I->sub);
   I->sub = 0;
@@ -165,20 +192,28 @@ static void call_fn(Interp *I, Frame *caller, IrFunc *fn, Val **args, Val **outs
    equation allocated, the results of the blocks already computed
    included, are freed by its memory scope (mem.h), so kern_unwind first
    takes those results out of the result values, which live on in the
-   frame. */
+   frame -- giving back the references a donated operand's block (one
+   allocated before the scope) took for them. */
 typedef struct KernGuard {
   Array **ins;
   int n;
   int32_t *refc;
   Val **outs;
   int nout;
+  int64_t ndonated;        /* results that are donated operand blocks */
 } KernGuard;
 
 static void kern_unwind(void *p) {
   KernGuard *g = p;
   for (int i = 0; i < g->n; i++) g->ins[i]->refc = g->refc[i];
-  for (int j = 0; j < g->nout; j++)
-    memset(g->outs[j]->blk, 0, sizeof(Array *) * (size_t)g->outs[j]->nblk);
+  for (int j = 0; j < g->nout; j++) {
+    Val *o = g->outs[j];
+    /* (the kernels of the primitives that donate return fresh arrays,
+       whose count is 1: a count of 2 is an operand's block) */
+    for (int64_t b = 0; g->ndonated && b < o->nblk; b++)
+      if (o->blk[b] && o->blk[b]->refc > 1) o->blk[b]->refc--;
+    memset(o->blk, 0, sizeof(Array *) * (size_t)o->nblk);
+  }
 }
 
 /* Elementwise equations on small blocks: the result's blocks are made as
@@ -244,6 +279,89 @@ static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *ou
   return true;
 }
 
+/* Buffer donation.  An operand whose value dies at this statement (its
+   last use, no other reference: dies_here) and whose block no other
+   value shares (the array's own count is 1) may hold the result, as XLA
+   donates buffers: an elementwise op computes into it in place (the
+   kernels read element i before writing it), a reshape, squeeze or
+   expand_dims rewrites its header.  Then a chain of operations reuses one
+   buffer instead of faulting in fresh pages for each result.  The
+   operand's value is released after the statement anyway, and nothing
+   else can see the array, so results are the kernels' own.  Only
+   elementwise operands of the result's dtype and exact shape are given
+   (the other operand the same, or a scalar of that dtype); a slab's
+   arrays are not (they share one allocation). */
+static bool donatable_shape(const Array *x, const Type *t) {
+  if (x->rank != t->rank) return false;
+  for (int d = 0; d < t->rank; d++)
+    if (x->shape[d] != t->shape[d]) return false;
+  return true;
+}
+
+static bool donatable(const Array *x, const Type *t) {
+  return x->refc == 1 && !x->slab && x->dt == t->dt && donatable_shape(x, t);
+}
+
+/* The header-only primitives: the result is the operand's elements. */
+static bool same_elements(const IrStmt *st) {
+  return st->prim == P_SQUEEZE || st->prim == P_EXPAND_DIMS || (st->prim == P_RESHAPE && !st->at->l[1].n);
+}
+
+/* Which operands of st may be donated, by bit, before looking at blocks:
+   they die here and are laid out as the result's blocks. */
+static unsigned donors(Frame *F, IrStmt *st, Val *const *opv, uint32_t R) {
+  if (st->nout != 1 || st->nin > 2 || (prim_ew_op(st->prim) < 0 && !same_elements(st))) return 0;
+  unsigned m = 0;
+  for (int i = 0; i < st->nin; i++)
+    if (opv[i] && opv[i]->mask == R && dies_here(F, &st->in[i])) m |= 1u << i;
+  return m;
+}
+
+/* The result of st for one block, computed into a donated operand among
+   ins (mask: donors()), or NULL when none qualifies. */
+static Array *donate(IrStmt *st, unsigned mask, Array *const *ins, const Type *t) {
+  if (same_elements(st)) {
+    Array *x = ins[0];
+    if (!(mask & 1) || x->refc != 1 || x->slab || x->dt != t->dt) return NULL;
+    x->rank = (uint8_t)t->rank;
+    for (int d = 0; d < t->rank; d++) x->shape[d] = t->shape[d];
+    return arr_ref(x);
+  }
+  int nin = st->nin;
+  for (int i = 0; i < nin; i++) {
+    Array *x = ins[i], *o = nin > 1 ? ins[1 - i] : NULL;
+    if (!(mask & (1u << i)) || !donatable(x, t)) continue;
+    if (o && o != x && (o->dt != x->dt || (o->rank != 0 && !donatable_shape(o, t)))) continue;
+    prim_ew_apply(prim_ew_op(st->prim), ins[0], nin > 1 ? ins[1] : NULL, x);
+    return arr_ref(x);
+  }
+  return NULL;
+}
+
+/* Operands of st (by bit) that die at it and whose blocks map one to one
+   onto the result's: each block may go as soon as its result is made
+   (drop_blocks), so that a statement over many big blocks -- the
+   products of a shard_map -- does not hold all its operands and all its
+   results at once. */
+static unsigned dying_operands(Frame *F, IrStmt *st, Val *const *opv, uint32_t R) {
+  unsigned m = 0;
+  for (int i = 0; i < st->nin && i < 16; i++)
+    if (opv[i] && opv[i]->mask == R && opv[i]->nblk > 1 && dies_here(F, &st->in[i])) m |= 1u << i;
+  return m;
+}
+
+/* Release block b of the dying operands (mask) that nothing else holds
+   (not a result that is the operand itself).  Their values are released
+   after the statement: none reads the block again. */
+static void drop_blocks(Val *const *opv, unsigned mask, int64_t b) {
+  for (int i = 0; mask >> i; i++) {
+    Val *v = opv[i];
+    if (!(mask & (1u << i)) || !v->blk[b] || v->blk[b]->refc != 1) continue;
+    arr_unref(v->blk[b]);
+    v->blk[b] = NULL;
+  }
+}
+
 /* A local primitive: its kernel once per block of the result that some
    running instance needs.  The operands are looked up once; one memory
    scope covers every block, so a kernel that fails leaves nothing
@@ -276,8 +394,9 @@ static void exec_local(Frame *F, IrStmt *st) {
   if (nb > 1 && nout == 1 && nin <= 2 && fab_all_here(sp) && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
+  unsigned give = donors(F, st, opv, R), dying = dying_operands(F, st, opv, R);
   mem_scope_begin();
-  KernGuard guard = {ins, 0, refc, outs, nout};
+  KernGuard guard = {ins, 0, refc, outs, nout, 0};
   err_defer(kern_unwind, &guard);
   for (int64_t b = 0; b < nb; b++) {
     if (need && !need[b]) continue;
@@ -286,10 +405,16 @@ static void exec_local(Frame *F, IrStmt *st) {
       if (v) ins[i] = v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
       refc[i] = ins[i]->refc;
     }
+    if (give && (res[0] = donate(st, give, ins, ot))) {
+      outs[0]->blk[b] = res[0];
+      guard.ndonated++;
+      continue;
+    }
     guard.n = nin;
     k(st->at, ins, nin, res, ot);
     guard.n = 0;
     for (int j = 0; j < nout; j++) outs[j]->blk[b] = res[j];
+    if (dying) drop_blocks(opv, dying, b);
   }
   err_undefer(&guard);
   mem_scope_end();
@@ -300,20 +425,6 @@ static void exec_local(Frame *F, IrStmt *st) {
 }
 
 /* ---- shard_map ------------------------------------------------------------------- */
-
-/* The start of the block that instance coordinates select, per dimension. */
-static void block_start(const Mesh *m, const Spec *spc, const int64_t *coords, const int64_t *bshape,
-                        int rank, int64_t *start) {
-  for (int d = 0; d < rank; d++) {
-    int64_t idx = 0;
-    if (d < spc->ndims)
-      for (int k = 0; k < spc->dim[d].naxes; k++) {
-        int a = spc->dim[d].axes[k];
-        idx = idx * m->size[a] + coords[a];
-      }
-    start[d] = idx * bshape[d];
-  }
-}
 
 /* A per-device type of an xla_pmap with its mapped dimension d, of size 1. */
 static Type pmap_view(const Type *t, int d) {
@@ -361,6 +472,47 @@ static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const IrAtom *out
   scratch_free(ranks);
 }
 
+/* Whether operand i of shard_map st dies there, its array g held by its
+   value alone, and no other operand is the same variable: then splitting
+   it may give its memory back as it goes (split_plan). */
+static bool split_dies(Frame *F, IrStmt *st, int i, const Array *g) {
+  if (st->in[i].lit || g->refc != 1 || g->slab || !dies_here(F, &st->in[i])) return false;
+  for (int k = 0; k < st->nin; k++)
+    if (k != i && st->in[k].var == st->in[i].var) return false;
+  return true;
+}
+
+/* For splitting a dying operand g into nb blocks in block order:
+   after[b] = the byte offset in g's elements below which no block after b
+   reads, so that the bytes below it can be discarded (mem_discard) once
+   block b is copied: a row band of P(i, j) blocks is let go when its last
+   block is out, and the whole array and its blocks are never both held.
+   A scratch array (scratch_free). */
+static int64_t *split_plan(const Mesh *m, const Spec *spc, const Type *bt, const Array *g, int64_t nb) {
+  int64_t *after = scratch(sizeof(int64_t) * (size_t)nb), coords[SHM_MAXAXES];
+  int64_t strides[SHM_MAXRANK];
+  arr_byte_strides(g->rank, g->shape, dtype_sizes[g->dt], strides);
+  int64_t low = (int64_t)arr_nbytes(g);
+  for (int64_t b = nb - 1; b >= 0; b--) {
+    after[b] = low;
+    val_coords(m, val_first_inst(m, spc->mask, b), coords);
+    int64_t start[SHM_MAXRANK], lo = 0;
+    vp_block_start(m, spc, coords, bt->shape, bt->rank, start);
+    for (int d = 0; d < g->rank; d++) lo += start[d] * strides[d];
+    if (lo < low) low = lo;
+  }
+  return after;
+}
+
+/* An operand of a shard_map that dies at it has been split into its
+   blocks: released before the body runs rather than after it, so the
+   whole array and its blocks are not both held while the body makes its
+   results (a spec that does not split it shares it, and keeps it). */
+static void release_split(Frame *F, IrStmt *st) {
+  for (int i = 0; i < st->nin; i++)
+    if (dies_here(F, &st->in[i])) set_slot(F, st->in[i].var, NULL);
+}
+
 /* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
@@ -383,19 +535,27 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     Val *v = val_new(spc->mask, nb);
     args[i] = v;
     uint8_t *need = needed_blocks(&bs, spc->mask, nb);     /* (under ranks: this rank's blocks) */
+    int64_t *after = spc->mask && nb > 1 && split_dies(F, st, i, g) ? split_plan(m, spc, &bt, g, nb) : NULL;
+    size_t done = 0;
     for (int64_t b = 0; b < nb; b++) {
       if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
       if (need && !need[b]) continue;
       val_coords(m, val_first_inst(m, spc->mask, b), coords);
       int64_t start[SHM_MAXRANK];
-      block_start(m, spc, coords, bt.shape, bt.rank, start);
+      vp_block_start(m, spc, coords, bt.shape, bt.rank, start);
       v->blk[b] = arr_block(g, start, bt.shape);
       if (d >= 0) arr_drop_dim(v->blk[b], d);
+      if (after && (size_t)after[b] > done) {
+        mem_discard(g, (size_t)((char *)g->data - (char *)g) + done, (size_t)after[b] - done);
+        done = (size_t)after[b];
+      }
     }
+    scratch_free(after);
     scratch_free(need);
   }
+  release_split(F, st);
   if (lo < hi) {
-    call_fn(I, F, body, args, outs, &bs, st);
+    call_fn_consuming(I, F, body, args, outs, &bs, st);
   } else {                 /* a rank owning none of the mesh's instances */
     for (int i = 0; i < nout; i++) {
       uint32_t R = body->outs[i].var ? body->outs[i].var->t.vma : 0;
@@ -424,7 +584,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
         }
         val_coords(m, inst, coords);
         int64_t start[SHM_MAXRANK];
-        block_start(m, spc, coords, view.shape, view.rank, start);
+        vp_block_start(m, spc, coords, view.shape, view.rank, start);
         arr_put_block(g, start, &view);
       }
     }
@@ -445,7 +605,8 @@ static void step(Interp *I, const Space *sp) {
   if (I->max_steps && ++I->steps > I->max_steps) {
     char where[256] = "";
     if (sp->mesh) devices_text(sp, where, sizeof where);
-    err_throw("more than %ld loop iterations (the --max-steps limit)%s", I->max_steps, where);
+    err_throw("more than %ld loop iterations (the --max-steps limit: a larger N raises it; without the option "
+              "there is no limit)%s", I->max_steps, where);
   }
 }
 
@@ -791,10 +952,24 @@ static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
   vals_free(all);
 }
 
+/* The caller's side of passing values on: an argument whose variable dies
+   at this call (and is passed once) is let go of before the call, so the
+   callee holds it alone. */
+static void pass_dying(Frame *F, IrStmt *st) {
+  for (int i = 0; i < st->nin; i++) {
+    IrVar *v = st->in[i].var;
+    if (!released_here(F, v)) continue;
+    bool once = true;
+    for (int k = 0; k < st->nin; k++) once &= k == i || st->in[k].var != v;
+    if (once) set_slot(F, v, NULL);
+  }
+}
+
 static void exec_call(Interp *I, Frame *F, IrStmt *st) {
   Val **args = atom_vals(F, st->in, st->nin);
   Val **outs = vals_new(st->nout);
-  call_fn(I, F, st->callee, args, outs, &F->space, st);
+  pass_dying(F, st);
+  call_fn_consuming(I, F, st->callee, args, outs, &F->space, st);
   for (int j = 0; j < st->nout; j++) {
     set_slot(F, st->out[j], outs[j]);
     outs[j] = NULL;
@@ -805,41 +980,52 @@ static void exec_call(Interp *I, Frame *F, IrStmt *st) {
 
 /* ---- print ---------------------------------------------------------------------------- */
 
-/* Device d's part of a printed value: its header line and its block. */
-static void device_part(Buf *b, const Mesh *m, Val *v, int64_t d) {
-  int64_t coords[SHM_MAXAXES];
-  val_coords(m, d, coords);
-  buf_printf(b, "On device %lld at mesh coordinates (", (long long)d);
-  for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
-  buf_puts(b, m->naxes == 1 ? ",) = (" : ") = (");
-  for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)coords[k]);
-  buf_puts(b, m->naxes == 1 ? ",):\n" : "):\n");
-  fmt_array(b, v->blk[val_block_of(m, v->mask, d)]);
-}
-
-void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
-  const Mesh *m = sp->mesh;
-  if (!m) {
-    fmt_array(b, v->blk[0]);
-    return;
-  }
-  if (!at_line_start) buf_putc(b, '\n');
-  bool first = true;
-  for (int64_t d = 0; d < m->ndev; d++) {
-    if (!fab_runs(sp, d)) continue;
-    if (!first) buf_putc(b, '\n');
-    first = false;
-    device_part(b, m, v, d);
-  }
-}
-
 /* Items are separated by one space, as Python's print does; inside a body
    a value prints as one block per device, on lines of its own. */
 static void release_buf(void *b) { buf_free(b); }
 
+const Spec *eval_result_spec(Frame *F, const IrVar *v) {
+  IrStmt *call = F->caller ? F->caller->cur : NULL;
+  if (!v || !call || call->k != IS_EQN || call->prim != P_SHARD_MAP || call->at->fns[0] != F->fn) return NULL;
+  ShardMap *sm = call->at->ext;
+  for (int k = 0; k < F->fn->nouts && k < sm->nout; k++)
+    if (F->fn->outs[k].var == v) return &sm->out[k];
+  for (int k = 0; k < F->fn->nparams && k < sm->nin; k++)
+    if (F->fn->params[k] == v) return &sm->in[k];
+  return NULL;
+}
+
+static void release_arr(void *a) { arr_unref(a); }
+
+/* The spec of print[global=...] of variable var: spc as written, else
+   var's out_spec if the body returns it, else the default of vprint.h
+   (in *dflt). */
+static const Spec *global_spec(Frame *F, IrVar *var, const Spec *spc, uint32_t mask, Spec *dflt) {
+  if (!spc) spc = eval_result_spec(F, var);
+  if (!spc) vp_default_spec(F->space.mesh, mask, dflt), spc = dflt;
+  return spc;
+}
+
+/* print[global=...] of variable var: the array its spec assembles. */
+static void put_global(Buf *b, Frame *F, IrVar *var, const Spec *spc) {
+  const Mesh *m = F->space.mesh;
+  Val *v = value_of(F, var);
+  Spec dflt;
+  spc = global_spec(F, var, spc, v->mask, &dflt);
+  char msg[256];
+  Array *a = vp_assemble(m, spc, v, msg, sizeof msg);
+  if (!a) err_throw("print[global]: %s", msg);
+  err_defer(release_arr, a);
+  vp_global_text(b, m, spc, a);
+  err_undefer(a);
+  arr_unref(a);
+}
+
 /* Under several ranks a print is an output event (fabmpi.h): its text
-   and each device's part apart, merged with the other ranks' on rank 0.
-   At the top level rank 0 alone records it. */
+   parts, and each value inside a body as a value part (its header and
+   the blocks of this rank's devices), which rank 0 formats from every
+   rank's blocks (vp_format_parts) as one process would.  At the top
+   level rank 0 alone records it. */
 static void print_event(Frame *F, IrStmt *st) {
   const Mesh *m = F->space.mesh;
   if (!m && fmpi_rank() != 0) return;
@@ -859,11 +1045,21 @@ static void print_event(Frame *F, IrStmt *st) {
     if (b.n) fmpi_out_text(b.p, b.n);
     if (!blocks) continue;
     Val *v = value_of(F, it->atom.var);
+    const IrVar *var = it->atom.var;
+    Spec dflt;
+    const Spec *gs = st->print_global ? global_spec(F, it->atom.var, st->print_spec, v->mask, &dflt) : NULL;
+    char msg[256];
+    if (gs && !vp_global_ok(m, gs, v->mask, var->t.rank, msg, sizeof msg)) err_throw("print[global]: %s", msg);
+    if (gs && F->space.active)
+      err_throw("print[global]: across ranks, a global view is printed only where every device runs "
+                "(not inside a branch that varies by device); run on one process to see it here");
+    buf_reset(&b);
+    vp_part_header(&b, m, v->mask, &var->t, gs);
+    fmpi_out_value(b.p, b.n);
     for (int64_t d = 0; d < m->ndev; d++) {
       if (!fab_runs(&F->space, d)) continue;
-      buf_reset(&b);
-      device_part(&b, m, v, d);
-      fmpi_out_device(d, b.p, b.n);
+      Array *a = v->blk[val_block_of(m, v->mask, d)];
+      fmpi_out_device(d, a->data, arr_nbytes(a));
     }
   }
   fmpi_out_text("\n", 1);
@@ -887,7 +1083,8 @@ static void exec_print(Frame *F, IrStmt *st) {
     after_blocks = blocks;
     if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
     else if (it->atom.lit) fmt_array(&b, it->atom.lit);
-    else eval_print_value(&b, &F->space, value_of(F, it->atom.var), true);
+    else if (st->print_global) put_global(&b, F, it->atom.var, st->print_spec);
+    else vp_value(&b, &F->space, value_of(F, it->atom.var), true);
   }
   buf_putc(&b, '\n');
   fwrite(b.p, 1, b.n, stdout);
@@ -1077,6 +1274,7 @@ bool eval_run_to(Interp *I, int start, int to) {
   }
   if (I->release_top && !I->main->drops_planned) plan_drops(I->main);
   volatile int i = start;
+  fmpi_set_format(vp_format_parts);
   ErrJmp j;
   if (ERR_TRY(&j)) {
     for (; i < (to < 0 || to > I->main->nbody ? I->main->nbody : to); i++) {

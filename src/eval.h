@@ -93,8 +93,11 @@ void eval_set_max_steps(Interp *I, long n);
    once the whole program is checked. */
 void eval_release_top(Interp *I);
 
-/* Print a value as `print` does (one block per device inside a body). */
-void eval_print_value(Buf *b, const Space *sp, Val *v, bool at_line_start);
+
+/* The out_spec through which the shard_map body running in F returns
+   variable v (or the in_spec of a parameter v), or NULL (F is no body, or
+   v is neither one of its results nor a parameter). */
+const Spec *eval_result_spec(Frame *F, const IrVar *v);
 
 /* Set by a SIGINT handler: the running statement stops at the next step. */
 extern volatile sig_atomic_t eval_interrupted;

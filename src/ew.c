@@ -650,21 +650,21 @@ static inline double tanh_approx(double x) {
 
 /* In pieces of 256, by loops that vectorise but the last, which is rare. */
 static void tanh_f32(const float *x, float *o, int64_t n) {
-  double t[256];
+  double t[256], xd[256];     /* xd: the chunk's inputs, as o may be x (a donated operand, eval.c) */
   for (int64_t i0 = 0; i0 < n; i0 += 256) {
     int64_t m = n - i0 < 256 ? n - i0 : 256;
     const float *xs = x + i0;
     float *os = o + i0;
-    for (int64_t i = 0; i < m; i++) t[i] = (double)xs[i];
-    for (int64_t i = 0; i < m; i++) t[i] = tanh_approx(t[i]);
+    for (int64_t i = 0; i < m; i++) xd[i] = (double)xs[i];
+    for (int64_t i = 0; i < m; i++) t[i] = tanh_approx(xd[i]);
     int unsure = 0;
     for (int64_t i = 0; i < m; i++) {
       os[i] = (float)t[i];
-      unsure |= TANH_UNSURE(t[i], (double)xs[i]);
+      unsure |= TANH_UNSURE(t[i], xd[i]);
     }
     if (unsure)
       for (int64_t i = 0; i < m; i++)
-        if (TANH_UNSURE(t[i], (double)xs[i])) os[i] = (float)tanh((double)xs[i]);
+        if (TANH_UNSURE(t[i], xd[i])) os[i] = (float)tanh(xd[i]);
   }
 }
 
@@ -826,6 +826,38 @@ static void reduce_complex(int op, const Array *a, const int64_t *ostr, Array *r
   mem_free(acc);
 }
 
+/* The common reductions of f32 and f64 arrays by a typed loop: the
+   reduced axes the last ones (each result folds one contiguous run) or
+   the first ones (each folds one element of every row, rows in order).
+   The same folds, in the same order, as the general loop below; false
+   when a is not such a case. */
+static bool reduce_float_fast(int op, const Array *a, const bool *red, Array *r, double *af) {
+  int rank = a->rank, k = 0;
+  if (a->dt != DT_F32 && a->dt != DT_F64) return false;
+  while (k < rank && !red[k]) k++;
+  int e = k;
+  while (e < rank && red[e]) e++;
+  bool suffix = e == rank, prefix = k == 0;
+  for (int d = e; d < rank; d++) if (red[d]) return false;
+  if (!suffix && !prefix) return false;
+  int64_t n = a->size / r->size;           /* elements folded into each result */
+  const float *xf = a->dt == DT_F32 ? a->data : NULL;
+  const double *xd = a->dt == DT_F64 ? a->data : NULL;
+#define RD(i) (xf ? (double)xf[i] : xd[i])
+  if (suffix) {
+    for (int64_t j = 0; j < r->size; j++) {
+      double acc = af[j];
+      for (int64_t i = j * n; i < (j + 1) * n; i++) acc = bin_f(op, acc, RD(i));
+      af[j] = acc;
+    }
+  } else {
+    for (int64_t row = 0; row < n; row++)
+      for (int64_t j = 0; j < r->size; j++) af[j] = bin_f(op, af[j], RD(row * r->size + j));
+  }
+#undef RD
+  return true;
+}
+
 /* Folds `a` over the axes `axes` (distinct, in range) with the binary op
    into r, whose shape is a's without those axes.  Elements are folded in
    row-major order; floats accumulate in double, integers in 64 bits. */
@@ -853,7 +885,7 @@ void ew_reduce(int op, const Array *a, const IntList *axes, Array *r) {
     if (fl) af[j] = red_init_f(op);
     else ai[j] = red_init_i(op, a->dt);
   }
-  for (int64_t i = 0; i < a->size; i++) {
+  for (int64_t i = fl && reduce_float_fast(op, a, red, r, af) ? a->size : 0; i < a->size; i++) {
     if (fl) af[o] = bin_f(op, af[o], arr_getf(a, i));
     else ai[o] = fold_i(op, ai[o], a, i, bits);
     for (int d = rank - 1; d >= 0; d--) {

@@ -90,10 +90,14 @@ void fmpi_path_put(Buf *b) {
 
 /* ---- output events ------------------------------------------------------------------
    An event: the path (n, n int64s), the number of parts (int64), then
-   parts: kind 0 (text: length, bytes) or kind 1 (devices: count, then
-   per device: its number, length, bytes). */
+   parts: kind 0 (text: length, bytes), kind 1 (devices: count, then per
+   device: its number, length, bytes) or kind 2 (a value: its header's
+   length and bytes, then devices as kind 1). */
 
 static Buf outlog;
+static FmpiFormat value_format;     /* rank 0's writer of value parts */
+
+void fmpi_set_format(FmpiFormat f) { value_format = f; }
 static size_t ev_nparts_at, dev_count_at;
 static int64_t ev_nparts, dev_count;
 static int part_kind = -1;
@@ -116,14 +120,27 @@ void fmpi_out_text(const char *p, size_t n) {
   patch_i64(&outlog, ev_nparts_at, ++ev_nparts);
 }
 
+/* Open a part of devices (kind 1, or 2 after its header). */
+static void open_devices(void) {
+  dev_count_at = outlog.n;
+  dev_count = 0;
+  put_i64(&outlog, 0);
+  patch_i64(&outlog, ev_nparts_at, ++ev_nparts);
+}
+
+void fmpi_out_value(const char *hdr, size_t n) {
+  put_i64(&outlog, 2);
+  put_i64(&outlog, (int64_t)n);
+  if (n) buf_put(&outlog, hdr, n);
+  open_devices();
+  part_kind = 2;
+}
+
 void fmpi_out_device(int64_t dev, const char *p, size_t n) {
-  if (part_kind != 1) {
+  if (part_kind != 1 && part_kind != 2) {
     put_i64(&outlog, 1);
-    dev_count_at = outlog.n;
-    dev_count = 0;
-    put_i64(&outlog, 0);
+    open_devices();
     part_kind = 1;
-    patch_i64(&outlog, ev_nparts_at, ++ev_nparts);
   }
   put_i64(&outlog, dev);
   put_i64(&outlog, (int64_t)n);
@@ -198,9 +215,9 @@ static void read_events(const char *p, size_t n, int rank, Ev **evs, int *nev, i
     e->rank = rank;
     e->parts.p = r.p;
     for (int64_t k = 0; k < e->nparts; k++) {       /* skip to the next event */
-      if (get_i64(&r) == 0) {
-        get_bytes(&r, get_i64(&r));
-      } else {
+      int64_t kind = get_i64(&r);
+      if (kind != 1) get_bytes(&r, get_i64(&r));   /* text, or a value's header */
+      if (kind != 0) {
         int64_t c = get_i64(&r);
         for (int64_t d = 0; d < c; d++) {
           get_i64(&r);
@@ -212,19 +229,14 @@ static void read_events(const char *p, size_t n, int rank, Ev **evs, int *nev, i
   }
 }
 
-typedef struct DevPart {
-  int64_t dev, n;
-  const char *p;
-} DevPart;
-
 static int dev_cmp(const void *x, const void *y) {
-  const DevPart *a = x, *b = y;
+  const FmpiPart *a = x, *b = y;
   return a->dev < b->dev ? -1 : a->dev > b->dev;
 }
 
 /* Write the events e[0..n) (one place, several ranks) as one. */
-static void write_merged(FILE *out, Ev *e, int n) {
-  DevPart *dp = NULL;
+static void write_merged(FILE *out, Ev *e, int n, FmpiFormat format) {
+  FmpiPart *dp = NULL;
   int ndp = 0, cap = 0;
   for (int64_t k = 0; k < e[0].nparts; k++) {
     int64_t kind = get_i64(&e[0].parts);
@@ -234,6 +246,13 @@ static void write_merged(FILE *out, Ev *e, int n) {
       fwrite(get_bytes(&e[0].parts, len), 1, (size_t)len, out);
       for (int i = 1; i < n; i++) get_bytes(&e[i].parts, get_i64(&e[i].parts));
       continue;
+    }
+    const char *hdr = NULL;
+    int64_t nhdr = 0;
+    if (kind == 2) {
+      nhdr = get_i64(&e[0].parts);
+      hdr = get_bytes(&e[0].parts, nhdr);
+      for (int i = 1; i < n; i++) get_bytes(&e[i].parts, get_i64(&e[i].parts));
     }
     ndp = 0;
     for (int i = 0; i < n; i++) {
@@ -247,6 +266,13 @@ static void write_merged(FILE *out, Ev *e, int n) {
       }
     }
     if (ndp) qsort(dp, (size_t)ndp, sizeof *dp, dev_cmp);
+    if (kind == 2) {
+      Buf text = {0};
+      format(&text, hdr, (size_t)nhdr, dp, ndp);
+      fwrite(text.p, 1, text.n, out);
+      buf_free(&text);
+      continue;
+    }
     for (int d = 0; d < ndp; d++) {
       if (d) fputc('\n', out);
       fwrite(dp[d].p, 1, (size_t)dp[d].n, out);
@@ -257,12 +283,12 @@ static void write_merged(FILE *out, Ev *e, int n) {
 
 /* Write every event before the place `cut` (NULL: all), in the run's
    order; events of one place from several ranks are one print. */
-static void write_events(FILE *out, Ev *evs, int nev, const int64_t *cut, int64_t ncut) {
+static void write_events(FILE *out, Ev *evs, int nev, const int64_t *cut, int64_t ncut, FmpiFormat format) {
   if (nev) qsort(evs, (size_t)nev, sizeof *evs, ev_cmp);
   for (int a = 0, b; a < nev; a = b) {
     for (b = a + 1; b < nev && !key_cmp(evs[a].key, evs[a].nkey, evs[b].key, evs[b].nkey); b++) {}
     if (cut && key_cmp(evs[a].key, evs[a].nkey, cut, ncut) >= 0) break;
-    write_merged(out, evs + a, b - a);
+    write_merged(out, evs + a, b - a, format);
   }
   fflush(out);
 }
@@ -533,7 +559,7 @@ static void read_report(const char *p, size_t n, Report *r) {
 
 /* Rank 0: write the merged output, report the first failure; fills the
    statuses of all ranks. */
-static void conclude(const char *all, const long long *len, int64_t *status, FmpiMerge merge) {
+static void conclude(const char *all, const long long *len, int64_t *status, FmpiMerge merge, FmpiFormat format) {
   Report *rep = mem_calloc(sizeof *rep * (size_t)nranks);
   const char **ex = mem_calloc((sizeof(char *) + sizeof(size_t)) * (size_t)nranks);
   size_t *exn = (size_t *)(ex + nranks);
@@ -549,7 +575,7 @@ static void conclude(const char *all, const long long *len, int64_t *status, Fmp
     if (rep[r].status == 1 && (first < 0 || key_cmp(rep[r].key, rep[r].nkey, rep[first].key, rep[first].nkey) < 0))
       first = r;
   }
-  write_events(stdout, evs, nev, first >= 0 ? rep[first].key : NULL, first >= 0 ? rep[first].nkey : 0);
+  write_events(stdout, evs, nev, first >= 0 ? rep[first].key : NULL, first >= 0 ? rep[first].nkey : 0, format);
   if (first >= 0) {
     fwrite(rep[first].err, 1, (size_t)rep[first].nerr, stderr);
     fflush(stderr);
@@ -621,7 +647,7 @@ bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge) {
   }
   check(MPI_Igatherv(b.p, (int)mine, MPI_BYTE, all, cnt, cnt + nranks, MPI_BYTE, 0, synccomm, &req));
   wait_req(&req, false);
-  if (my_rank == 0) conclude(all, len, status, merge);
+  if (my_rank == 0) conclude(all, len, status, merge, value_format);
   check(MPI_Ibcast(status, nranks, MPI_INT64_T, 0, synccomm, &req));
   wait_req(&req, false);
   drain_notices(status);

@@ -90,7 +90,21 @@ void fmpi_path_put(Buf *b);
 void fmpi_out_begin(void);
 void fmpi_out_text(const char *p, size_t n);
 void fmpi_out_device(int64_t dev, const char *p, size_t n);
+/* A value part: `hdr` describes the value, and the fmpi_out_device parts
+   that follow (until the next part) carry its blocks, one per device
+   here.  Rank 0 hands the header and every rank's blocks, sorted by
+   device, to fmpi_sync's formatter, which writes the text. */
+void fmpi_out_value(const char *hdr, size_t n);
 void fmpi_out_end(void);
+
+/* A device's part of an event as rank 0 reads it. */
+typedef struct FmpiPart {
+  int64_t dev, n;
+  const char *p;
+} FmpiPart;
+typedef void (*FmpiFormat)(Buf *out, const char *hdr, size_t n, const FmpiPart *parts, int nparts);
+/* The writer of value parts, set once before anything runs. */
+void fmpi_set_format(FmpiFormat f);
 
 /* The end of a top-level statement, on every rank.  `err`: this rank's
    runtime error message (diagnostic text) or NULL; `extra`: bytes for

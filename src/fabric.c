@@ -10,6 +10,7 @@
 #include "err.h"
 #include "fabmpi.h"
 #include "fabric.h"
+#include "half.h"
 #include "par.h"
 
 /* ---- statistics ---------------------------------------------------------------------- */
@@ -29,12 +30,48 @@ static Stat stats[P_COUNT];
    bytes each sends and receives), merged on rank 0 into `stats`. */
 static Buf records;
 
+/* The same totals per set of mesh axes a collective runs over ("i",
+   "(i, j)"), in the order first met. */
+enum { NAXSTAT = 16 };
+typedef struct AxStat {
+  char axes[64];
+  long calls;
+  double sent;
+} AxStat;
+static AxStat axstats[NAXSTAT + 1];     /* the last: every other set */
+static int naxstats;
+static char cur_axes[64];               /* of the collective running */
+
 void fab_stats_reset(void) {
   memset(stats, 0, sizeof stats);
+  memset(axstats, 0, sizeof axstats);
+  naxstats = 0;
   buf_reset(&records);
 }
 
-static void count_call(int prim, long devices, double sent_each, double recv_each) {
+bool fab_stats_any(void) {
+  for (int p = 0; p < P_COUNT; p++)
+    if (stats[p].calls) return true;
+  return false;
+}
+
+/* The entry of the set of axes `axes`. */
+static AxStat *axstat_of(const char *axes) {
+  for (int k = 0; k < naxstats; k++)
+    if (!strcmp(axstats[k].axes, axes)) return &axstats[k];
+  if (naxstats == NAXSTAT) {
+    snprintf(axstats[NAXSTAT].axes, sizeof axstats[NAXSTAT].axes, "other axes");
+    return &axstats[NAXSTAT];
+  }
+  snprintf(axstats[naxstats].axes, sizeof axstats[naxstats].axes, "%s", axes);
+  return &axstats[naxstats++];
+}
+
+/* One call of collective prim over the mesh axes `axes` (as text). */
+static void count_call(int prim, long devices, double sent_each, double recv_each, const char *axes) {
+  AxStat *ax = axstat_of(axes);
+  ax->calls++;
+  ax->sent += sent_each * (double)devices;
   Stat *s = &stats[prim];
   s->calls++;
   s->devices += devices;
@@ -44,9 +81,11 @@ static void count_call(int prim, long devices, double sent_each, double recv_eac
   s->per_dev_sent += sent_each;
 }
 
+/* A collective's call: counted here, or under several ranks recorded
+   for rank 0's merge. */
 static void account(int prim, long devices, double sent_each, double recv_each) {
   if (fmpi_size() == 1) {
-    count_call(prim, devices, sent_each, recv_each);
+    count_call(prim, devices, sent_each, recv_each, cur_axes);
     return;
   }
   fmpi_path_put(&records);
@@ -55,6 +94,7 @@ static void account(int prim, long devices, double sent_each, double recv_each) 
   buf_put(&records, (const char *)&p, sizeof p);
   buf_put(&records, (const char *)&d, sizeof d);
   buf_put(&records, (const char *)x, sizeof x);
+  buf_put(&records, cur_axes, sizeof cur_axes);
 }
 
 const Buf *fab_stats_records(void) { return &records; }
@@ -68,6 +108,7 @@ typedef struct Rec {
   const int64_t *key;
   int64_t nkey, prim, devices;
   double sent, recv;
+  const char *axes;             /* (sizeof cur_axes bytes, NUL-terminated) */
 } Rec;
 
 static int rec_cmp(const void *x, const void *y) {
@@ -96,25 +137,34 @@ void fab_stats_merge(const char *const *p, const size_t *n, int nranks) {
       memcpy(&e->devices, q + 8, 8);
       memcpy(&e->sent, q + 16, 8);
       memcpy(&e->recv, q + 24, 8);
-      q += 32;
+      e->axes = q + 32;
+      q += 32 + sizeof cur_axes;
     }
   if (nrec) qsort(rec, (size_t)nrec, sizeof *rec, rec_cmp);
   for (int a = 0, b; a < nrec; a = b) {       /* one call: the records of one place */
     long devices = 0;
     for (b = a; b < nrec && !rec_cmp(&rec[a], &rec[b]); b++) devices += (long)rec[b].devices;
-    count_call((int)rec[a].prim, devices, rec[a].sent, rec[a].recv);
+    count_call((int)rec[a].prim, devices, rec[a].sent, rec[a].recv, rec[a].axes);
   }
   mem_free(rec);
 }
 
-static void human(char *out, size_t n, double bytes) {
-  if (bytes < 1024) snprintf(out, n, "%.0f B", bytes);
-  else if (bytes < 1024.0 * 1024) snprintf(out, n, "%.1f KiB", bytes / 1024);
-  else if (bytes < 1024.0 * 1024 * 1024) snprintf(out, n, "%.1f MiB", bytes / 1024 / 1024);
-  else snprintf(out, n, "%.2f GiB", bytes / 1024 / 1024 / 1024);
+/* The table's rows by mesh axes, then (explain) what its columns mean. */
+static void stats_tail(FILE *out, bool explain) {
+  for (int k = 0; k <= NAXSTAT; k++) {
+    AxStat *a = &axstats[k];
+    if (!a->calls) continue;
+    char t[32];
+    mem_human(t, sizeof t, a->sent);
+    fprintf(out, "  over %-15s %7ld %8s %14s %14s\n", a->axes, a->calls, "", "", t);
+  }
+  if (!explain) return;
+  fputs("(calls: times the collective ran; devices: the most devices taking part in one call;\n"
+        " sent/device: bytes one device sends, summed over the calls; total sent: bytes all\n"
+        " devices send; `over AXES`: the totals of the collectives over those mesh axes)\n", out);
 }
 
-void fab_stats_print(FILE *out) {
+void fab_stats_print(FILE *out, bool explain) {
   fprintf(out, "%-22s %7s %8s %14s %14s\n", "collective", "calls", "devices", "sent/device", "total sent");
   long calls = 0, devs = 0;
   double total = 0, per = 0;
@@ -122,8 +172,8 @@ void fab_stats_print(FILE *out) {
     Stat *s = &stats[p];
     if (!s->calls) continue;
     char a[32], b[32];
-    human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
-    human(b, sizeof b, s->sent);
+    mem_human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
+    mem_human(b, sizeof b, s->sent);
     fprintf(out, "%-22s %7ld %8ld %14s %14s\n", prim_table[p].name, s->calls, s->maxdev, a, b);
     calls += s->calls;
     devs += s->devices;
@@ -131,11 +181,12 @@ void fab_stats_print(FILE *out) {
     per += s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0;
   }
   char a[32], b[32];
-  human(a, sizeof a, per);
-  human(b, sizeof b, total);
+  mem_human(a, sizeof a, per);
+  mem_human(b, sizeof b, total);
   fprintf(out, "%-22s %7ld %8s %14s %14s\n", "total", calls, "", a, b);
+  stats_tail(out, explain);
   if (fmpi_size() > 1) {
-    human(b, sizeof b, fmpi_bytes_crossed());
+    mem_human(b, sizeof b, fmpi_bytes_crossed());
     fprintf(out, "across %d ranks, %s crossed between them\n", fmpi_size(), b);
   }
 }
@@ -193,9 +244,35 @@ uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
    stays in cache while every member's block is added to it. */
 #define TILE 2048
 
-/* reduce_into for the 16-bit floats (each step in f32, rounded, as XLA's
-   CPU backend adds them) and complex numbers (part by part). */
+/* reduce_into for the 16-bit floats by a typed loop: each step in f32,
+   its result rounded to the dtype (as reduce_slow does). */
+static void reduce_half16(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+  bool bf = dt == DT_BF16;
+  uint16_t *d = dst;
+  for (int64_t i = 0; i < n; i++) {
+    const uint16_t *x0 = src[0]->data;
+    float re = bf ? bf16_to_f32(x0[off + i]) : f16_to_f32(x0[off + i]);
+    for (int64_t g = 1; g < p; g++) {
+      uint16_t h = ((const uint16_t *)src[g]->data)[off + i];
+      float br = bf ? bf16_to_f32(h) : f16_to_f32(h);
+      if (prim == P_PMAX) re = (re != re || re >= br) ? re : br;
+      else if (prim == P_PMIN) re = (re != re || re <= br) ? re : br;
+      else {
+        float t = re + br;
+        re = bf ? bf16_to_f32(bf16_from_f32(t)) : f16_to_f32(f16_from_f32(t));
+      }
+    }
+    d[i] = bf ? bf16_from_f32(re) : f16_from_f32(re);
+  }
+}
+
+/* reduce_into for complex numbers (part by part) and what reduce_half16
+   does not take. */
 static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+  if (dtype_is_half(dt) && (prim == P_PSUM || prim == P_PMAX || prim == P_PMIN)) {
+    reduce_half16(prim, dt, dst, src, p, off, n);
+    return;
+  }
   Array d = *src[0];
   d.data = (char *)dst - off * dtype_sizes[dt];      /* dst as an array indexed like the sources */
   d.size = off + n;
@@ -955,6 +1032,18 @@ static void trim(const Space *sp, Val *out) {
   mem_free(need);
 }
 
+/* cur_axes: "i" or "(i, j)", the axes of mask. */
+static void axes_text(const Mesh *m, uint32_t mask) {
+  size_t len = 0;
+  int n = 0;
+  for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
+  if (n != 1) len += (size_t)snprintf(cur_axes, sizeof cur_axes, "(");
+  for (int k = 0, c = 0; k < m->naxes && len < sizeof cur_axes; k++)
+    if (mask & (1u << k))
+      len += (size_t)snprintf(cur_axes + len, sizeof cur_axes - len, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
+  if (n != 1 && len < sizeof cur_axes) snprintf(cur_axes + len, sizeof cur_axes - len, ")");
+}
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
   Coll c;
   memset(&c, 0, sizeof c);
@@ -966,6 +1055,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.outt = outt;
   c.donate = donate;
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
+  axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
   c.out = val_new(outt->vma, val_nblk(c.m, outt->vma));
   /* on a runtime error, drop the references `out` took; the caller's

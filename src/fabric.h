@@ -67,7 +67,11 @@ void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n
 
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);
-void fab_stats_print(FILE *out);
+/* The table of what the collectives since the reset sent, with rows by
+   mesh axes; explain: then a note on what the columns mean. */
+void fab_stats_print(FILE *out, bool explain);
+/* Did any collective run since the reset? */
+bool fab_stats_any(void);
 /* Under several ranks the calls are counted on rank 0: each rank's
    records since the last sync (fmpi_sync's extra bytes), forgotten with
    fab_stats_records_done, and rank 0's merge of every rank's. */

@@ -5,22 +5,6 @@
 #include <string.h>
 #include "half.h"
 
-float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-uint16_t bf16_from_f32(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* NaN: quiet, sign kept */
-  uint32_t lsb = (u >> 16) & 1;
-  u += 0x7fffu + lsb;            /* to nearest, ties to even; overflow reaches inf */
-  return (uint16_t)(u >> 16);
-}
-
 uint16_t bf16_from_f64(double d) { return bf16_from_f32((float)d); }
 
 float f16_to_f32(uint16_t h) {

@@ -12,10 +12,25 @@
 #define SHM_HALF_H
 
 #include <stdint.h>
+#include <string.h>
 
-float bf16_to_f32(uint16_t h);
+/* (inline: the conversion loops of matmuls and collectives vectorise) */
+static inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 /* Rounded to nearest even (as ml_dtypes and XLA do). */
-uint16_t bf16_from_f32(float f);
+static inline uint16_t bf16_from_f32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* NaN: quiet, sign kept */
+  uint32_t lsb = (u >> 16) & 1;
+  u += 0x7fffu + lsb;            /* to nearest, ties to even; overflow reaches inf */
+  return (uint16_t)(u >> 16);
+}
 /* Through f32, as ml_dtypes' bfloat16(double) does. */
 uint16_t bf16_from_f64(double d);
 float f16_to_f32(uint16_t h);

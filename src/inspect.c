@@ -12,6 +12,9 @@
 #include "err.h"
 #include "format.h"
 #include "inspect.h"
+#include "vprint.h"
+#include "rule.h"
+#include "layout.h"
 #include "show.h"
 
 /* ---- messages and arguments ---------------------------------------------------------- */
@@ -127,25 +130,6 @@ void insp_put_axes(Buf *b, const Mesh *m) {
   buf_puts(b, m->naxes == 1 ? ",)" : ")");
 }
 
-void insp_put_devset(Buf *b, const uint8_t *set, int64_t n) {
-  int64_t c = 0;
-  for (int64_t d = 0; d < n; d++) c += !set || set[d];
-  if (c == n && n == 2) { buf_puts(b, "both devices"); return; }
-  if (c == n && n > 2) { buf_printf(b, "all %lld devices", (long long)n); return; }
-  if (c == 0) { buf_puts(b, "no device"); return; }
-  buf_puts(b, c == 1 ? "device " : "devices ");
-  bool first = true;
-  for (int64_t d = 0; d < n; d++) {
-    if (set && !set[d]) continue;
-    int64_t e = d;
-    while (e + 1 < n && (!set || set[e + 1])) e++;
-    if (!first) buf_puts(b, ", ");
-    first = false;
-    if (e - d >= 2) { buf_printf(b, "%lld-%lld", (long long)d, (long long)e); d = e; }
-    else buf_printf(b, "%lld", (long long)d);
-  }
-}
-
 bool insp_on_path(const Space *sp, int64_t d) { return !sp->active || sp->active[d]; }
 
 /* A device named by `N` or by mesh coordinates `(1, 0)`; -1 after a
@@ -206,7 +190,7 @@ static void put_value(Buf *b, const Space *sp, Val *v, int64_t dev) {
     else buf_printf(b, "(device %lld is not on this path)", (long long)dev);
     return;
   }
-  eval_print_value(b, sp, v, true);
+  vp_value(b, sp, v, true);
 }
 
 void insp_put_named(Buf *b, const char *label, const Space *sp, Val *v, int64_t dev) {
@@ -334,6 +318,68 @@ bool insp_run(const Insp *in, Frame *G, IrFunc *f, Val **out, Buf *err) {
   return false;
 }
 
+/* The out_spec a body's result `expr` leaves through, when G is a
+   shard_map body's frame and expr names one of its results. */
+static const Spec *result_spec(Frame *G, const char *expr) {
+  for (int k = 0; k < G->fn->nouts + G->fn->nparams; k++) {
+    IrVar *v = k < G->fn->nouts ? G->fn->outs[k].var : G->fn->params[k - G->fn->nouts];
+    if (v && v->name.n == (int)strlen(expr) && !memcmp(v->name.p, expr, strlen(expr))) return eval_result_spec(G, v);
+  }
+  return NULL;
+}
+
+/* The global view of v: the array the result's out_spec (or, for any
+   other value, the spec stacking the axes it varies over on dimension 0)
+   assembles. */
+static bool put_global(Buf *out, Frame *G, const char *expr, Val *v, Buf *err) {
+  const Mesh *m = G->space.mesh;
+  if (!m) { fmt_array(out, v->blk[0]); buf_putc(out, '\n'); return true; }
+  Spec dflt;
+  const Spec *spc = result_spec(G, expr);
+  if (!spc) vp_default_spec(m, v->mask, &dflt), spc = &dflt;
+  char msg[256];
+  Array *a = vp_assemble(m, spc, v, msg, sizeof msg);
+  if (!a) { buf_puts(err, msg); return false; }
+  buf_puts(out, "global, as ");
+  rule_spec_text(out, spc, m);
+  buf_printf(out, " assembles it:\n");
+  fmt_array(out, a);
+  buf_putc(out, '\n');
+  arr_unref(a);
+  return true;
+}
+
+/* `layout x`: the picture of where v's blocks are in the global array
+   (laid out as the global view: put_global's spec). */
+static bool put_layout(Buf *out, Frame *G, const char *expr, Val *v, Buf *err) {
+  const Mesh *m = G->space.mesh;
+  const Array *b0 = NULL;
+  for (int64_t i = 0; i < v->nblk && !b0; i++) b0 = v->blk[i];
+  if (!b0) { buf_puts(err, "no device on this path holds the value"); return false; }
+  Spec dflt;
+  const Spec *spc = m ? result_spec(G, expr) : NULL;
+  if (m && !spc) vp_default_spec(m, v->mask, &dflt), spc = &dflt;
+  if (m && b0->rank == 0 && v->mask) {
+    buf_puts(err, "a scalar that varies between devices has no global layout to draw");
+    return false;
+  }
+  int64_t shape[SHM_MAXRANK];
+  for (int d = 0; d < b0->rank; d++) {
+    shape[d] = b0->shape[d];
+    for (int k = 0; spc && d < spc->ndims && k < spc->dim[d].naxes; k++) shape[d] *= m->size[spc->dim[d].axes[k]];
+  }
+  if (spc) {
+    buf_puts(out, "global, as ");
+    rule_spec_text(out, spc, m);
+    buf_puts(out, " assembles it:\n");
+  }
+  if (!layout_draw(out, m, spc, b0->rank, shape, layout_width(), layout_unicode())) {
+    buf_puts(err, buf_cstr(out));
+    return false;
+  }
+  return true;
+}
+
 bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, int64_t dev, Buf *out, Buf *err) {
   IrFunc *f = insp_compile(in, G, expr, err);
   if (!f) return false;
@@ -341,7 +387,9 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
   bool ok = insp_run(in, G, f, vals, err);
   if (ok)
     for (int i = 0; i < f->nouts; i++) {
-      if (label) insp_put_named(out, label, &G->space, vals[i], dev);
+      if (dev == INSP_GLOBAL) ok = ok && put_global(out, G, expr, vals[i], err);
+      else if (dev == INSP_LAYOUT) ok = ok && put_layout(out, G, expr, vals[i], err);
+      else if (label) insp_put_named(out, label, &G->space, vals[i], dev);
       else {
         put_value(out, &G->space, vals[i], dev);
         buf_putc(out, '\n');
@@ -353,6 +401,21 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
 }
 
 /* ---- print and device ---------------------------------------------------------------- */
+
+/* Evaluate expression text in frame G and print it for dev (or its
+   global view or layout); complain when it fails.  `cmd` names the
+   command for the complaint about no expression. */
+static void eval_and_say(Insp *in, Frame *G, const char *text, int64_t dev, const char *cmd) {
+  char *e = insp_trim(text);
+  Buf out = {0}, err = {0};
+  if (!*e) insp_complain("%s needs an expression", cmd);
+  else if (insp_eval(in, G, e, NULL, dev, &out, &err)) fputs(buf_cstr(&out), stdout);
+  else insp_complain("%s", buf_cstr(&err));
+  fflush(stdout);
+  buf_free(&out);
+  buf_free(&err);
+  mem_free(e);
+}
 
 void insp_print(Insp *in, const char *args) {
   char *a = insp_trim(args);
@@ -371,7 +434,7 @@ void insp_print(Insp *in, const char *args) {
     if (dev < 0) { mem_free(a); return; }
     if (!insp_on_path(&G->space, dev)) {
       Buf b = {0};
-      insp_put_devset(&b, G->space.active, G->space.mesh->ndev);
+      vp_devset(&b, G->space.active, G->space.mesh->ndev);
       insp_complain("device %lld is not on this path (%s %s)", (long long)dev, buf_cstr(&b),
                     strchr(buf_cstr(&b), ',') || strchr(buf_cstr(&b), '-') ? "are" : "is");
       buf_free(&b);
@@ -379,16 +442,17 @@ void insp_print(Insp *in, const char *args) {
       return;
     }
   }
-  char *e = insp_trim(a);
-  Buf out = {0}, err = {0};
-  if (!*e) insp_complain("print needs an expression");
-  else if (insp_eval(in, G, e, NULL, dev, &out, &err)) fputs(buf_cstr(&out), stdout);
-  else insp_complain("%s", buf_cstr(&err));
-  fflush(stdout);
-  buf_free(&out);
-  buf_free(&err);
-  mem_free(e);
+  size_t n = strlen(a);
+  if (!at && n > 7 && !strcmp(a + n - 7, " global")) {
+    a[n - 7] = 0;
+    dev = INSP_GLOBAL;
+  }
+  eval_and_say(in, G, a, dev, "print");
   mem_free(a);
+}
+
+void insp_layout(Insp *in, const char *args) {
+  eval_and_say(in, in->stopped ? in->sel : eval_top(in->I), args, INSP_LAYOUT, "layout");
 }
 
 void insp_print_line(Insp *in, const char *line) {
@@ -638,7 +702,7 @@ static void whos_frame(Insp *in, Frame *G) {
     buf_put(&nm, v->name.p, (size_t)v->name.n);
     show_var_type(&ty, v);
     if (m && v->owner->mesh) {
-      insp_put_devset(&dv, G->space.active, m->ndev);
+      vp_devset(&dv, G->space.active, m->ndev);
       buf_puts(&dv, "; ");
       put_blocks(&dv, m, v->t.vma);
     } else {
@@ -720,7 +784,7 @@ static void print_mesh(Insp *in, const Mesh *m, const Space *sp) {
   if (sp && sp->active) {
     buf_reset(&b);
     buf_puts(&b, "on this path: ");
-    insp_put_devset(&b, sp->active, m->ndev);
+    vp_devset(&b, sp->active, m->ndev);
     insp_say("%s", buf_cstr(&b));
   }
   if (focus >= 0) insp_say("focus: device %lld (in brackets)", (long long)focus);
@@ -790,7 +854,7 @@ int insp_name(Insp *in, Str name) {
     if (!val) return -1;
     Buf b = {0};
     Space sp = {NULL, 1, NULL};
-    eval_print_value(&b, &sp, val, true);
+    vp_value(&b, &sp, val, true);
     buf_putc(&b, '\n');
     insp_emit(&b);
     buf_free(&b);

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include "check.h"
 #include "eval.h"
+#include "vprint.h"
 
 typedef struct Insp {
   Checker *C;
@@ -71,9 +72,6 @@ void insp_put_axis(Buf *b, const Mesh *m, int k);
 /* "(i, j)" and "(1, 0)": a mesh's axes and device d's coordinates. */
 void insp_put_axes(Buf *b, const Mesh *m);
 void insp_put_coords(Buf *b, const Mesh *m, int64_t d);
-/* "all 4 devices", "device 3", "devices 0, 2", "devices 0-5, 9": the
-   devices marked in set (NULL: all n). */
-void insp_put_devset(Buf *b, const uint8_t *set, int64_t n);
 /* Is device d on the path of space sp? */
 bool insp_on_path(const Space *sp, int64_t d);
 
@@ -84,6 +82,8 @@ bool insp_on_path(const Space *sp, int64_t d);
 void insp_put_named(Buf *b, const char *label, const Space *sp, Val *v, int64_t dev);
 /* The device values print for in frame G: the focus, if G is in a body. */
 int64_t insp_focus(const Insp *in, Frame *G);
+/* `p x global`: the device argument that asks for the global view. */
+enum { INSP_GLOBAL = -2, INSP_LAYOUT = -3 };
 
 /* ---- frames ---- */
 
@@ -115,6 +115,8 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
 /* ---- the commands that look ---- */
 
 /* `p EXPR [@ DEVICE]`. */
+/* `layout EXPR`: the picture of where the value's blocks are. */
+void insp_layout(Insp *in, const char *args);
 void insp_print(Insp *in, const char *args);
 /* A line at the (shdb) prompt that is no command: print it as an
    expression, or say it is neither a command nor a name. */

@@ -181,6 +181,8 @@ typedef struct IrStmt {
   Array *value;
   /* IS_PRINT */
   IrPrintItem *items;
+  bool print_global;      /* print[global=...]: the assembled array of each value */
+  struct Spec *print_spec; /* print[global=P(...)]: its spec; NULL: the default (vprint.h) */
   int nitems;
   /* IS_SHOW */
   char *text;

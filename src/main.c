@@ -12,6 +12,7 @@
 #include "fabmpi.h"
 #include "parse.h"
 #include "repl.h"
+#include "suggest.h"
 #include "trace.h"
 
 static const char usage[] =
@@ -53,6 +54,19 @@ static int bad_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "shmapi: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n(see shmapi --help)\n");
+  return 2;
+}
+
+/* An unknown option, with the closest known one. */
+static int unknown_option(const char *a) {
+  static const char *const known[] = {"--help", "--version", "--check", "--debug", "--stats", "--time",
+                                      "--abstract", "--list-hardware", "--hardware", "--place", "--trace",
+                                      "--save-hardware", "--trace-span", "--max-memory", "--max-steps", NULL};
+  Suggest sg;
+  sug_begin(&sg, (Str){a, (int)strlen(a)});
+  for (int k = 0; known[k]; k++) sug_offer(&sg, known[k], -1);
+  char hint[96];
+  fprintf(stderr, "shmapi: unknown option '%s'%s\n(see shmapi --help)\n", a, sug_text(&sg, hint, sizeof hint));
   return 2;
 }
 
@@ -201,7 +215,7 @@ static int run(int argc, char **argv) {
       if (a[6] == 'm') mem_set_limit((size_t)v);
       else max_steps = v;
     } else if (a[0] == '-' && a[1]) {
-      return bad_usage("unknown option '%s'", a);
+      return unknown_option(a);
     } else {
       if (file) return bad_usage("more than one file given ('%s')", a);
       file = a;
@@ -265,7 +279,7 @@ static int run(int argc, char **argv) {
           }
           fab_stats_reset();
           ok = eval_run(I, 0);
-          if (ok && stats && fmpi_rank() == 0) fab_stats_print(stdout);
+          if (ok && stats && fmpi_rank() == 0) fab_stats_print(stdout, true);
         }
         if (ok && T) ok = model_output(T, &mo, file ? file : "<command line>");
         status = ok ? 0 : 1;

@@ -15,7 +15,8 @@
 **
 ** Large blocks (array buffers of LARGE_MIN bytes or more) are mapped on
 ** their own, and a freed one is kept, still mapped, in a pool (at most
-** POOL_MAX bytes, or a quarter of --max-memory) that later large requests
+** POOL_MAX bytes or the most the program held at once, whichever is more,
+** and at most a quarter of --max-memory) that later large requests
 ** take first, best fit, giving back any excess pages.  A fresh mapping is
 ** first touched when a kernel writes its result: one page fault per 4 KiB,
 ** which for a 16 MiB array costs several times the write itself.  A pooled
@@ -30,6 +31,7 @@
 #include <unistd.h>
 #include "defs.h"
 #include "mem.h"
+#include <stdio.h>
 #include "err.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -61,6 +63,7 @@ typedef struct MemHdr {
 } MemHdr;
 
 static size_t in_use;
+static size_t peak_in_use;     /* the most ever in use at once (the pool's bound) */
 static size_t limit;
 static long fail_countdown;
 
@@ -92,8 +95,19 @@ static void check_request(size_t n) {
   if (fail_countdown > 0 && --fail_countdown == 0)
     err_throw("out of memory (injected failure)");
   if (n > ((size_t)1 << 62)) err_throw("out of memory: request of %zu bytes", n);
-  if (limit && in_use + n > limit)
-    err_throw("out of memory: %zu more bytes would pass the limit of %zu (see --max-memory)", n, limit);
+  if (limit && in_use + n > limit) {
+    char a[32], b[32];
+    err_throw("out of memory: %s more would pass the limit of %s (%zu and %zu bytes; see --max-memory)",
+              mem_human(a, sizeof a, (double)n), mem_human(b, sizeof b, (double)limit), n, limit);
+  }
+}
+
+const char *mem_human(char *out, size_t n, double bytes) {
+  if (bytes < 1024) snprintf(out, n, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024) snprintf(out, n, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024) snprintf(out, n, "%.1f MiB", bytes / 1024 / 1024);
+  else snprintf(out, n, "%.2f GiB", bytes / 1024 / 1024 / 1024);
+  return out;
 }
 
 /* ---- the small-block cache ------------------------------------------------- */
@@ -144,7 +158,7 @@ static inline bool cache_put(MemHdr *h) {
 
 /* ---- large blocks ------------------------------------------------------- */
 
-#define LARGE_MIN ((size_t)4 << 20)
+#define LARGE_MIN ((size_t)1 << 20)   /* psum_scatter's 2 MiB results of 8 x 16 MiB reuse pooled pages */
 #define POOL_MAX ((size_t)256 << 20)
 #define POOL_SLOTS 64
 
@@ -160,8 +174,14 @@ static size_t pool_bytes;
 static size_t large_span(size_t n) { return page_size + ((n + page_size - 1) & ~(page_size - 1)); }
 static unsigned char *large_base(MemHdr *h) { return (unsigned char *)(h + 1) - page_size; }
 
-/* The pool's bound: POOL_MAX, and a quarter of --max-memory when set. */
-static size_t pool_max(void) { return limit && limit / 4 < POOL_MAX ? limit / 4 : POOL_MAX; }
+/* The pool's bound: POOL_MAX, or as much as the program has held at once
+   when that is more (a loop whose arrays were all live together at its
+   peak -- the blocks of an all_gather and its result -- finds them all
+   again at the next step), and a quarter of --max-memory when set. */
+static size_t pool_max(void) {
+  size_t m = peak_in_use > POOL_MAX ? peak_in_use : POOL_MAX;
+  return limit && limit / 4 < m ? limit / 4 : m;
+}
 
 /* A large block, or NULL when it should come from malloc instead. */
 static MemHdr *large_alloc(size_t n) {
@@ -230,6 +250,7 @@ void *mem_alloc(size_t n) {
   h->scoped = 0;
   if (scope_depth) scope_link(h);
   in_use += n;
+  if (in_use > peak_in_use) peak_in_use = in_use;
   return h + 1;
 }
 
@@ -278,6 +299,16 @@ void mem_free(void *p) {
   scope_unlink(h);
   in_use -= h->size;
   if (h->mapped || !cache_put(h)) block_free(h);
+}
+
+void mem_discard(void *p, size_t off, size_t len) {
+  MemHdr *h = p ? (MemHdr *)p - 1 : NULL;
+  if (!h || !h->mapped || !page_size || off >= h->size) return;
+  if (len > h->size - off) len = h->size - off;
+  uintptr_t lo = (uintptr_t)p + off, hi = lo + len;
+  lo = (lo + page_size - 1) & ~(uintptr_t)(page_size - 1);
+  hi &= ~(uintptr_t)(page_size - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 char *mem_strndup(const char *s, size_t n) {

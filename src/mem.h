@@ -24,10 +24,19 @@ char *mem_strndup(const char *s, size_t n);
 /* The size a block was allocated with (0 for NULL). */
 size_t mem_size(const void *p);
 
+/* Bytes [off, off + len) of block p will not be read again before p is
+   freed (an array being split into blocks that dies as it goes, eval.c):
+   a large block gives the whole pages among them back to the system now,
+   so they stop counting toward the process's memory (written again, they
+   start as zeros).  Other blocks keep them.  Never fails. */
+void mem_discard(void *p, size_t off, size_t len);
+
 /* Bytes currently allocated through mem_* (arrays included). */
 size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
 void mem_set_limit(size_t bytes);
+/* A byte count as "896 B", "3.5 KiB", "4.0 MiB" or "1.25 GiB", in out. */
+const char *mem_human(char *out, size_t n, double bytes);
 /* Test switch: make the Nth allocation from now fail (0 = off).  The
    command line sets it from SHMAPI_FAIL_ALLOC=N. */
 void mem_fail_after(long n);

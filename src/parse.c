@@ -77,6 +77,7 @@ AstList *parse_file(Arena *arena, int file) {
   P.arena = arena;
   P.file = file;
   P.last_error = span_none();
+  P.skip_indent = -1;
   Lexer L;
   lex_init(&L, arena, file, text, len);
   void *lp = shmParseAlloc(parser_alloc, &P);
@@ -86,6 +87,7 @@ AstList *parse_file(Arena *arena, int file) {
     lex_next(&L, &t);
     P.lex_error = L.error;
     P.at = t.sp;
+    if (ast_skip_token(&P, &t)) continue;
     shmParse(lp, t.type, t);
   } while (t.type != 0);
   err_undefer(lp);

@@ -1211,13 +1211,61 @@ static bool rule_iota(RARGS) {
   return true;
 }
 
+/* Sources (iota, arange, full) fill big results on two threads, each
+   writing its half; an element's value depends on its index alone, so
+   the bytes do not depend on the split. */
+typedef struct FillJob {
+  const Attrs *at;
+  Array *r;
+  int64_t inner, n;                     /* iota */
+  const void *one;                      /* full: one element */
+  void (*fill)(struct FillJob *j, int64_t lo, int64_t hi);
+  int64_t b0;                           /* arange of integers: start, */
+  uint64_t d;                           /* and the step, as i64 */
+} FillJob;
+
+static void fill_half(void *ctx, int64_t half) {
+  FillJob *j = ctx;
+  int64_t n = j->r->size, mid = n / 2;
+  if (half) j->fill(j, mid, n);
+  else j->fill(j, 0, mid);
+}
+
+static void fill_run(FillJob *j) {
+  par_for(2, fill_half, j, (double)arr_nbytes(j->r));
+}
+
+/* iota's elements [lo, hi): the index along the dimension, counted as
+   the flat index runs (no division per element). */
+static void iota_range(FillJob *j, int64_t lo, int64_t hi) {
+  Array *r = j->r;
+  int64_t k = lo % j->inner, v = lo / j->inner % j->n;
+#define IOTA_LOOP(T)                                                     \
+  for (int64_t i = lo; i < hi; i++) {                                    \
+    ((T *)r->data)[i] = (T)v;                                            \
+    if (++k == j->inner) { k = 0; if (++v == j->n) v = 0; }               \
+  }
+  switch ((DType)r->dt) {
+  case DT_F32: IOTA_LOOP(float) break;
+  case DT_F64: IOTA_LOOP(double) break;
+  case DT_I32: IOTA_LOOP(int32_t) break;
+  case DT_I64: IOTA_LOOP(int64_t) break;
+  default:
+    for (int64_t i = lo; i < hi; i++) {
+      arr_seti(r, i, v);
+      if (++k == j->inner) { k = 0; if (++v == j->n) v = 0; }
+    }
+  }
+#undef IOTA_LOOP
+}
+
 /* iota: element value = its index along i[0]. */
 static void kern_iota(KARGS) {
   (void)in; (void)nin;
   Array *r = new_arr(&outt[0]);
-  int64_t inner = 1, n = r->shape[at->i[0]];
-  for (int d = (int)at->i[0] + 1; d < r->rank; d++) inner *= r->shape[d];
-  for (int64_t i = 0; i < r->size; i++) arr_seti(r, i, (i / inner) % n);
+  FillJob j = {at, r, 1, r->shape[at->i[0]], NULL, iota_range, 0, 0};
+  for (int d = (int)at->i[0] + 1; d < r->rank; d++) j.inner *= r->shape[d];
+  if (r->size) fill_run(&j);
   out[0] = r;
 }
 
@@ -1254,6 +1302,28 @@ static bool rule_arange(RARGS) {
   return true;
 }
 
+/* arange's elements [lo, hi) of the dtypes with a typed loop; element 1
+   is start + step itself, as NumPy fills it. */
+static void arange_range(FillJob *j, int64_t lo, int64_t hi) {
+  Array *r = j->r;
+  double s = j->at->f[0], s1 = j->at->f[0] + j->at->f[2];
+  if (r->dt == DT_F32) {
+    float *o = r->data, b0 = (float)s, d = (float)s1 - b0;
+    for (int64_t i = lo; i < hi; i++) o[i] = b0 + (float)i * d;
+    if (lo <= 1 && 1 < hi) o[1] = (float)s1;
+  } else if (r->dt == DT_F64) {
+    double *o = r->data, d = s1 - s;
+    for (int64_t i = lo; i < hi; i++) o[i] = s + (double)i * d;
+    if (lo <= 1 && 1 < hi) o[1] = s1;
+  } else {                        /* i32, i64: wrapping */
+    for (int64_t i = lo; i < hi; i++) {
+      uint64_t v = (uint64_t)j->b0 + (uint64_t)i * j->d;
+      if (r->dt == DT_I32) ((int32_t *)r->data)[i] = (int32_t)(uint32_t)v;
+      else ((int64_t *)r->data)[i] = (int64_t)v;
+    }
+  }
+}
+
 /* arange: NumPy's fill, in the dtype's own arithmetic. */
 static void kern_arange(KARGS) {
   (void)in; (void)nin;
@@ -1261,14 +1331,17 @@ static void kern_arange(KARGS) {
   double s = at->f[0], s1 = at->f[0] + at->f[2];
   int64_t n = r->size;
   switch ((DType)r->dt) {
-  case DT_F32: {
-    float *o = r->data, b0 = (float)s, d = (float)s1 - b0;
-    for (int64_t i = 0; i < n; i++) o[i] = i == 1 ? (float)s1 : b0 + (float)i * d;
-    break;
-  }
-  case DT_F64: {
-    double *o = r->data, d = s1 - s;
-    for (int64_t i = 0; i < n; i++) o[i] = i == 1 ? s1 : s + (double)i * d;
+  case DT_F32: case DT_F64: case DT_I32: case DT_I64: {
+    FillJob j = {at, r, 0, 0, NULL, arange_range, 0, 0};
+    if (r->dt == DT_I32 || r->dt == DT_I64) {   /* start and start + step as i64, as convert does */
+      Array *t = arr_new(DT_I64, 0, NULL);
+      arr_setf(t, 0, s);
+      j.b0 = arr_geti(t, 0);
+      arr_setf(t, 0, s1);
+      j.d = (uint64_t)arr_geti(t, 0) - (uint64_t)j.b0;
+      arr_unref(t);
+    }
+    if (n) fill_run(&j);
     break;
   }
   case DT_BF16: case DT_F16: case DT_C64: case DT_C128: {   /* as f32 (f64 for c128), then rounded */
@@ -1312,16 +1385,29 @@ static bool rule_full(RARGS) {
   return true;
 }
 
+/* full's elements [lo, hi): the first copied in, then the filled part
+   doubled until the range is full. */
+static void full_range(FillJob *j, int64_t lo, int64_t hi) {
+  size_t es = dtype_sizes[j->r->dt];
+  char *o = (char *)j->r->data + (size_t)lo * es;
+  size_t total = (size_t)(hi - lo) * es, done = es;
+  if (hi <= lo) return;
+  memcpy(o, j->one, es);
+  while (done < total) {
+    size_t k = done < total - done ? done : total - done;
+    memcpy(o + done, o, k);
+    done += k;
+  }
+}
+
 /* full: one value converted to the dtype (floats to integers as
    convert_element_type does), copied everywhere. */
 static void kern_full(KARGS) {
   (void)in; (void)nin;
   Array *r = new_arr(&outt[0]), *one = arr_new((DType)outt[0].dt, 0, NULL);
   arr_setf(one, 0, at->f[0]);
-  int64_t dst[SHM_MAXRANK], zero[SHM_MAXRANK] = {0};
-  size_t es = dtype_sizes[r->dt];
-  arr_byte_strides(r->rank, r->shape, es, dst);
-  arr_copy_strided(r->data, dst, one->data, zero, r->rank, r->shape, es);
+  FillJob j = {at, r, 0, 0, one->data, full_range, 0, 0};
+  if (r->size) fill_run(&j);
   arr_unref(one);
   out[0] = r;
 }

@@ -45,7 +45,16 @@ typedef struct Repl {
   bool eof;                  /* the input ended inside a statement */
   int errors;
   char *history;             /* ~/.shmapi_history, or NULL */
+  bool stats_explained;      /* --stats has said what its columns mean */
 } Repl;
+
+/* --stats after an input: the table when something communicated, its
+   columns explained the first time. */
+static void stats_print(Repl *R) {
+  if (!fab_stats_any()) return;
+  fab_stats_print(stdout, !R->stats_explained);
+  R->stats_explained = true;
+}
 
 /* The session completion asks about (libedit's callbacks take no context). */
 static Repl *the_repl;
@@ -593,7 +602,7 @@ static DbgResult run_input(Repl *R, const char *text, bool debug) {
   }
   fab_stats_reset();
   DbgResult r = dbg_run_main(R->D, from, -1, debug);
-  if (r == DBG_OK && R->opts->stats) fab_stats_print(stdout);
+  if (r == DBG_OK && R->opts->stats) stats_print(R);
   fflush(stdout);
   return r;
 }
@@ -623,7 +632,11 @@ static bool repl_command(Repl *R, const Scan *s, const char *line) {
   if (s->first != TK_IDENT || !s->spaced || s->second == TK_EQ || s->second == TK_COMMA || s->second == TK_COLON)
     return false;
   DbgResult r = DBG_OK;
-  if (!dbg_command(R->D, line, &r)) return false;
+  if (!dbg_command(R->D, line, &r)) {
+    /* pdb's habits: a debugger command that names nothing defined here */
+    if (check_lookup_var(R->C, s->word) || check_has_func(R->C, s->word) || s->second == TK_LBRACK) return false;
+    if (!dbg_command_pdb(R->D, line, &r)) return false;
+  }
   note(r, R);
   fflush(stdout);
   return true;
@@ -716,7 +729,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
       fab_stats_reset();
       DbgResult r = dbg_run_main(R.D, 0, n, opts->debug);
       note(r, &R);
-      if (r == DBG_OK && opts->stats) fab_stats_print(stdout);
+      if (r == DBG_OK && opts->stats) stats_print(&R);
       if (opts->debug && r == DBG_OK) puts("The program finished; `run` or `restart` runs it again.");
     }
     fflush(stdout);

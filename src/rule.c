@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "diag.h"
 #include "rule.h"
+#include "suggest.h"
 
 #define ANEW(A, T) ((T *)arena_alloc((A), sizeof(T)))
 #define ANEWN(A, T, n) ((T *)arena_alloc((A), sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))
@@ -108,7 +109,23 @@ int rule_number_kind(RuleCtx *r, const char *key) {
 
 int64_t *rule_alloc_ints(RuleCtx *r, int n) { return ANEWN(r->arena, int64_t, n); }
 
+/* A parameter given but read by no rule, whose name is close to key. */
+static AstParam *misspelt_param(RuleCtx *r, const char *key) {
+  for (int i = 0; i < r->nparams; i++) {
+    Str k = r->params[i]->key;
+    if (!r->used[i] && sug_distance(k.p, k.n, key, (int)strlen(key)) <= (k.n <= 4 ? 1 : 2)) return r->params[i];
+  }
+  return NULL;
+}
+
 bool rule_missing(RuleCtx *r, const char *key) {
+  AstParam *p = misspelt_param(r, key);
+  if (p) {
+    r->failed = true;
+    diag_error(p->sp, "%s has no parameter '%.*s' (did you mean '%s'?); it requires '%s'", r->prim, p->key.n,
+               p->key.p, key, key);
+    return false;
+  }
   return rule_error(r, "%s requires the parameter '%s'", r->prim, key);
 }
 
@@ -354,8 +371,10 @@ bool rule_unused(RuleCtx *r, const char *known) {
         diag_error(p->sp, "parameter '%.*s' given twice", p->key.n, p->key.p);
         return false;
       }
+    char hint[96];
     if (known && *known)
-      diag_error(p->sp, "%s has no parameter '%.*s' (its parameters: %s)", r->prim, p->key.n, p->key.p, known);
+      diag_error(p->sp, "%s has no parameter '%.*s' (%sits parameters: %s)", r->prim, p->key.n, p->key.p,
+                 rule_param_hint(known, p->key, hint, sizeof hint), known);
     else
       diag_error(p->sp, "%s takes no parameters, but '%.*s' was given", r->prim, p->key.n, p->key.p);
     return false;
@@ -391,8 +410,9 @@ bool rule_axes(RuleCtx *r, const char *key, bool required, Attrs *at) {
       if (str_eq(mesh->axis[a], e->s)) k = a;
     if (k < 0) {
       r->failed = true;
+      char hint[256];
       diag_error(e->sp.file >= 0 ? e->sp : r->sp, "unbound axis name '%.*s'%s", e->s.n, e->s.p,
-                 mesh ? "" : " (collectives run inside a shard_map)");
+                 rule_axis_hint(mesh, e->s, hint, sizeof hint));
       return false;
     }
     if (at->axmask & (1u << k))
@@ -571,6 +591,39 @@ bool rule_unify_dtypes(RuleCtx *cx, Type *in, const int *idx, int n, int *dt) {
   return true;
 }
 
+/* For operands of shapes a and b that NumPy would broadcast together and
+   lax will not: " NumPy would broadcast ...: broadcast_in_dim[...]" in
+   out, for the operand that needs it; else "". */
+static const char *numpy_broadcast_hint(const Type *a, const Type *b, char *out, size_t n) {
+  out[0] = 0;
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  int64_t shape[SHM_MAXRANK];
+  for (int i = 0; i < r; i++) {
+    int ia = i - (r - a->rank), ib = i - (r - b->rank);
+    int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+    if (x != y && x != 1 && y != 1) return out;
+    shape[i] = x > y ? x : y;
+  }
+  const Type *ops[2] = {a, b};
+  size_t len = (size_t)snprintf(out, n, "; NumPy would broadcast them to shape (");
+  for (int i = 0; i < r && len < n; i++) len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (len < n) len += (size_t)snprintf(out + len, n - len, "%s), which lax spells out:", r == 1 ? "," : "");
+  for (int k = 0; k < 2 && len < n; k++) {
+    const Type *t = ops[k];
+    bool same = t->rank == r;
+    for (int i = 0; same && i < r; i++) same = t->shape[i] == shape[i];
+    if (same) continue;
+    TyBuf tb;
+    len += (size_t)snprintf(out + len, n - len, " broadcast_in_dim[shape=(");
+    for (int i = 0; i < r && len < n; i++) len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (len < n) len += (size_t)snprintf(out + len, n - len, "%s), broadcast_dimensions=(", r == 1 ? "," : "");
+    for (int i = 0; i < t->rank && len < n; i++)
+      len += (size_t)snprintf(out + len, n - len, "%s%d", i ? ", " : "", r - t->rank + i);
+    if (len < n) len += (size_t)snprintf(out + len, n - len, "%s)] of the %s operand", t->rank == 1 ? "," : "", rule_ty(&tb, t));
+  }
+  return out;
+}
+
 bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type *res) {
   int big = -1;
   int64_t shape[SHM_MAXRANK];
@@ -590,8 +643,10 @@ bool rule_bcast_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type 
     }
     if (!ok) {
       TyBuf a, b;
-      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
-                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+      char hint[400];
+      return rule_error(cx, "%s needs operands of one shape (lax broadcasts only scalars, and size-1 dimensions at "
+                        "equal rank): %s and %s%s", rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t),
+                        numpy_broadcast_hint(&in[big], t, hint, sizeof hint));
     }
   }
   const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
@@ -610,8 +665,10 @@ bool rule_unify_shapes(RuleCtx *cx, const Type *in, const int *idx, int n, Type 
     if (big < 0) big = idx[k];
     else if (!type_same_shape(t, &in[big])) {
       TyBuf a, b;
-      return rule_error(cx, "%s got incompatible shapes for broadcasting: %s and %s",
-                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t));
+      char hint[400];
+      return rule_error(cx, "%s needs operands of one shape (lax broadcasts only scalars): %s and %s%s",
+                        rule_prim_name(cx), rule_ty(&a, &in[big]), rule_ty(&b, t),
+                        numpy_broadcast_hint(&in[big], t, hint, sizeof hint));
     }
   }
   const Type *s = big >= 0 ? &in[big] : &in[idx[0]];
@@ -653,6 +710,55 @@ bool rule_check_axes(RuleCtx *cx, const char *key, IntList *l, int rank, bool ne
   l->v = v;
   if (neg) rule_set_ints(cx, key, l);
   return true;
+}
+
+/* ---- partition specs ---- */
+
+void rule_spec_text(Buf *b, const Spec *sp, const Mesh *m) {
+  buf_puts(b, "P(");
+  for (int d = 0; d < sp->ndims; d++) {
+    if (d) buf_puts(b, ", ");
+    const SpecDim *sd = &sp->dim[d];
+    if (sd->naxes == 0) buf_puts(b, "None");
+    else if (sd->naxes == 1) buf_printf(b, "%.*s", m->axis[sd->axes[0]].n, m->axis[sd->axes[0]].p);
+    else {
+      buf_putc(b, '(');
+      for (int k = 0; k < sd->naxes; k++) {
+        if (k) buf_puts(b, ", ");
+        buf_printf(b, "%.*s", m->axis[sd->axes[k]].n, m->axis[sd->axes[k]].p);
+      }
+      buf_putc(b, ')');
+    }
+  }
+  buf_putc(b, ')');
+}
+
+/* ---- hints for misspelt names ---- */
+
+const char *rule_axis_hint(const Mesh *m, Str name, char *out, size_t n) {
+  if (!m) { snprintf(out, n, " (collectives run inside a shard_map)"); return out; }
+  Suggest sg;
+  sug_begin(&sg, name);
+  size_t len = m->name.n ? (size_t)snprintf(out, n, " (mesh %.*s has %s ", m->name.n, m->name.p,
+                                            m->naxes == 1 ? "axis" : "axes")
+                         : (size_t)snprintf(out, n, " (the %s here %s ", m->naxes == 1 ? "axis" : "axes",
+                                            m->naxes == 1 ? "is" : "are");
+  for (int k = 0; k < m->naxes && len < n; k++) {
+    sug_offer(&sg, m->axis[k].p, m->axis[k].n);
+    len += (size_t)snprintf(out + len, n - len, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
+  }
+  if (len < n && sg.best) len += (size_t)snprintf(out + len, n - len, "; did you mean '%.*s'?", sg.bestlen, sg.best);
+  if (len < n) snprintf(out + len, n - len, ")");
+  return out;
+}
+
+const char *rule_param_hint(const char *params, Str key, char *out, size_t n) {
+  Suggest sg;
+  sug_begin(&sg, key);
+  sug_offer_words(&sg, params);
+  if (sg.best) snprintf(out, n, "did you mean '%.*s'? ", sg.bestlen, sg.best);
+  else snprintf(out, n, "%s", "");
+  return out;
 }
 
 PVal *rule_stmt_param(const IrStmt *st, const char *key) {

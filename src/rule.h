@@ -14,6 +14,7 @@
 #ifndef SHM_RULE_H
 #define SHM_RULE_H
 
+#include "buf.h"
 #include "ir.h"
 
 typedef struct RuleCtx RuleCtx;
@@ -177,5 +178,13 @@ int rule_read_ints(const PVal *p, int64_t *v, int max);
    operand already varying along their axes). */
 bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool *is_lit, uint32_t *lift,
                uint32_t *res);
+
+/* " (mesh m has axes i, j; did you mean 'i'?)" for an axis name not in
+   mesh m (NULL: outside any shard_map), in out. */
+const char *rule_axis_hint(const Mesh *m, Str name, char *out, size_t n);
+/* "did you mean 'axes'? " for key among the space-separated params, or "". */
+const char *rule_param_hint(const char *params, Str key, char *out, size_t n);
+/* A partition spec as written: P(i, None), P((i, j)). */
+void rule_spec_text(Buf *b, const Spec *sp, const Mesh *m);
 
 #endif

@@ -13,6 +13,7 @@
 #include "err.h"
 #include "prims.h"
 #include "show.h"
+#include "rule.h"
 
 /* `{i,j}`, the axes of vma separated by sep. */
 static void vma_list(Buf *b, uint32_t vma, const Mesh *mesh, const char *sep) {
@@ -414,6 +415,11 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
     break;
   case IS_PRINT:
     buf_puts(b, "print");
+    if (st->print_spec) {
+      buf_puts(b, "[global=");
+      rule_spec_text(b, st->print_spec, mesh);
+      buf_putc(b, ']');
+    } else if (st->print_global) buf_puts(b, "[global=True]");
     for (int i = 0; i < st->nitems; i++) {
       buf_puts(b, i ? ", " : " ");
       if (!st->items[i].atom.var && !st->items[i].atom.lit) show_str(b, st->items[i].text);

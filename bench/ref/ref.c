@@ -14,17 +14,40 @@
 **   ref memcpy-fresh BYTES REPS
 **       the same into a buffer freshly mapped (mmap) each time, page faults
 **       included: what first-touching new memory costs.
+**   ref sbgemm M K N NPROD GROUP REPS
+**       `ref gemm` with bf16 operands (OpenBLAS cblas_sbgemm, f32 products),
+**       the psum's adds in f32: the bf16 matmul_basic's reference.  OpenBLAS
+**       builds without bf16 lack the function: then it says so on stderr
+**       and exits with status 3 (the harness falls back to `ref gemm`).
+**   ref matmul-whole THREADS
+**       matmul_basic as a C programmer writes it, a whole process: the
+**       inputs a = arange(4096*4096) * 5.9604645e-08 and b =
+**       arange(4096*1024) * 2.3841858e-07 in f32 (filled on THREADS
+**       threads), one sgemm (4096x4096)·(4096x1024), the sum of the
+**       result printed.  Nothing timed inside: the harness times the process.
+**   ref ew-chain N THREADS
+**       x = arange(N) * (1/N) in f32, then the 10 elementwise ops of
+**       bench/workloads/ew_chain.shm, each a loop over THREADS threads
+**       (OpenMP) writing into one result buffer; the sum printed.  A whole
+**       process, like matmul-whole.
 **   ref spawn RSSFILE CMD [ARG...]
-**       run CMD, wait for it, write its peak RSS in KiB (ru_maxrss) to
-**       RSSFILE and exit with its status.  The harness runs shmapi through
+**       run CMD, wait for it, write its peak RSS in KiB (ru_maxrss) and
+**       its minor page faults (ru_minflt) to RSSFILE and exit with its
+**       status.  The harness runs shmapi through
 **       this small process because a child forked from Python inherits
 **       Python's peak RSS into ru_maxrss.
 **
 ** Each timed mode runs one untimed warm-up, then prints REPS lines, the
 ** seconds each repetition took.
 */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <cblas.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +74,40 @@ static void *xmalloc(size_t n) {
 
 static long arg(char **argv, int i) { return strtol(argv[i], NULL, 10); }
 
+/* The psum's adds: S[s] = C[s*group] + ... + C[s*group + group-1], each
+   of mn floats, in that order. */
+static void add_groups(float *const *C, float *const *S, long nsum, long group, long mn) {
+  for (long s = 0; s < nsum; s++) {
+    float *o = S[s];
+    const float *x = C[s * group], *y = group > 1 ? C[s * group + 1] : NULL;
+    if (y)
+      for (long i = 0; i < mn; i++) o[i] = x[i] + y[i];
+    else
+      memcpy(o, x, sizeof(float) * (size_t)mn);
+    for (long g = 2; g < group; g++) {
+      const float *z = C[s * group + g];
+      for (long i = 0; i < mn; i++) o[i] += z[i];
+    }
+  }
+}
+
+/* nsum zeroed result buffers of mn floats. */
+static float **sums_new(long nsum, long mn) {
+  float **S = xmalloc(sizeof(float *) * (size_t)nsum);
+  for (long s = 0; s < nsum; s++) {
+    S[s] = xmalloc(sizeof(float) * (size_t)mn);
+    memset(S[s], 0, sizeof(float) * (size_t)mn);
+  }
+  return S;
+}
+
+/* Keeps the results observable: a checksum on stderr. */
+static void checksum(float *const *S, long nsum, long mn) {
+  double cs = 0;
+  for (long s = 0; s < nsum; s++) cs += S[s][0] + S[s][mn - 1];
+  fprintf(stderr, "checksum %g\n", cs);
+}
+
 static int gemm(char **argv) {
   long M = arg(argv, 2), K = arg(argv, 3), N = arg(argv, 4);
   long nprod = arg(argv, 5), group = arg(argv, 6), reps = arg(argv, 7);
@@ -61,7 +118,7 @@ static int gemm(char **argv) {
   float **A = xmalloc(sizeof(float *) * (size_t)nprod), **B = xmalloc(sizeof(float *) * (size_t)nprod),
         **C = xmalloc(sizeof(float *) * (size_t)nprod);
   long nsum = nprod / group;
-  float **S = xmalloc(sizeof(float *) * (size_t)nsum);
+  float **S = sums_new(nsum, M * N);
   for (long p = 0; p < nprod; p++) {
     A[p] = xmalloc(sizeof(float) * (size_t)(M * K));
     B[p] = xmalloc(sizeof(float) * (size_t)(K * N));
@@ -70,34 +127,132 @@ static int gemm(char **argv) {
     for (long i = 0; i < K * N; i++) B[p][i] = (float)((i * 7 + p) % 89) * 0.01f;
     memset(C[p], 0, sizeof(float) * (size_t)(M * N));
   }
-  for (long s = 0; s < nsum; s++) {
-    S[s] = xmalloc(sizeof(float) * (size_t)(M * N));
-    memset(S[s], 0, sizeof(float) * (size_t)(M * N));
-  }
   for (long r = -1; r < reps; r++) {
     double t0 = now();
     for (long p = 0; p < nprod; p++)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A[p], (int)K, B[p],
                   (int)N, 0.0f, C[p], (int)N);
-    for (long s = 0; s < nsum; s++) {
-      float *o = S[s];
-      const float *x = C[s * group], *y = group > 1 ? C[s * group + 1] : NULL;
-      if (y)
-        for (long i = 0; i < M * N; i++) o[i] = x[i] + y[i];
-      else
-        memcpy(o, x, sizeof(float) * (size_t)(M * N));
-      for (long g = 2; g < group; g++) {
-        const float *z = C[s * group + g];
-        for (long i = 0; i < M * N; i++) o[i] += z[i];
-      }
-    }
+    add_groups(C, S, nsum, group, M * N);
     double t1 = now();
     if (r >= 0) printf("%.9f\n", t1 - t0);
   }
-  /* keep the results observable */
-  double cs = 0;
-  for (long s = 0; s < nsum; s++) cs += S[s][0] + S[s][M * N - 1];
-  fprintf(stderr, "checksum %g\n", cs);
+  checksum(S, nsum, M * N);
+  return 0;
+}
+
+/* An f32 to bf16 conversion, rounding to nearest even (no NaNs here). */
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+typedef void (*SbgemmFn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint,
+                         float, const bfloat16 *, blasint, const bfloat16 *, blasint, float, float *, blasint);
+
+static int sbgemm(char **argv) {
+  SbgemmFn fn = (SbgemmFn)dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+  if (!fn) {
+    fprintf(stderr, "ref sbgemm: this OpenBLAS has no cblas_sbgemm\n");
+    return 3;
+  }
+  long M = arg(argv, 2), K = arg(argv, 3), N = arg(argv, 4);
+  long nprod = arg(argv, 5), group = arg(argv, 6), reps = arg(argv, 7);
+  if (M <= 0 || K <= 0 || N <= 0 || nprod <= 0 || group <= 0 || nprod % group || reps <= 0) {
+    fprintf(stderr, "ref sbgemm: bad arguments\n");
+    return 2;
+  }
+  bfloat16 **A = xmalloc(sizeof(bfloat16 *) * (size_t)nprod), **B = xmalloc(sizeof(bfloat16 *) * (size_t)nprod);
+  float **C = xmalloc(sizeof(float *) * (size_t)nprod);
+  long nsum = nprod / group;
+  float **S = sums_new(nsum, M * N);
+  for (long p = 0; p < nprod; p++) {
+    A[p] = xmalloc(sizeof(bfloat16) * (size_t)(M * K));
+    B[p] = xmalloc(sizeof(bfloat16) * (size_t)(K * N));
+    C[p] = xmalloc(sizeof(float) * (size_t)(M * N));
+    for (long i = 0; i < M * K; i++) A[p][i] = to_bf16((float)((i + p) % 97) * 0.01f);
+    for (long i = 0; i < K * N; i++) B[p][i] = to_bf16((float)((i * 7 + p) % 89) * 0.01f);
+    memset(C[p], 0, sizeof(float) * (size_t)(M * N));
+  }
+  for (long r = -1; r < reps; r++) {
+    double t0 = now();
+    for (long p = 0; p < nprod; p++)
+      fn(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A[p], (int)K, B[p], (int)N, 0.0f, C[p], (int)N);
+    add_groups(C, S, nsum, group, M * N);
+    double t1 = now();
+    if (r >= 0) printf("%.9f\n", t1 - t0);
+  }
+  checksum(S, nsum, M * N);
+  return 0;
+}
+
+/* matmul_basic as one C program: inputs, one sgemm, the sum printed. */
+static int matmul_whole(char **argv) {
+  int nt = (int)arg(argv, 2);
+  long M = 4096, K = 4096, N = 1024;
+  if (nt <= 0) {
+    fprintf(stderr, "ref matmul-whole: bad arguments\n");
+    return 2;
+  }
+  float *a = xmalloc(sizeof(float) * (size_t)(M * K)), *b = xmalloc(sizeof(float) * (size_t)(K * N)),
+        *c = xmalloc(sizeof(float) * (size_t)(M * N));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long i = 0; i < M * K; i++) a[i] = (float)i * 5.9604645e-08f;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long i = 0; i < K * N; i++) b[i] = (float)i * 2.3841858e-07f;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)N, 0.0f,
+              c, (int)N);
+  double s = 0;
+  for (long i = 0; i < M * N; i++) s += c[i];
+  printf("%.9g\n", s);
+  free(a);
+  free(b);
+  free(c);
+  return 0;
+}
+
+/* x, then the 10 ops of ew_chain.shm into one buffer y, each op a
+   parallel loop; the sum printed. */
+static int ew_chain(char **argv) {
+  long n = arg(argv, 2);
+  int nt = (int)arg(argv, 3);
+  if (n <= 0 || nt <= 0) {
+    fprintf(stderr, "ref ew-chain: bad arguments\n");
+    return 2;
+  }
+  float *x = xmalloc(sizeof(float) * (size_t)n), *y = xmalloc(sizeof(float) * (size_t)n);
+  float scale = 1.0f / (float)n;
+#pragma omp parallel num_threads(nt)
+  {
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) x[i] = (float)i * scale;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = x[i] * 2.0f;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = y[i] + 1.0f;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = tanhf(y[i]);
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = y[i] - x[i];
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = y[i] * y[i];
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = expf(y[i]);
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = fmaxf(y[i], 1.5f);
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = y[i] / 3.0f;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = sqrtf(y[i]);
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) y[i] = y[i] + x[i];
+  }
+  double s = 0;
+  for (long i = 0; i < n; i++) s += y[i];
+  printf("%.9g\n", s);
+  free(x);
+  free(y);
   return 0;
 }
 
@@ -152,7 +307,7 @@ static int spawn(int argc, char **argv) {
   }
   FILE *f = fopen(argv[2], "w");
   if (f) {
-    fprintf(f, "%ld\n", ru.ru_maxrss);
+    fprintf(f, "%ld %ld\n", ru.ru_maxrss, ru.ru_minflt);
     fclose(f);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -166,10 +321,14 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc == 8 && !strcmp(argv[1], "gemm")) return gemm(argv);
+  if (argc == 8 && !strcmp(argv[1], "sbgemm")) return sbgemm(argv);
+  if (argc == 3 && !strcmp(argv[1], "matmul-whole")) return matmul_whole(argv);
+  if (argc == 4 && !strcmp(argv[1], "ew-chain")) return ew_chain(argv);
   if (argc == 4 && !strcmp(argv[1], "memcpy")) return copy(argv, 0);
   if (argc == 4 && !strcmp(argv[1], "memcpy-fresh")) return copy(argv, 1);
   fprintf(stderr,
-          "usage: ref config | ref gemm M K N NPROD GROUP REPS | ref memcpy BYTES REPS | "
+          "usage: ref config | ref gemm M K N NPROD GROUP REPS | ref sbgemm M K N NPROD GROUP REPS | "
+          "ref matmul-whole THREADS | ref ew-chain N THREADS | ref memcpy BYTES REPS | "
           "ref memcpy-fresh BYTES REPS | ref spawn RSSFILE CMD [ARG...]\n");
   return 2;
 }

@@ -33,6 +33,12 @@ PROGRAMS = [
     ([f'{DIR}/autodiff.shm'], 0),
     (['--check', 'examples/transpose_psum_mapped.shm'], 0),
     (['-c', 'x = [1, 2]\nprint x'], 0),
+    # printing at scale, global views, pictures, diagnostics with hints
+    (['tests/print/scale_512.shm'], 0),
+    (['tests/print/global_body.shm'], 0),
+    (['tests/visualize/layouts.shm'], 0),
+    (['tests/diag/did_you_mean.shm'], 1),
+    (['tests/diag/python_syntax.shm'], 1),
     # the cost model: a run observed, a JSON description read, an abstract walk, a trace written
     (['--time', '--trace', '/dev/null', 'examples/collective_matmul.shm'], 0),
     (['--abstract', '--time', '--hardware', 'docs/examples/my_tpu.json', 'examples/ffn_2d.shm'], 0),
@@ -48,6 +54,8 @@ SESSIONS = [
     (['--debug', 'tests/debug/xmap.shm'], 'tests/debug/xmap.in'),
     (['--debug', 'tests/debug/whos_locals.shm'], 'tests/debug/whos_locals.in'),
     (['--debug', 'tests/debug/varying_paths.shm'], 'tests/debug/varying_paths.in'),
+    (['--debug', 'tests/debug/scale_512.shm'], 'tests/debug/scale_512.in'),
+    (['--debug', 'tests/debug/layout.shm'], 'tests/debug/layout.in'),
 ]
 INJECTED = 'out of memory (injected failure)'
 STEP = float(os.environ.get('SHMAPI_FAIL_ALLOC_STEP', '1.02'))

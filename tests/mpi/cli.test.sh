@@ -32,13 +32,14 @@ mesh m = {i: 4}
 def f(x) {
   print "before", x
   k = axis_index[axes=i]
-  n = while[cond_jaxpr={ lambda ; a:i32[]{i} b:i32[]. let c:bool[]{i} = ne a 2 in (c,) },
+  n, s = while[cond_jaxpr={ lambda ; a:i32[]{i} b:i32[]. let c:bool[]{i} = eq a 2 in (c,) },
             body_jaxpr={ lambda ; a:i32[]{i} b:i32[]. let in (a, b) }] k 0
   y = psum[axes=i] x
   print "after", y
   return x
 }
-z = f [1, 2, 3, 4]
+w = [1, 2, 3, 4]
+z = f w
 print "not reached"
 SHM
 set +e
@@ -49,6 +50,8 @@ set -e
 cmp "$tmp/one.out" "$tmp/two.out"
 cmp "$tmp/one.err" "$tmp/two.err"
 [[ $(grep -c "error:" "$tmp/two.err") == 1 ]]
+grep -q "max-steps" "$tmp/two.err"        # (the error meant, not a syntax error)
+grep -q "^before$" "$tmp/two.out"
 
 # a rank killed while the others wait for it: the run ends, non-zero
 cat >"$tmp/long.shm" <<'SHM'
@@ -99,4 +102,39 @@ grep -q -- "--ranks needs a number of processes" "$tmp/zero.err"
 "${mpi[@]}" -np 2 "$SHMAPI" --stats examples/psum.shm >"$tmp/s2"
 grep -v "crossed between them" "$tmp/s2" | cmp - "$tmp/s1"
 grep -q "^across 2 ranks, .* crossed between them$" "$tmp/s2"
+# ... with its rows by mesh axes, on a 2-D mesh
+"$SHMAPI" --stats examples/ffn_2d.shm >"$tmp/s1"
+"${mpi[@]}" -np 4 "$SHMAPI" --stats examples/ffn_2d.shm >"$tmp/s4"
+grep -v "crossed between them" "$tmp/s4" | cmp - "$tmp/s1"
+grep -q "^  over i  *25 " "$tmp/s4"
+
+# print[global] inside a branch that varies by device: one process
+# assembles the blocks the branch's devices hold; across ranks the others
+# are not there, so it is an error saying so (the prints before it hold)
+cat >"$tmp/branch.shm" <<'SHM'
+mesh m = {i: 4}
+def low(a) {
+  print "in branch", a
+  print[global=True] a
+  return a
+}
+def high(a) { return a }
+@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]
+def f(a) {
+  k = axis_index[axes=i]
+  p = lt k 2
+  y = cond[branches=(high, low)] p a
+  return y
+}
+x = arange[stop=4, dtype=f32]
+c = f x
+SHM
+"$SHMAPI" "$tmp/branch.shm" >"$tmp/b1"
+grep -q "global, as P(i) assembles it:" "$tmp/b1"
+set +e
+"${mpi[@]}" -np 2 "$SHMAPI" "$tmp/branch.shm" >"$tmp/b2" 2>"$tmp/b2.err"; rc=$?
+set -e
+[[ $rc != 0 ]] || { echo "print[global] in a varying branch across ranks: exit 0"; exit 1; }
+grep -q "branch.shm:4:3: error: print\[global\]: across ranks, a global view is printed only where every device runs" "$tmp/b2.err"
+head -n 5 "$tmp/b1" | cmp - "$tmp/b2"
 echo ok

@@ -10,7 +10,7 @@ difference allowed is the line `--stats` adds under ranks ("across R ranks,
 ... crossed between them"), which is taken out before comparing.
 
 The programs: every example of examples/, the golden tests of tests/spmd/,
-tests/control/, tests/pmap/ and tests/xmap/ that run a mesh (those that pass, and those that
+tests/control/, tests/pmap/, tests/xmap/, tests/print/ and tests/visualize/ that run a mesh (those that pass, and those that
 fail at run time), and batches of the random programs of the differential test
 (tests/spmd/differential.test.py: its generators, with a fixed seed), which
 put many meshes, specs, collectives and branches into each run.  The
@@ -188,7 +188,7 @@ def main():
     else:
         for f in sorted(glob.glob(os.path.join(ROOT, 'examples', '*.shm'))):
             jobs.append((f, [2, 4]))
-        for folder in ('spmd', 'control', 'pmap', 'xmap'):
+        for folder in ('spmd', 'control', 'pmap', 'xmap', 'print', 'visualize'):
             for f in sorted(glob.glob(os.path.join(ROOT, 'tests', folder, '*.shm'))):
                 if runs_a_mesh(shmapi, f):
                     jobs.append((f, [4]))
