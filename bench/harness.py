@@ -545,6 +545,23 @@ class Suite:
                  f"largest rank (the wait4 peak of mpirun's children) {rss4 / 1024:.0f} MiB vs one process "
                  f"{rss1 / 1024:.0f} MiB = {rss4 / rss1:.2f}; times whole runs")
 
+    def ranks_chain(self):
+        mpirun = self.mpirun()
+        wl = os.path.join(WL, "ranks_chain.shm")
+        _, t1, err1, rc1, rss1, wall1 = run_marked(self.ref, [self.shm, wl])
+        _, t4, err4, rc4, rss4, wall4 = run_marked(self.ref, mpirun + [self.shm, wl])
+        if rc1 or rc4:
+            raise Failure(f"ranks_chain.shm exited {rc1} / {rc4} under 4 ranks:\n{(err1 + err4)[-800:]}")
+        want = sum(float(k) * k * 8388608 for k in range(8))
+        for name, text in (("one process", t1), ("4 ranks", t4)):
+            got = numbers(text)
+            if len(got) != 1 or abs(got[0] - want) > 1e-6 * want:
+                raise Failure(f"ranks_chain.shm ({name}) printed {text.strip()!r}, want {want:g}")
+        self.row("peak RSS, 256 MiB P(i) between shard_maps, 4 ranks", wall4, "1 process", wall1, rss1 / rss4,
+                 "rank < 1/3 of 1 process", rss4 < rss1 / 3, rss4,
+                 f"largest rank {rss4 / 1024:.0f} MiB vs one process {rss1 / 1024:.0f} MiB = {rss4 / rss1:.2f}: "
+                 f"the value between the two shard_maps is never assembled on a rank; times whole runs")
+
     def ranks_psum(self):
         mpirun = self.mpirun()
         wl = os.path.join(WL, "ranks_psum.shm")
@@ -594,6 +611,7 @@ class Suite:
         self.guarded("model_70b", self.model_70b)
         self.guarded("startup", self.startup)
         self.guarded("ranks_memory", self.ranks_memory)
+        self.guarded("ranks_chain", self.ranks_chain)
         self.guarded("ranks_psum", self.ranks_psum)
 
 
@@ -727,6 +745,7 @@ def main():
             s.guarded("startup", s.startup)
         if "ranks" in names:
             s.guarded("ranks_memory", s.ranks_memory)
+            s.guarded("ranks_chain", s.ranks_chain)
             s.guarded("ranks_psum", s.ranks_psum)
     else:
         s.run_all()

@@ -83,13 +83,26 @@ static void set_slot(Frame *F, IrVar *v, Val *val) {
 
 /* A variable's value.  A top-level statement that failed leaves its
    variables without one, and the REPL and the debugger go on after it. */
+static void realize(Val *x);
+
 static Val *value_of(Frame *F, IrVar *v) {
+  Val *x = eval_lookup(F, v);
+  if (!x) err_throw("'%.*s' has no value: the statement that sets it failed", v->name.n, v->name.p);
+  if (x->split) realize(x);
+  return x;
+}
+
+/* value_of for passing a value on (arguments, results): one kept split
+   (realize) stays so; a statement that reads it whole has had it
+   assembled before it ran (realize_inputs). */
+static Val *value_passed(Frame *F, IrVar *v) {
   Val *x = eval_lookup(F, v);
   if (!x) err_throw("'%.*s' has no value: the statement that sets it failed", v->name.n, v->name.p);
   return x;
 }
 
 static bool released_here(Frame *F, IrVar *v);
+static void release_arr(void *a) { arr_unref(a); }
 static bool dies_here(Frame *F, const IrAtom *a);
 
 /* Scratch memory that a runtime error releases too (err.h cleanups). */
@@ -179,7 +192,7 @@ static void call_body(Interp *I, Frame *F, IrFunc *fn, Val **outs, IrStmt *site)
   if (I->obs.data) I->obs.ret(I->obs.data, F, site);
   for (int i = 0; i < fn->nouts; i++) {
     const IrAtom *o = &fn->outs[i];
-    outs[i] = o->lit ? val_of(o->lit) : val_ref(value_of(F, o->var));
+    outs[i] = o->lit ? val_of(o->lit) : val_ref(value_passed(F, o->var));
   }
   frame_free(I, F);
 }
@@ -513,6 +526,100 @@ static void release_split(Frame *F, IrStmt *st) {
     if (dies_here(F, &st->in[i])) set_slot(F, st->in[i].var, NULL);
 }
 
+/* The global array of result i of shard_map st from the body's blocks v
+   (under several ranks, first shared among the ranks). */
+static Array *assemble_result(IrStmt *st, int i, Val *v) {
+  ShardMap *sm = st->at->ext;
+  IrFunc *body = st->at->fns[0];
+  const Mesh *m = sm->mesh;
+  const Spec *spc = &sm->out[i];
+  if (fmpi_size() > 1) share_blocks(m, v, spc->mask, &body->outs[i]);
+  if (spc->mask == 0 && v->blk[0] && v->mask == 0) return arr_ref(v->blk[0]);
+  const Type *gt = &st->out[i]->t;
+  Array *g = arr_new((DType)gt->dt, gt->rank, gt->shape);
+  err_defer(release_arr, g);
+  int64_t nb = val_nblk(m, spc->mask), coords[SHM_MAXAXES];
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t inst = val_first_inst(m, spc->mask, b);
+    Array *blk = v->blk[val_block_of(m, v->mask, inst)], view = *blk;
+    if (sm->out_axis && sm->out_axis[i] >= 0) {   /* xla_pmap: stacked along out_axis */
+      Type vt = pmap_view(&body->outs[i].t, sm->out_axis[i]);
+      view.rank = vt.rank;
+      memcpy(view.shape, vt.shape, sizeof view.shape);
+    }
+    val_coords(m, inst, coords);
+    int64_t start[SHM_MAXRANK];
+    vp_block_start(m, spc, coords, view.shape, view.rank, start);
+    arr_put_block(g, start, &view);
+  }
+  err_undefer(g);
+  return g;
+}
+
+/* Under several ranks a result of a shard_map called outside any body
+   (where every rank runs the same statements) stays as the blocks each
+   rank holds (Val.split) until a statement needs the whole array: calls
+   of functions pass it on as it is, and a shard_map that reads it with
+   the same tiling on the same mesh takes the blocks, so nothing is
+   assembled. */
+static bool keeps_split(Interp *I, Frame *F, IrStmt *st, int i) {
+  ShardMap *sm = st->at->ext;
+  return fmpi_size() > 1 && !F->space.mesh && !sm->out_axis && !st->out[i]->captured &&
+         st->at->fns[0]->outs[i].var && !I->trace && !I->obs.data;
+}
+
+static bool same_mesh(const Mesh *a, const Mesh *b) {
+  if (a == b) return true;
+  if (a->naxes != b->naxes) return false;
+  for (int k = 0; k < a->naxes; k++)
+    if (a->size[k] != b->size[k] || !str_eq(a->axis[k], b->axis[k])) return false;
+  return true;
+}
+
+/* Do specs a and b tile an array alike (an omitted dimension and None
+   alike)? */
+static bool same_tiling(const Spec *a, const Spec *b) {
+  int n = a->ndims > b->ndims ? a->ndims : b->ndims;
+  for (int d = 0; d < n; d++) {
+    int na = d < a->ndims ? a->dim[d].naxes : 0, nb = d < b->ndims ? b->dim[d].naxes : 0;
+    if (na != nb || (na && memcmp(a->dim[d].axes, b->dim[d].axes, (size_t)na))) return false;
+  }
+  return true;
+}
+
+/* Can operand j of statement st take x (a value kept split) as it is:
+   a call of a function, or a shard_map that reads its blocks? */
+static bool takes_split(IrStmt *st, int j, const Val *x) {
+  if (st->k == IS_EQN && st->prim < 0) return true;
+  if (st->k != IS_EQN || st->prim != P_SHARD_MAP) return false;
+  const ShardMap *to = st->at->ext, *from = x->split->st->at->ext;
+  return !to->in_axis && same_mesh(to->mesh, from->mesh) && same_tiling(&to->in[j], &from->out[x->split->out]);
+}
+
+/* Assemble x, a value kept split: every rank calls it at the same
+   statement (outside bodies every rank runs the same statements). */
+static void realize(Val *x) {
+  if (!x->split) return;
+  ValSplit *sv = x->split;
+  x->blk[0] = assemble_result(sv->st, sv->out, sv->blocks);
+  x->split = NULL;
+  val_unref(sv->blocks);
+  mem_free(sv);
+}
+
+/* Before statement st outside any body under several ranks: the values
+   kept split that it reads whole, assembled. */
+static void realize_inputs(Frame *F, IrStmt *st) {
+  for (int j = 0; j < st->nin; j++) {
+    Val *x = st->in[j].var ? eval_lookup(F, st->in[j].var) : NULL;
+    if (x && x->split && !takes_split(st, j, x)) realize(x);
+  }
+  for (int j = 0; j < st->nitems; j++) {
+    Val *x = st->items[j].atom.var ? eval_lookup(F, st->items[j].atom.var) : NULL;
+    if (x && x->split) realize(x);
+  }
+}
+
 /* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
@@ -526,8 +633,13 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   Val **outs = args + nin;
   int64_t coords[SHM_MAXAXES];
   for (int i = 0; i < nin; i++) {
-    Array *g = atom_block(F, &st->in[i], 0, 0);
     const Spec *spc = &sm->in[i];
+    Val *x = st->in[i].var ? eval_lookup(F, st->in[i].var) : NULL;
+    if (x && x->split && takes_split(st, i, x)) {
+      args[i] = val_widen(m, val_ref(x->split->blocks), spc->mask);
+      continue;
+    }
+    Array *g = atom_block(F, &st->in[i], 0, 0);
     Type bt = body->params[i]->t;
     int d = sm->in_axis ? sm->in_axis[i] : -1;
     if (d >= 0) bt = pmap_view(&bt, d);    /* xla_pmap: the block with its mapped dimension */
@@ -563,31 +675,16 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     }
   }
   for (int i = 0; i < nout; i++) {
-    const Spec *spc = &sm->out[i];
-    Val *v = outs[i];
-    if (fmpi_size() > 1) share_blocks(m, v, spc->mask, &body->outs[i]);
-    const Type *gt = &st->out[i]->t;
+    if (keeps_split(I, F, st, i)) {     /* (under ranks, at the top level) */
+      Val *gv = val_new(0, 1);
+      gv->split = mem_alloc(sizeof *gv->split);
+      *gv->split = (ValSplit){val_ref(outs[i]), st, i};
+      set_slot(F, st->out[i], gv);
+      continue;
+    }
     Val *gv = val_new(0, 1);
     set_slot(F, st->out[i], gv);
-    if (spc->mask == 0 && v->blk[0] && v->mask == 0) {
-      gv->blk[0] = arr_ref(v->blk[0]);
-    } else {
-      Array *g = gv->blk[0] = arr_new((DType)gt->dt, gt->rank, gt->shape);
-      int64_t nb = val_nblk(m, spc->mask);
-      for (int64_t b = 0; b < nb; b++) {
-        int64_t inst = val_first_inst(m, spc->mask, b);
-        Array *blk = v->blk[val_block_of(m, v->mask, inst)], view = *blk;
-        if (sm->out_axis && sm->out_axis[i] >= 0) {   /* xla_pmap: stacked along out_axis */
-          Type vt = pmap_view(&st->at->fns[0]->outs[i].t, sm->out_axis[i]);
-          view.rank = vt.rank;
-          memcpy(view.shape, vt.shape, sizeof view.shape);
-        }
-        val_coords(m, inst, coords);
-        int64_t start[SHM_MAXRANK];
-        vp_block_start(m, spc, coords, view.shape, view.rank, start);
-        arr_put_block(g, start, &view);
-      }
-    }
+    gv->blk[0] = assemble_result(st, i, outs[i]);
   }
   vals_free(args);
 }
@@ -651,7 +748,7 @@ static void merge_into(const Space *sp, Val *dst, Val *src, const uint8_t *act) 
 
 static Val **atom_vals(Frame *F, const IrAtom *a, int n) {
   Val **v = vals_new(n);
-  for (int i = 0; i < n; i++) v[i] = a[i].lit ? val_of(a[i].lit) : val_ref(value_of(F, a[i].var));
+  for (int i = 0; i < n; i++) v[i] = a[i].lit ? val_of(a[i].lit) : val_ref(value_passed(F, a[i].var));
   return v;
 }
 
@@ -995,8 +1092,6 @@ const Spec *eval_result_spec(Frame *F, const IrVar *v) {
   return NULL;
 }
 
-static void release_arr(void *a) { arr_unref(a); }
-
 /* The spec of print[global=...] of variable var: spc as written, else
    var's out_spec if the body returns it, else the default of vprint.h
    (in *dflt). */
@@ -1200,6 +1295,7 @@ static void run_body(Interp *I, Frame *F) {
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     fmpi_path_stmt(i);
+    if (fmpi_size() > 1 && !F->space.mesh) realize_inputs(F, st);
     exec_stmt(I, F, st);
     if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
@@ -1287,6 +1383,7 @@ bool eval_run_to(Interp *I, int start, int to) {
       fmpi_path_reset();
       fmpi_path_stmt(i);
       I->sub = 0;
+      if (fmpi_size() > 1) realize_inputs(T, st);
       exec_stmt(I, T, st);
       if (I->obs.data) I->obs.after(I->obs.data, T, st, i);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);

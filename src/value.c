@@ -9,6 +9,7 @@ Val *val_new(uint32_t mask, int64_t nblk) {
   v->refc = 1;
   v->mask = mask;
   v->nblk = nblk;
+  v->split = NULL;
   memset(v->blk, 0, sizeof(Array *) * (size_t)nblk);
   return v;
 }
@@ -29,6 +30,10 @@ Val *val_widen(const Mesh *m, Val *v, uint32_t to) {
 }
 
 void val_free_(Val *v) {
+  if (v->split) {
+    val_unref(v->split->blocks);
+    mem_free(v->split);
+  }
   for (int64_t b = 0; b < v->nblk; b++) arr_unref(v->blk[b]);
   mem_free(v);
 }

@@ -21,10 +21,22 @@
 #include "array.h"
 #include "ir.h"
 
+/* A top-level result of a shard_map under several ranks (fabmpi.h) is
+   kept as its blocks, not assembled, until a statement needs the whole
+   array (eval.c): `blocks` are the body's result `out` of the shard_map
+   equation `st`, whose out_spec says how they tile the global array.  Its
+   owner (the Val, blk[0] NULL until assembled) releases it. */
+typedef struct ValSplit {
+  struct Val *blocks;
+  struct IrStmt *st;
+  int out;
+} ValSplit;
+
 typedef struct Val {
   int32_t refc;
   uint32_t mask;
   int64_t nblk;
+  ValSplit *split;      /* NULL but for the top-level values above */
   Array *blk[];
 } Val;
 

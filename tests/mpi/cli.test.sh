@@ -108,6 +108,17 @@ grep -q "^across 2 ranks, .* crossed between them$" "$tmp/s2"
 grep -v "crossed between them" "$tmp/s4" | cmp - "$tmp/s1"
 grep -q "^  over i  *25 " "$tmp/s4"
 
+# a shard_map's result read by another with the same tiling stays as each
+# rank's blocks: nothing but the psum's bytes crosses ranks (assembling
+# x on every rank would move 96 KiB)
+cp bench/workloads/ranks_chain.shm "$tmp/chain.shm"
+sed -i 's/8388608/1024/' "$tmp/chain.shm"
+"$SHMAPI" "$tmp/chain.shm" >"$tmp/c1"
+"${mpi[@]}" -np 4 "$SHMAPI" --stats "$tmp/chain.shm" >"$tmp/c4"
+head -n 1 "$tmp/c4" | cmp - "$tmp/c1"
+crossed=$(sed -n 's/^across 4 ranks, \([0-9]*\) B crossed between them$/\1/p' "$tmp/c4")
+[[ -n $crossed && $crossed -lt 100 ]] || { echo "chain: crossed '$crossed'"; tail -n 1 "$tmp/c4"; exit 1; }
+
 # print[global] inside a branch that varies by device: one process
 # assembles the blocks the branch's devices hold; across ranks the others
 # are not there, so it is an error saying so (the prints before it hold)
