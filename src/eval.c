@@ -103,6 +103,7 @@ static Val *value_passed(Frame *F, IrVar *v) {
 
 static bool released_here(Frame *F, IrVar *v);
 static void release_arr(void *a) { arr_unref(a); }
+static void release_val(void *v) { val_unref(v); }
 static bool dies_here(Frame *F, const IrAtom *a);
 
 /* Scratch memory that a runtime error releases too (err.h cleanups). */
@@ -460,7 +461,7 @@ static bool rank_holds(const Mesh *m, int q, uint32_t mask, int64_t b) {
 /* Under several ranks: every rank gets the blocks of a body's result v
    that assembling it per out_specs (mask `spec`) reads, each sent by the
    owner of the first instance that holds it. */
-static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const IrAtom *out) {
+static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const Type *bt) {
   int n = fmpi_size();
   int64_t nb = val_nblk(m, spec);
   int *ranks = scratch(sizeof(int) * (size_t)n);
@@ -476,10 +477,7 @@ static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const IrAtom *out
     for (int q = 0; q < n; q++)
       if (q != from && !rank_holds(m, q, v->mask, vb)) mv[nmv++] = (FabBlockMove){from, q, &v->blk[vb]};
   }
-  const Type *t = out->lit ? NULL : &out->var->t;
-  Array *lit = out->lit;
-  fab_move_blocks(ranks, n, mv, nmv, (DType)(t ? t->dt : lit->dt), t ? t->rank : lit->rank,
-                  t ? t->shape : lit->shape);
+  fab_move_blocks(ranks, n, mv, nmv, (DType)bt->dt, bt->rank, bt->shape);
   scratch_free(mv);
   scratch_free(done);
   scratch_free(ranks);
@@ -526,24 +524,21 @@ static void release_split(Frame *F, IrStmt *st) {
     if (dies_here(F, &st->in[i])) set_slot(F, st->in[i].var, NULL);
 }
 
-/* The global array of result i of shard_map st from the body's blocks v
-   (under several ranks, first shared among the ranks). */
-static Array *assemble_result(IrStmt *st, int i, Val *v) {
-  ShardMap *sm = st->at->ext;
-  IrFunc *body = st->at->fns[0];
-  const Mesh *m = sm->mesh;
-  const Spec *spc = &sm->out[i];
-  if (fmpi_size() > 1) share_blocks(m, v, spc->mask, &body->outs[i]);
+/* The global array of type gt that the blocks v (of type bt: the body's
+   result type, which under xla_pmap lacks the dimension out_axis) tile
+   as spc says; under several ranks the blocks are first shared among the
+   ranks. */
+static Array *assemble(const Mesh *m, const Spec *spc, const Type *gt, const Type *bt, int out_axis, Val *v) {
+  if (fmpi_size() > 1) share_blocks(m, v, spc->mask, bt);
   if (spc->mask == 0 && v->blk[0] && v->mask == 0) return arr_ref(v->blk[0]);
-  const Type *gt = &st->out[i]->t;
   Array *g = arr_new((DType)gt->dt, gt->rank, gt->shape);
   err_defer(release_arr, g);
   int64_t nb = val_nblk(m, spc->mask), coords[SHM_MAXAXES];
   for (int64_t b = 0; b < nb; b++) {
     int64_t inst = val_first_inst(m, spc->mask, b);
     Array *blk = v->blk[val_block_of(m, v->mask, inst)], view = *blk;
-    if (sm->out_axis && sm->out_axis[i] >= 0) {   /* xla_pmap: stacked along out_axis */
-      Type vt = pmap_view(&body->outs[i].t, sm->out_axis[i]);
+    if (out_axis >= 0) {                  /* xla_pmap: stacked along out_axis */
+      Type vt = pmap_view(bt, out_axis);
       view.rank = vt.rank;
       memcpy(view.shape, vt.shape, sizeof view.shape);
     }
@@ -554,6 +549,30 @@ static Array *assemble_result(IrStmt *st, int i, Val *v) {
   }
   err_undefer(g);
   return g;
+}
+
+/* The global array of result i of shard_map st from the body's blocks v. */
+static Array *assemble_result(IrStmt *st, int i, Val *v) {
+  ShardMap *sm = st->at->ext;
+  const IrAtom *o = &st->at->fns[0]->outs[i];
+  Type bt;
+  if (o->var) {
+    bt = o->var->t;
+  } else {
+    memset(&bt, 0, sizeof bt);
+    bt.dt = o->lit->dt;
+    bt.rank = (uint8_t)o->lit->rank;
+    memcpy(bt.shape, o->lit->shape, sizeof(int64_t) * (size_t)o->lit->rank);
+  }
+  return assemble(sm->mesh, &sm->out[i], &st->out[i]->t, &bt, sm->out_axis ? sm->out_axis[i] : -1, v);
+}
+
+/* The type of a block of an array of type gt tiled by spc on m. */
+static Type block_type(const Mesh *m, const Spec *spc, const Type *gt) {
+  Type bt = *gt;
+  for (int d = 0; d < spc->ndims && d < bt.rank; d++)
+    for (int k = 0; k < spc->dim[d].naxes; k++) bt.shape[d] /= m->size[spc->dim[d].axes[k]];
+  return bt;
 }
 
 /* Under several ranks a result of a shard_map called outside any body
@@ -592,8 +611,8 @@ static bool same_tiling(const Spec *a, const Spec *b) {
 static bool takes_split(IrStmt *st, int j, const Val *x) {
   if (st->k == IS_EQN && st->prim < 0) return true;
   if (st->k != IS_EQN || st->prim != P_SHARD_MAP) return false;
-  const ShardMap *to = st->at->ext, *from = x->split->st->at->ext;
-  return !to->in_axis && same_mesh(to->mesh, from->mesh) && same_tiling(&to->in[j], &from->out[x->split->out]);
+  const ShardMap *to = st->at->ext;
+  return !to->in_axis && same_mesh(to->mesh, x->split->mesh) && same_tiling(&to->in[j], x->split->spec);
 }
 
 /* Assemble x, a value kept split: every rank calls it at the same
@@ -601,10 +620,62 @@ static bool takes_split(IrStmt *st, int j, const Val *x) {
 static void realize(Val *x) {
   if (!x->split) return;
   ValSplit *sv = x->split;
-  x->blk[0] = assemble_result(sv->st, sv->out, sv->blocks);
+  Type bt = block_type(sv->mesh, sv->spec, &sv->gt);
+  x->blk[0] = assemble(sv->mesh, sv->spec, &sv->gt, &bt, -1, sv->blocks);
   x->split = NULL;
   val_unref(sv->blocks);
   mem_free(sv);
+}
+
+/* An elementwise primitive outside any body, under several ranks, whose
+   operands are values kept split, all tiled alike (and scalar literals):
+   computed on the blocks each rank holds, its result kept split too.
+   Whether st was such a statement (then it has run). */
+static bool ew_on_pieces(Interp *I, Frame *F, IrStmt *st) {
+  if (st->k != IS_EQN || st->prim < 0 || st->nout != 1 || st->nin > 8 || prim_ew_op(st->prim) < 0 ||
+      I->trace || I->obs.data || st->out[0]->captured)
+    return false;
+  const Type *ot = &st->out[0]->t;
+  const ValSplit *s0 = NULL;
+  Val *opv[8] = {0};
+  for (int j = 0; j < st->nin; j++) {
+    if (st->in[j].lit) {
+      if (st->in[j].lit->rank != 0) return false;
+      continue;
+    }
+    Val *x = eval_lookup(F, st->in[j].var);
+    const Type *t = &st->in[j].var->t;
+    if (!x || !x->split || t->rank != ot->rank || memcmp(t->shape, ot->shape, sizeof(int64_t) * t->rank)) return false;
+    if (s0 && (!same_mesh(s0->mesh, x->split->mesh) || !same_tiling(s0->spec, x->split->spec))) return false;
+    if (!s0) s0 = x->split;
+    opv[j] = x->split->blocks;
+  }
+  if (!s0) return false;
+  const Mesh *m = s0->mesh;
+  uint32_t R = s0->spec->mask;
+  int64_t nb = val_nblk(m, R);
+  Space sp = {m, m->ndev, NULL};
+  Type bt = block_type(m, s0->spec, ot);
+  Val *out = val_new(R, nb);
+  err_defer(release_val, out);
+  uint8_t *need = needed_blocks(&sp, R, nb);
+  KernFn k = prim_table[st->prim].kernel;
+  Array *ins[8];
+  for (int64_t b = 0; b < nb; b++) {
+    if (need && !need[b]) continue;
+    for (int j = 0; j < st->nin; j++) {
+      Val *v = opv[j];
+      ins[j] = !v ? st->in[j].lit : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(m, R, b, v->mask)];
+    }
+    k(st->at, ins, st->nin, &out->blk[b], &bt);
+  }
+  scratch_free(need);
+  err_undefer(out);
+  Val *gv = val_new(0, 1);
+  gv->split = mem_alloc(sizeof *gv->split);
+  *gv->split = (ValSplit){out, m, s0->spec, *ot};
+  set_slot(F, st->out[0], gv);
+  return true;
 }
 
 /* Before statement st outside any body under several ranks: the values
@@ -678,7 +749,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     if (keeps_split(I, F, st, i)) {     /* (under ranks, at the top level) */
       Val *gv = val_new(0, 1);
       gv->split = mem_alloc(sizeof *gv->split);
-      *gv->split = (ValSplit){val_ref(outs[i]), st, i};
+      *gv->split = (ValSplit){val_ref(outs[i]), m, &sm->out[i], st->out[i]->t};
       set_slot(F, st->out[i], gv);
       continue;
     }
@@ -1286,6 +1357,16 @@ static void drop_dead(Frame *F, IrStmt *st) {
   for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j]);
 }
 
+/* exec_stmt, and under several ranks outside any body first the values
+   kept split: computed on elementwise (ew_on_pieces), or assembled. */
+static void exec_outside(Interp *I, Frame *F, IrStmt *st) {
+  if (fmpi_size() > 1 && !F->space.mesh) {
+    if (ew_on_pieces(I, F, st)) return;
+    realize_inputs(F, st);
+  }
+  exec_stmt(I, F, st);
+}
+
 static void run_body(Interp *I, Frame *F) {
   IrFunc *fn = F->fn;
   if (!fn->drops_planned) plan_drops(fn);
@@ -1295,8 +1376,7 @@ static void run_body(Interp *I, Frame *F) {
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     fmpi_path_stmt(i);
-    if (fmpi_size() > 1 && !F->space.mesh) realize_inputs(F, st);
-    exec_stmt(I, F, st);
+    exec_outside(I, F, st);
     if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);
@@ -1383,8 +1463,7 @@ bool eval_run_to(Interp *I, int start, int to) {
       fmpi_path_reset();
       fmpi_path_stmt(i);
       I->sub = 0;
-      if (fmpi_size() > 1) realize_inputs(T, st);
-      exec_stmt(I, T, st);
+      exec_outside(I, T, st);
       if (I->obs.data) I->obs.after(I->obs.data, T, st, i);
       if (I->trace) I->trace(I, T, st, EV_DONE, I->trace_data);
       else if (T->release_at >= 0) drop_dead(T, st);

@@ -21,15 +21,16 @@
 #include "array.h"
 #include "ir.h"
 
-/* A top-level result of a shard_map under several ranks (fabmpi.h) is
-   kept as its blocks, not assembled, until a statement needs the whole
-   array (eval.c): `blocks` are the body's result `out` of the shard_map
-   equation `st`, whose out_spec says how they tile the global array.  Its
-   owner (the Val, blk[0] NULL until assembled) releases it. */
+/* A result of a shard_map under several ranks (fabmpi.h), outside any
+   body, is kept as the blocks each rank holds until a statement needs
+   the whole array (eval.c): `blocks` tile an array of type `gt` as spec
+   `spec` of mesh `mesh` says.  Its owner (the Val, blk[0] NULL until
+   assembled) releases it. */
 typedef struct ValSplit {
   struct Val *blocks;
-  struct IrStmt *st;
-  int out;
+  const Mesh *mesh;
+  const Spec *spec;
+  Type gt;
 } ValSplit;
 
 typedef struct Val {

@@ -119,6 +119,36 @@ head -n 1 "$tmp/c4" | cmp - "$tmp/c1"
 crossed=$(sed -n 's/^across 4 ranks, \([0-9]*\) B crossed between them$/\1/p' "$tmp/c4")
 [[ -n $crossed && $crossed -lt 100 ]] || { echo "chain: crossed '$crossed'"; tail -n 1 "$tmp/c4"; exit 1; }
 
+# ... and elementwise primitives at the top level on such values run on
+# each rank's blocks: still only the psum's bytes cross
+cat >"$tmp/chain_ew.shm" <<'SHM'
+mesh m = {i: 8}
+@shard_map[mesh=m, in_specs=(), out_specs=P(i)]
+def make() {
+  k = axis_index[axes=i]
+  kf = convert_element_type[new_dtype=f32] k
+  big = broadcast_in_dim[shape=(1024,), broadcast_dimensions=()] kf
+  return big
+}
+@shard_map[mesh=m, in_specs=P(i), out_specs=P()]
+def total(b) {
+  s = reduce_sum[axes=(0,)] b
+  t = psum[axes=i] s
+  return t
+}
+x = make
+y = mul x 2.0
+z = add y x
+w = exp z
+t = total w
+print t
+SHM
+"$SHMAPI" "$tmp/chain_ew.shm" >"$tmp/e1"
+"${mpi[@]}" -np 4 "$SHMAPI" --stats "$tmp/chain_ew.shm" >"$tmp/e4"
+head -n 1 "$tmp/e4" | cmp - "$tmp/e1"
+crossed=$(sed -n 's/^across 4 ranks, \([0-9]*\) B crossed between them$/\1/p' "$tmp/e4")
+[[ -n $crossed && $crossed -lt 100 ]] || { echo "elementwise chain: crossed '$crossed'"; tail -n 1 "$tmp/e4"; exit 1; }
+
 # print[global] inside a branch that varies by device: one process
 # assembles the blocks the branch's devices hold; across ranks the others
 # are not there, so it is an error saying so (the prints before it hold)
