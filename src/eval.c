@@ -184,6 +184,9 @@ static void call_fn_consuming(Interp *I, Frame *caller, IrFunc *fn, Val **args, 
 
 /* The rest of a call, once F's parameters are bound. */
 static void call_body(Interp *I, Frame *F, IrFunc *fn, Val **outs, IrStmt *site) {
+  if (I->obs.data && fmpi_size() > 1 && F->space.active)
+    err_throw("the cost model across ranks follows the run on rank 0's devices, which cannot see a branch "
+              "or loop that only some devices take: model this program in one process, or with --abstract");
   if (I->obs.data) I->obs.call(I->obs.data, F, site);
   fmpi_path_enter(I->sub);
   I->sub = 0;
@@ -700,6 +703,10 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   int nin = st->nin, nout = st->nout;
   int64_t lo = 0, hi = m->ndev;           /* the instances of this rank */
   if (fmpi_size() > 1) fmpi_range(m->ndev, fmpi_rank(), &lo, &hi);
+  if (I->obs.data && fmpi_size() > m->ndev)
+    err_throw("the cost model across ranks follows the run on rank 0's devices: this mesh has %lld devices "
+              "for %d ranks, so rank 0 may hold none; use at most %lld ranks, or --abstract",
+              (long long)m->ndev, fmpi_size(), (long long)m->ndev);
   Val **args = vals_new(nin + nout);
   Val **outs = args + nin;
   int64_t coords[SHM_MAXAXES];

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "eval.h"
 #include "fabmpi.h"
+#include "mem.h"
 #include "parse.h"
 #include "repl.h"
 #include "suggest.h"
@@ -229,10 +230,9 @@ static int run(int argc, char **argv) {
   if ((check_only || interactive || debug) && !file) return bad_usage("%s", "this mode needs a FILE");
   if (fmpi_size() > 1 && (interactive || debug || (!file && !code)))
     return bad_usage("%s", "the REPL and the debugger run in one process: not under mpirun or --ranks");
-  /* (--abstract runs nothing: every rank walks the program alike, rank 0
-     alone is heard) */
-  if (fmpi_size() > 1 && model && !mo.abstract)
-    return bad_usage("%s", "the cost model of a run watches one process: use --abstract, or run without ranks");
+  /* (under ranks every rank models the program, rank 0's model is the
+     one reported: --abstract walks it alike everywhere; a run's model is
+     that of rank 0's walk, which eval.c refuses where it would differ) */
 
   ReplOptions ro = {stats, max_steps, debug};
   if (!file && !code && !save_only) return repl_main(NULL, &ro);
@@ -281,7 +281,14 @@ static int run(int argc, char **argv) {
           ok = eval_run(I, 0);
           if (ok && stats && fmpi_rank() == 0) fab_stats_print(stdout, true);
         }
-        if (ok && T) ok = model_output(T, &mo, file ? file : "<command line>");
+        if (ok && T && fmpi_rank() == 0) {
+          ok = model_output(T, &mo, file ? file : "<command line>");
+          if (ok && fmpi_size() > 1 && !mo.abstract && (mo.time || !mo.trace)) {
+            char b[32];
+            mem_human(b, sizeof b, fmpi_bytes_crossed());
+            printf("across %d ranks, %s crossed between them\n", fmpi_size(), b);
+          }
+        }
         status = ok ? 0 : 1;
       }
     }
