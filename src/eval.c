@@ -8,6 +8,7 @@
 #include "err.h"
 #include "eval.h"
 #include "fabmpi.h"
+#include "gather.h"
 #include "rule.h"
 #include "vprint.h"
 #include "npy.h"
@@ -83,12 +84,10 @@ static void set_slot(Frame *F, IrVar *v, Val *val) {
 
 /* A variable's value.  A top-level statement that failed leaves its
    variables without one, and the REPL and the debugger go on after it. */
-static void realize(Val *x);
-
 static Val *value_of(Frame *F, IrVar *v) {
   Val *x = eval_lookup(F, v);
   if (!x) err_throw("'%.*s' has no value: the statement that sets it failed", v->name.n, v->name.p);
-  if (x->split) realize(x);
+  if (x->split) gat_realize(x);
   return x;
 }
 
@@ -443,49 +442,6 @@ static void exec_local(Frame *F, IrStmt *st) {
 
 /* ---- shard_map ------------------------------------------------------------------- */
 
-/* A per-device type of an xla_pmap with its mapped dimension d, of size 1. */
-static Type pmap_view(const Type *t, int d) {
-  Type v = *t;
-  for (int j = v.rank; j > d; j--) v.shape[j] = v.shape[j - 1];
-  v.shape[d] = 1;
-  v.rank++;
-  return v;
-}
-
-/* Does rank q own an instance holding block b of `mask`? */
-static bool rank_holds(const Mesh *m, int q, uint32_t mask, int64_t b) {
-  int64_t lo, hi;
-  fmpi_range(m->ndev, q, &lo, &hi);
-  for (int64_t i = lo; i < hi; i++)
-    if (val_block_of(m, mask, i) == b) return true;
-  return false;
-}
-
-/* Under several ranks: every rank gets the blocks of a body's result v
-   that assembling it per out_specs (mask `spec`) reads, each sent by the
-   owner of the first instance that holds it. */
-static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const Type *bt) {
-  int n = fmpi_size();
-  int64_t nb = val_nblk(m, spec);
-  int *ranks = scratch(sizeof(int) * (size_t)n);
-  uint8_t *done = scratch((size_t)v->nblk);
-  FabBlockMove *mv = scratch(sizeof(FabBlockMove) * (size_t)(nb * n + 1));
-  int nmv = 0;
-  for (int q = 0; q < n; q++) ranks[q] = q;
-  for (int64_t b = 0; b < nb; b++) {
-    int64_t inst = val_first_inst(m, spec, b), vb = val_block_of(m, v->mask, inst);
-    if (done[vb]) continue;
-    done[vb] = 1;
-    int from = fmpi_owner(m->ndev, inst);
-    for (int q = 0; q < n; q++)
-      if (q != from && !rank_holds(m, q, v->mask, vb)) mv[nmv++] = (FabBlockMove){from, q, &v->blk[vb]};
-  }
-  fab_move_blocks(ranks, n, mv, nmv, (DType)bt->dt, bt->rank, bt->shape);
-  scratch_free(mv);
-  scratch_free(done);
-  scratch_free(ranks);
-}
-
 /* Whether operand i of shard_map st dies there, its array g held by its
    value alone, and no other operand is the same variable: then splitting
    it may give its memory back as it goes (split_plan). */
@@ -527,33 +483,6 @@ static void release_split(Frame *F, IrStmt *st) {
     if (dies_here(F, &st->in[i])) set_slot(F, st->in[i].var, NULL);
 }
 
-/* The global array of type gt that the blocks v (of type bt: the body's
-   result type, which under xla_pmap lacks the dimension out_axis) tile
-   as spc says; under several ranks the blocks are first shared among the
-   ranks. */
-static Array *assemble(const Mesh *m, const Spec *spc, const Type *gt, const Type *bt, int out_axis, Val *v) {
-  if (fmpi_size() > 1) share_blocks(m, v, spc->mask, bt);
-  if (spc->mask == 0 && v->blk[0] && v->mask == 0) return arr_ref(v->blk[0]);
-  Array *g = arr_new((DType)gt->dt, gt->rank, gt->shape);
-  err_defer(release_arr, g);
-  int64_t nb = val_nblk(m, spc->mask), coords[SHM_MAXAXES];
-  for (int64_t b = 0; b < nb; b++) {
-    int64_t inst = val_first_inst(m, spc->mask, b);
-    Array *blk = v->blk[val_block_of(m, v->mask, inst)], view = *blk;
-    if (out_axis >= 0) {                  /* xla_pmap: stacked along out_axis */
-      Type vt = pmap_view(bt, out_axis);
-      view.rank = vt.rank;
-      memcpy(view.shape, vt.shape, sizeof view.shape);
-    }
-    val_coords(m, inst, coords);
-    int64_t start[SHM_MAXRANK];
-    vp_block_start(m, spc, coords, view.shape, view.rank, start);
-    arr_put_block(g, start, &view);
-  }
-  err_undefer(g);
-  return g;
-}
-
 /* The global array of result i of shard_map st from the body's blocks v. */
 static Array *assemble_result(IrStmt *st, int i, Val *v) {
   ShardMap *sm = st->at->ext;
@@ -567,15 +496,7 @@ static Array *assemble_result(IrStmt *st, int i, Val *v) {
     bt.rank = (uint8_t)o->lit->rank;
     memcpy(bt.shape, o->lit->shape, sizeof(int64_t) * (size_t)o->lit->rank);
   }
-  return assemble(sm->mesh, &sm->out[i], &st->out[i]->t, &bt, sm->out_axis ? sm->out_axis[i] : -1, v);
-}
-
-/* The type of a block of an array of type gt tiled by spc on m. */
-static Type block_type(const Mesh *m, const Spec *spc, const Type *gt) {
-  Type bt = *gt;
-  for (int d = 0; d < spc->ndims && d < bt.rank; d++)
-    for (int k = 0; k < spc->dim[d].naxes; k++) bt.shape[d] /= m->size[spc->dim[d].axes[k]];
-  return bt;
+  return gat_assemble(sm->mesh, &sm->out[i], &st->out[i]->t, &bt, sm->out_axis ? sm->out_axis[i] : -1, v);
 }
 
 /* Under several ranks a result of a shard_map called outside any body
@@ -590,44 +511,13 @@ static bool keeps_split(Interp *I, Frame *F, IrStmt *st, int i) {
          st->at->fns[0]->outs[i].var && !I->trace && !I->obs.data;
 }
 
-static bool same_mesh(const Mesh *a, const Mesh *b) {
-  if (a == b) return true;
-  if (a->naxes != b->naxes) return false;
-  for (int k = 0; k < a->naxes; k++)
-    if (a->size[k] != b->size[k] || !str_eq(a->axis[k], b->axis[k])) return false;
-  return true;
-}
-
-/* Do specs a and b tile an array alike (an omitted dimension and None
-   alike)? */
-static bool same_tiling(const Spec *a, const Spec *b) {
-  int n = a->ndims > b->ndims ? a->ndims : b->ndims;
-  for (int d = 0; d < n; d++) {
-    int na = d < a->ndims ? a->dim[d].naxes : 0, nb = d < b->ndims ? b->dim[d].naxes : 0;
-    if (na != nb || (na && memcmp(a->dim[d].axes, b->dim[d].axes, (size_t)na))) return false;
-  }
-  return true;
-}
-
 /* Can operand j of statement st take x (a value kept split) as it is:
    a call of a function, or a shard_map that reads its blocks? */
 static bool takes_split(IrStmt *st, int j, const Val *x) {
   if (st->k == IS_EQN && st->prim < 0) return true;
   if (st->k != IS_EQN || st->prim != P_SHARD_MAP) return false;
   const ShardMap *to = st->at->ext;
-  return !to->in_axis && same_mesh(to->mesh, x->split->mesh) && same_tiling(&to->in[j], x->split->spec);
-}
-
-/* Assemble x, a value kept split: every rank calls it at the same
-   statement (outside bodies every rank runs the same statements). */
-static void realize(Val *x) {
-  if (!x->split) return;
-  ValSplit *sv = x->split;
-  Type bt = block_type(sv->mesh, sv->spec, &sv->gt);
-  x->blk[0] = assemble(sv->mesh, sv->spec, &sv->gt, &bt, -1, sv->blocks);
-  x->split = NULL;
-  val_unref(sv->blocks);
-  mem_free(sv);
+  return !to->in_axis && gat_same_mesh(to->mesh, x->split->mesh) && gat_same_tiling(&to->in[j], x->split->spec);
 }
 
 /* An elementwise primitive outside any body, under several ranks, whose
@@ -649,7 +539,7 @@ static bool ew_on_pieces(Interp *I, Frame *F, IrStmt *st) {
     Val *x = eval_lookup(F, st->in[j].var);
     const Type *t = &st->in[j].var->t;
     if (!x || !x->split || t->rank != ot->rank || memcmp(t->shape, ot->shape, sizeof(int64_t) * t->rank)) return false;
-    if (s0 && (!same_mesh(s0->mesh, x->split->mesh) || !same_tiling(s0->spec, x->split->spec))) return false;
+    if (s0 && (!gat_same_mesh(s0->mesh, x->split->mesh) || !gat_same_tiling(s0->spec, x->split->spec))) return false;
     if (!s0) s0 = x->split;
     opv[j] = x->split->blocks;
   }
@@ -658,7 +548,7 @@ static bool ew_on_pieces(Interp *I, Frame *F, IrStmt *st) {
   uint32_t R = s0->spec->mask;
   int64_t nb = val_nblk(m, R);
   Space sp = {m, m->ndev, NULL};
-  Type bt = block_type(m, s0->spec, ot);
+  Type bt = gat_block_type(m, s0->spec, ot);
   Val *out = val_new(R, nb);
   err_defer(release_val, out);
   uint8_t *need = needed_blocks(&sp, R, nb);
@@ -686,11 +576,11 @@ static bool ew_on_pieces(Interp *I, Frame *F, IrStmt *st) {
 static void realize_inputs(Frame *F, IrStmt *st) {
   for (int j = 0; j < st->nin; j++) {
     Val *x = st->in[j].var ? eval_lookup(F, st->in[j].var) : NULL;
-    if (x && x->split && !takes_split(st, j, x)) realize(x);
+    if (x && x->split && !takes_split(st, j, x)) gat_realize(x);
   }
   for (int j = 0; j < st->nitems; j++) {
     Val *x = st->items[j].atom.var ? eval_lookup(F, st->items[j].atom.var) : NULL;
-    if (x && x->split) realize(x);
+    if (x && x->split) gat_realize(x);
   }
 }
 
@@ -720,7 +610,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     Array *g = atom_block(F, &st->in[i], 0, 0);
     Type bt = body->params[i]->t;
     int d = sm->in_axis ? sm->in_axis[i] : -1;
-    if (d >= 0) bt = pmap_view(&bt, d);    /* xla_pmap: the block with its mapped dimension */
+    if (d >= 0) bt = gat_pmap_view(&bt, d);    /* xla_pmap: the block with its mapped dimension */
     int64_t nb = val_nblk(m, spc->mask);
     Val *v = val_new(spc->mask, nb);
     args[i] = v;

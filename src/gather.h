@@ -1,0 +1,33 @@
+/*
+** gather.h — a shard_map's blocks put together into the global array.
+**
+** A shard_map's result is the array its out_spec tiles from the blocks of
+** its body's result.  Under several ranks (fabmpi.h) each rank holds only
+** its own instances' blocks, so putting them together first shares them
+** among the ranks; outside any body a result may also stay as its blocks
+** (value.h's ValSplit) until a statement needs the whole array, and then
+** gat_realize assembles it, on every rank at the same statement.
+*/
+#ifndef SHM_GATHER_H
+#define SHM_GATHER_H
+
+#include "value.h"
+
+/* A per-device type of an xla_pmap with its mapped dimension d, of size 1. */
+Type gat_pmap_view(const Type *t, int d);
+/* The global array of type gt that the blocks v (of type bt: the body's
+   result type, which under xla_pmap lacks the dimension out_axis, else
+   -1) tile as spc says (new reference); under several ranks the blocks
+   are first shared among the ranks (v gains those it lacked). */
+Array *gat_assemble(const Mesh *m, const Spec *spc, const Type *gt, const Type *bt, int out_axis, Val *v);
+/* The type of a block of an array of type gt tiled by spc on m. */
+Type gat_block_type(const Mesh *m, const Spec *spc, const Type *gt);
+/* Meshes alike (same axes, names and sizes); specs tiling an array alike
+   (an omitted dimension and None alike). */
+bool gat_same_mesh(const Mesh *a, const Mesh *b);
+bool gat_same_tiling(const Spec *a, const Spec *b);
+/* Assemble x, a value kept split (x->split), into x->blk[0], and let go
+   of its blocks. */
+void gat_realize(Val *x);
+
+#endif
