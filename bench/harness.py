@@ -528,39 +528,30 @@ class Suite:
             cmd.append("--allow-run-as-root")
         return cmd
 
-    def ranks_memory(self):
+    def ranks_rss(self, name, elems, label, note):
+        """A row comparing the largest rank's peak RSS under 4 ranks with one
+        process, for workload `name`, which prints sum(k*k*elems, k < 8)."""
         mpirun = self.mpirun()
-        wl = os.path.join(WL, "ranks_memory.shm")
+        wl = os.path.join(WL, name)
         _, t1, err1, rc1, rss1, wall1 = run_marked(self.ref, [self.shm, wl])
         _, t4, err4, rc4, rss4, wall4 = run_marked(self.ref, mpirun + [self.shm, wl])
         if rc1 or rc4:
-            raise Failure(f"ranks_memory.shm exited {rc1} / {rc4} under 4 ranks:\n{(err1 + err4)[-800:]}")
-        want = sum(float(k) * k * 16777216 for k in range(8))
-        for name, text in (("one process", t1), ("4 ranks", t4)):
+            raise Failure(f"{name} exited {rc1} / {rc4} under 4 ranks:\n{(err1 + err4)[-800:]}")
+        want = sum(float(k) * k * elems for k in range(8))
+        for who, text in (("one process", t1), ("4 ranks", t4)):
             got = numbers(text)
             if len(got) != 1 or abs(got[0] - want) > 1e-6 * want:
-                raise Failure(f"ranks_memory.shm ({name}) printed {text.strip()!r}, want {want:g}")
-        self.row("peak RSS, 8 dev × 2 × 64 MiB, 4 ranks", wall4, "1 process", wall1, rss1 / rss4,
-                 "rank < 1/3 of 1 process", rss4 < rss1 / 3, rss4,
+                raise Failure(f"{name} ({who}) printed {text.strip()!r}, want {want:g}")
+        self.row(label, wall4, "1 process", wall1, rss1 / rss4, "rank < 1/3 of 1 process", rss4 < rss1 / 3, rss4,
                  f"largest rank (the wait4 peak of mpirun's children) {rss4 / 1024:.0f} MiB vs one process "
-                 f"{rss1 / 1024:.0f} MiB = {rss4 / rss1:.2f}; times whole runs")
+                 f"{rss1 / 1024:.0f} MiB = {rss4 / rss1:.2f}{note}; times whole runs")
+
+    def ranks_memory(self):
+        self.ranks_rss("ranks_memory.shm", 16777216, "peak RSS, 8 dev × 2 × 64 MiB, 4 ranks", "")
 
     def ranks_chain(self):
-        mpirun = self.mpirun()
-        wl = os.path.join(WL, "ranks_chain.shm")
-        _, t1, err1, rc1, rss1, wall1 = run_marked(self.ref, [self.shm, wl])
-        _, t4, err4, rc4, rss4, wall4 = run_marked(self.ref, mpirun + [self.shm, wl])
-        if rc1 or rc4:
-            raise Failure(f"ranks_chain.shm exited {rc1} / {rc4} under 4 ranks:\n{(err1 + err4)[-800:]}")
-        want = sum(float(k) * k * 8388608 for k in range(8))
-        for name, text in (("one process", t1), ("4 ranks", t4)):
-            got = numbers(text)
-            if len(got) != 1 or abs(got[0] - want) > 1e-6 * want:
-                raise Failure(f"ranks_chain.shm ({name}) printed {text.strip()!r}, want {want:g}")
-        self.row("peak RSS, 256 MiB P(i) between shard_maps, 4 ranks", wall4, "1 process", wall1, rss1 / rss4,
-                 "rank < 1/3 of 1 process", rss4 < rss1 / 3, rss4,
-                 f"largest rank {rss4 / 1024:.0f} MiB vs one process {rss1 / 1024:.0f} MiB = {rss4 / rss1:.2f}: "
-                 f"the value between the two shard_maps is never assembled on a rank; times whole runs")
+        self.ranks_rss("ranks_chain.shm", 8388608, "peak RSS, 256 MiB P(i) between shard_maps, 4 ranks",
+                       ": the value between the two shard_maps is never assembled on a rank")
 
     def ranks_psum(self):
         mpirun = self.mpirun()

@@ -16,6 +16,28 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" SHMAPI_FAIL_
 root=(); [[ $(id -u) == 0 ]] && root=(--allow-run-as-root)
 mpi=(mpirun --quiet --oversubscribe --bind-to none "${root[@]}")
 
+# A program on mesh {i: 4} whose devices 0 and 1 take branch low, whose
+# body is $1 (binding b), and devices 2 and 3 branch high (the identity).
+branchy() {
+  cat <<SHM
+mesh m = {i: 4}
+def low(a) {
+$1
+  return b
+}
+def high(a) { return a }
+@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]
+def f(a) {
+  k = axis_index[axes=i]
+  p = lt k 2
+  y = cond[branches=(high, low)] p a
+  return y
+}
+x = arange[stop=4, dtype=f32]
+c = f x
+SHM
+}
+
 if "$SHMAPI" --ranks 2 -c 'print 1' 2>"$tmp/err" | grep -q .; then :; else
   grep -q "built without MPI" "$tmp/err" && { echo "skip: $SHMAPI was built without MPI"; exit 77; }
   cat "$tmp/err"; exit 1
@@ -106,21 +128,7 @@ for ex in tour ffn_2d moe collective_matmul; do
     grep -q "^across $n ranks, .* crossed between them$" "$tmp/tn"
   done
 done
-cat >"$tmp/varying.shm" <<'SHM'
-mesh m = {i: 4}
-def low(a) { b = neg a
-  return b }
-def high(a) { return a }
-@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]
-def f(a) {
-  k = axis_index[axes=i]
-  p = lt k 2
-  y = cond[branches=(high, low)] p a
-  return y
-}
-x = arange[stop=4, dtype=f32]
-c = f x
-SHM
+branchy '  b = neg a' >"$tmp/varying.shm"
 set +e
 "${mpi[@]}" -np 2 "$SHMAPI" --time "$tmp/varying.shm" >/dev/null 2>"$tmp/time.err"; s1=$?
 "${mpi[@]}" -np 4 "$SHMAPI" --time examples/train_mlp.shm >/dev/null 2>"$tmp/time2.err"; s2=$?
@@ -187,24 +195,9 @@ crossed=$(sed -n 's/^across 4 ranks, \([0-9]*\) B crossed between them$/\1/p' "$
 # print[global] inside a branch that varies by device: one process
 # assembles the blocks the branch's devices hold; across ranks the others
 # are not there, so it is an error saying so (the prints before it hold)
-cat >"$tmp/branch.shm" <<'SHM'
-mesh m = {i: 4}
-def low(a) {
-  print "in branch", a
+branchy '  print "in branch", a
   print[global=True] a
-  return a
-}
-def high(a) { return a }
-@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]
-def f(a) {
-  k = axis_index[axes=i]
-  p = lt k 2
-  y = cond[branches=(high, low)] p a
-  return y
-}
-x = arange[stop=4, dtype=f32]
-c = f x
-SHM
+  b = a' >"$tmp/branch.shm"
 "$SHMAPI" "$tmp/branch.shm" >"$tmp/b1"
 grep -q "global, as P(i) assembles it:" "$tmp/b1"
 set +e
