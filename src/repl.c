@@ -161,6 +161,14 @@ static bool in_brackets(const char *text, Str *name) {
 
 /* ---- reading ------------------------------------------------------------------- */
 
+/* One entry of the history (a whole statement, several lines of a `def`
+   as one), written to the history file at once, so a session that dies
+   keeps it. */
+static void remember(Repl *R, const char *entry) {
+  add_history(entry);
+  if (R->history) write_history(R->history);
+}
+
 /* Read one line: libedit with a prompt on a terminal; otherwise getline,
    echoing the line after its prompt.  NULL at the end of input. */
 static char *read_line(Repl *R, const char *prompt) {
@@ -177,7 +185,7 @@ static char *read_line(Repl *R, const char *prompt) {
       putchar('\n');
       return strdup("");
     }
-    if (l && *skip_ws(l)) add_history(l);
+    if (l && *skip_ws(l) && R->in_debugger) remember(R, l);
     return l;
   }
   char *line = NULL;
@@ -255,7 +263,9 @@ static void help_overview(void) {
   }
   buf_puts(&b, "\n"
                "On a terminal, Tab completes keywords, primitives, parameters (psum[a<Tab>),\n"
-               "names and commands; history is kept in ~/.shmapi_history.\n");
+               "dtypes and mesh axes after dtype= and axes=, names and commands; history\n"
+               "(one entry per input) is kept in ~/.shmapi_history; Ctrl-D at ...> cancels\n"
+               "the input.\n");
   fputs(buf_cstr(&b), stdout);
   buf_free(&b);
 }
@@ -485,6 +495,48 @@ static void cand_names(Repl *R, bool vars, bool funcs) {
   }
 }
 
+/* Values of parameter `key` (the text before '='): dtypes after a dtype
+   key, the axes of the program's meshes after axes, axis_name, axis.
+   Whether key is one of those. */
+static bool cand_param_values(Repl *R, const char *key, size_t n) {
+  if (n >= 5 && !strncmp(key + n - 5, "dtype", 5)) {
+    for (int d = 0; d < DT_COUNT; d++) cand_add(dtype_names[d], strlen(dtype_names[d]));
+    return true;
+  }
+  if (!((n == 4 && !strncmp(key, "axes", 4)) || (n == 9 && !strncmp(key, "axis_name", 9)) ||
+        (n == 4 && !strncmp(key, "axis", 4))))
+    return false;
+  CheckName names[512];
+  int nn = check_list_names(R->C, names, 512);
+  for (int i = 0; i < nn; i++) {
+    const Mesh *m = names[i].kind == CN_MESH || names[i].kind == CN_FUNC ? names[i].mesh : NULL;
+    for (int k = 0; m && k < m->naxes; k++) {
+      bool dup = false;
+      for (int c = 0; c < cands.n && !dup; c++)
+        dup = (int)strlen(cands.v[c]) == m->axis[k].n && !strncmp(cands.v[c], m->axis[k].p, (size_t)m->axis[k].n);
+      if (!dup) cand_add(m->axis[k].p, (size_t)m->axis[k].n);
+    }
+  }
+  return true;
+}
+
+/* Inside `prim[...]`, completing a parameter's value: the key it is for
+   (the name before the '=' that text since then follows, where that text
+   is only names, commas, spaces and parentheses), else NULL. */
+static const char *value_key(const char *line, int start, size_t *n) {
+  int i = start - 1;
+  while (i >= 0 && (isalnum((unsigned char)line[i]) || strchr("_ ,()'\"", line[i]))) i--;
+  if (i < 0 || line[i] != '=') return NULL;
+  int e = i;
+  while (e > 0 && line[e - 1] == ' ') e--;
+  int b = e;
+  while (b > 0 && (isalnum((unsigned char)line[b - 1]) || line[b - 1] == '_')) b--;
+  *n = (size_t)(e - b);
+  int depth = 0;                   /* (the key is a parameter: inside `[...]`) */
+  for (int k = 0; k < b; k++) depth += line[k] == '[' ? 1 : line[k] == ']' ? -1 : 0;
+  return *n && depth > 0 ? line + b : NULL;
+}
+
 static char *cand_gen(const char *text, int state) {
   static int i;
   static size_t n;
@@ -527,7 +579,11 @@ static char **complete(const char *text, int start, int end) {
   /* the command the line starts with, at either prompt */
   const DbgCmd *cmd = dbg_find(first, R->in_debugger ? DBG_SHDB : DBG_SHM);
   if (!cmd) cmd = dbg_find(first, R->in_debugger ? DBG_SHM : DBG_SHDB);
-  if (open && line[start - 1] != '=') {
+  size_t keyn = 0;
+  const char *key = value_key(line, start, &keyn);
+  if (key && cand_param_values(R, key, keyn)) {
+    rl_completion_append_character = '\0';
+  } else if (open && line[start - 1] != '=') {
     int id = prim.n ? prim_lookup(prim) : -1;
     if (id >= 0 && prim_table[id].params) {
       const char *p = prim_table[id].params, *end = p + prim_params_len(p);
@@ -605,6 +661,69 @@ static DbgResult run_input(Repl *R, const char *text, bool debug) {
   if (r == DBG_OK && R->opts->stats) stats_print(R);
   fflush(stdout);
   return r;
+}
+
+/* Does a statement's text define something: a function (`def`, or a
+   decorator before one) or a mesh? */
+static bool defines(const char *text) {
+  const char *t = skip_ws(text);
+  while (*t == '#') {                       /* (comments before it) */
+    t = strchr(t, '\n');
+    if (!t) return false;
+    t = skip_ws(t + 1);
+  }
+  return *t == '@' || (!strncmp(t, "def", 3) && !isalnum((unsigned char)t[3]) && t[3] != '_') ||
+         (!strncmp(t, "mesh", 4) && isspace((unsigned char)t[4]));
+}
+
+/* Append ", NAME" (no comma first) for the function or mesh a defining
+   statement's text names: the word after its `def` or `mesh`. */
+static void put_defined_name(Buf *b, const char *text) {
+  for (const char *t = text; *t; t++) {
+    bool line_start = t == text || t[-1] == '\n';
+    size_t k = !line_start ? 0 : !strncmp(t, "def ", 4) ? 4 : !strncmp(t, "mesh ", 5) ? 5 : 0;
+    if (!k) continue;
+    const char *n = skip_ws(t + k), *e = n;
+    while (isalnum((unsigned char)*e) || *e == '_') e++;
+    buf_printf(b, "%s%.*s", b->n ? ", " : "", (int)(e - n), n);
+    return;
+  }
+}
+
+/* `-i FILE` when FILE has static errors (reported already): its
+   definitions of functions and meshes that check on their own are kept,
+   statement by statement in the file's order; nothing else runs. */
+static void keep_definitions(Repl *R, int file, const char *path) {
+  size_t len;
+  const char *text = diag_file_text(file, &len), *end = text + len;
+  Buf chunk = {0}, kept = {0};
+  int nkept = 0, ndefs = 0;
+  for (const char *p = text; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *e = nl ? nl + 1 : end;
+    buf_put(&chunk, p, (size_t)(e - p));
+    p = e;
+    if (p < end && scan(buf_cstr(&chunk)).open) continue;
+    if (defines(buf_cstr(&chunk))) {
+      ndefs++;
+      int f = parse_load_text(path, chunk.p, chunk.n);
+      CheckMark mark = check_mark(R->C);
+      int from = check_main(R->C)->nbody;
+      if (f >= 0) check_file(R->C, f);
+      if (f < 0 || diag_count()) {
+        diag_clear();
+        check_rollback(R->C, mark);
+      } else if (dbg_run_main(R->D, from, -1, false) == DBG_OK) {
+        put_defined_name(&kept, buf_cstr(&chunk));
+        nkept++;
+      }
+    }
+    buf_reset(&chunk);
+  }
+  printf("kept %d of the %d definitions in %s (those that check on their own)%s%s; nothing else ran\n", nkept,
+         ndefs, path, nkept ? ": " : "", buf_cstr(&kept));
+  buf_free(&chunk);
+  buf_free(&kept);
 }
 
 /* The debugger's hook for `debug ARGS`: statements, or a call. */
@@ -723,6 +842,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
       check_rollback(R.C, mark);
       R.errors++;
       if (opts->debug) { status = 1; goto done; }
+      keep_definitions(&R, f, file);
     } else {
       int n = check_main(R.C)->nbody;
       dbg_set_program(R.D, f, n);
@@ -737,6 +857,12 @@ int repl_main(const char *file, const ReplOptions *opts) {
   Buf chunk = {0};
   while (!R.quit) {
     char *line = read_line(&R, chunk.n ? "...> " : "shm> ");
+    if (!line && chunk.n && R.tty) {
+      /* Ctrl-D at `...>`: the unfinished entry is dropped, the session goes on */
+      puts("\n(entry cancelled)");
+      buf_reset(&chunk);
+      continue;
+    }
     if (!line && chunk.n) {
       /* the input ends inside a statement: check it, to say what is missing */
       line = strdup("");
@@ -751,6 +877,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
       continue;
     }
     if (!chunk.n && !R.eof && lone_line(&R, line)) {
+      if (R.tty && *skip_ws(line)) remember(&R, line);
       free(line);
       continue;
     }
@@ -769,6 +896,10 @@ int repl_main(const char *file, const ReplOptions *opts) {
       R.errors++;
     }
     if (more) continue;
+    if (R.tty && *skip_ws(buf_cstr(&chunk))) {
+      chunk.p[--chunk.n] = 0;              /* (without its last newline) */
+      remember(&R, buf_cstr(&chunk));
+    }
     buf_reset(&chunk);
     if (R.eof) break;
   }

@@ -1,0 +1,74 @@
+# The REPL on a real terminal (tmux), entries as a user makes them: Tab
+# after dtype= offers dtypes and after axes= the axes of the meshes; a
+# multi-line `def` is one history entry (Up recalls it whole, Enter runs
+# it again); the history file is written after each entry; Ctrl-D at a
+# continuation prompt cancels the entry, not the session.
+# timeout: 60
+command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
+set -u
+tmp=$(mktemp -d)
+sock="$tmp/tmux.sock"
+tm() { tmux -S "$sock" "$@"; }
+trap 'tmux -S "$sock" kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+pane() { tm capture-pane -p -t t -S -500; }
+fail() { echo "FAIL: $*"; echo "--- the terminal:"; pane; exit 1; }
+wait_for() {
+  for _ in $(seq 150); do
+    pane | grep -q "$1" -- "$2" && return 0
+    sleep 0.1
+  done
+  fail "the terminal never showed: $2"
+}
+keys() { tm send-keys -t t "$@"; }
+text() { tm send-keys -t t -l "$1"; }
+tm new-session -d -s t -x 150 -y 60 "env HOME='$tmp' TERM=xterm '$SHMAPI'; echo \"EXITED \$?\"; sleep 60"
+wait_for -F 'shm>'
+
+# dtypes after dtype=
+text 'a = full[shape=(2,), value=1, dtype=bf'; keys Tab
+wait_for -F 'shm> a = full[shape=(2,), value=1, dtype=bf16'
+text ']'; keys Enter
+text 'print a'; keys Enter
+wait_for -xF '[1 1]'
+# the axes of the meshes after axes=, also inside a tuple
+text 'mesh grid = {rows: 2, cols: 2}'; keys Enter
+text 'z = psum[axes=ro'; keys Tab
+wait_for -F 'shm> z = psum[axes=rows'
+text ', co'; keys C-u
+text 'z = psum[axes=(rows, co'; keys Tab
+wait_for -F 'shm> z = psum[axes=(rows, cols'
+keys C-u
+
+# a def over three lines: one entry, in the history file at once
+text 'def twice(a) {'; keys Enter
+wait_for -F '...>'
+text '  b = add a a'; keys Enter
+text '  return b'; keys Enter
+text '}'; keys Enter
+text 'print "defined"'; keys Enter
+wait_for -xF 'defined'
+# (libedit's file escapes a space as \040)
+grep -qF 'print\040"defined"' "$tmp/.shmapi_history" || fail "the history file lacks the last entry before the session ends"
+grep -qF 'twice' "$tmp/.shmapi_history" || fail "the history file lacks the def"
+keys Up Up
+wait_for -F 'shm> def twice(a) {'
+keys Enter
+text 'print "again"'; keys Enter
+wait_for -xF 'again'
+[ "$(pane | grep -c '\.\.\.> ')" = 3 ] || fail "recalling the def asked for more lines (want the 3 continuation prompts of the first time only)"
+text 'r = twice 21'; keys Enter
+text 'print r'; keys Enter
+wait_for -xF '42'
+
+# Ctrl-D at a continuation prompt: the entry goes, the session stays
+text 'def unfinished(a) {'; keys Enter
+wait_for -F '...>'
+keys C-d
+wait_for -xF '(entry cancelled)'
+text 'print "still here"'; keys Enter
+wait_for -xF 'still here'
+text 'unfinished 1'; keys Enter
+wait_for -F "unknown primitive or function 'unfinished'"
+keys C-d
+wait_for -xF 'EXITED 0'
+echo "terminal entries: dtype and axis completion, multi-line history, Ctrl-D at a continuation"
