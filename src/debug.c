@@ -57,6 +57,9 @@ struct Dbg {
   IrStmt *coll_stmt;
   char **pool;               /* the names dbg_visible_names handed out */
   int npool, cappool;
+  char **alias;              /* pdb's aliases: name, then its command, in pairs */
+  int nalias, capalias;
+  bool expanding;            /* running an alias's command: no alias expands within it */
 };
 
 /* ---- frames -------------------------------------------------------------------------- */
@@ -664,6 +667,132 @@ static Act cmd_info(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+/* pdb's source: the definition of a function, with its line numbers. */
+static Act cmd_source(Dbg *D, const char *args) {
+  char *t = insp_trim(args);
+  CheckName names[1024];
+  int n = check_list_names(D->in.C, names, 1024);
+  const CheckName *hit = NULL;
+  for (int i = 0; i < n && !hit; i++)
+    if (str_eq(names[i].name, str_c(t))) hit = &names[i];
+  if (!*t) {
+    insp_complain("source what? source FUNC shows a function's definition");
+  } else if (!hit && prim_lookup(str_c(t)) >= 0) {
+    insp_complain("source: '%s' is a primitive: `help %s` describes it", t, t);
+  } else if (!hit || hit->kind != CN_FUNC || !hit->ast || hit->ast->whole.file < 0) {
+    insp_complain("source: '%s' is %s: source shows a function's definition", t,
+                  !hit ? "not defined" : hit->kind == CN_MESH ? "a mesh (`info mesh` shows it)" : "not a function");
+  } else {
+    Span w = hit->ast->whole;
+    size_t len;
+    const char *text = diag_file_text(w.file, &len), *p = text, *end = text + w.off + w.len;
+    int line = 1;
+    for (const char *q = text; q < text + w.off; q++)
+      if (*q == '\n') line++, p = q + 1;           /* from the start of its first line */
+    while (p < end && p < text + len) {
+      const char *e = memchr(p, '\n', (size_t)(text + len - p));
+      if (!e) e = text + len;
+      insp_say("%4d  %.*s", line++, (int)(e - p), p);
+      p = e + 1;
+    }
+  }
+  mem_free(t);
+  return ACT_STAY;
+}
+
+/* The alias named w, its command (NULL when none). */
+static char **alias_of(Dbg *D, const char *w, size_t n) {
+  for (int i = 0; i + 1 < D->nalias; i += 2)
+    if (strlen(D->alias[i]) == n && !strncmp(D->alias[i], w, n)) return &D->alias[i + 1];
+  return NULL;
+}
+
+/* pdb's alias: `alias` lists them, `alias NAME` shows one, `alias NAME
+   COMMAND` defines it (%1, %2, ... stand for its arguments, %* for all). */
+static Act cmd_alias(Dbg *D, const char *args) {
+  const char *p = args;
+  while (isspace((unsigned char)*p)) p++;
+  size_t n = strcspn(p, " \t");
+  const char *cmd = p + n;
+  while (isspace((unsigned char)*cmd)) cmd++;
+  char **have = n ? alias_of(D, p, n) : NULL;
+  if (!n) {
+    for (int i = 0; i + 1 < D->nalias; i += 2) insp_say("%s = %s", D->alias[i], D->alias[i + 1]);
+    if (!D->nalias) insp_say("No aliases.");
+  } else if (!*cmd) {
+    if (have) insp_say("%.*s = %s", (int)n, p, *have);
+    else insp_complain("no alias '%.*s'", (int)n, p);
+  } else if (have) {
+    char *c = mem_strndup(cmd, strlen(cmd));
+    mem_free(*have);
+    *have = c;
+  } else {
+    VEC_GROW(D->alias, D->capalias, D->nalias + 2);
+    D->alias[D->nalias] = mem_strndup(p, n);
+    D->alias[D->nalias + 1] = mem_strndup(cmd, strlen(cmd));
+    D->nalias += 2;
+  }
+  return ACT_STAY;
+}
+
+static Act cmd_unalias(Dbg *D, const char *args) {
+  char *t = insp_trim(args);
+  char **have = *t ? alias_of(D, t, strlen(t)) : NULL;
+  if (!have) {
+    insp_complain(*t ? "no alias '%s'" : "unalias NAME", t);
+  } else {
+    int i = (int)(have - D->alias) - 1;
+    mem_free(D->alias[i]);
+    mem_free(D->alias[i + 1]);
+    memmove(D->alias + i, D->alias + i + 2, sizeof(char *) * (size_t)(D->nalias - i - 2));
+    D->nalias -= 2;
+  }
+  mem_free(t);
+  return ACT_STAY;
+}
+
+/* An alias's command is over (an err.h cleanup too). */
+static void expanded(void *d) { ((Dbg *)d)->expanding = false; }
+
+/* The command an alias stands for, its arguments put in (a new string):
+   %1..%9 the words of args, %* all of them; with no % in the alias, the
+   arguments follow it. */
+static char *alias_expand(const char *alias, const char *args) {
+  Buf b = {0};
+  const char *w[9];
+  size_t wn[9];
+  int nw = 0;
+  for (const char *p = args; *p && nw < 9;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (!*p) break;
+    w[nw] = p;
+    wn[nw] = strcspn(p, " \t");
+    p += wn[nw++];
+  }
+  bool used = false;
+  for (const char *p = alias; *p; p++) {
+    if (p[0] == '%' && p[1] == '*') {
+      buf_puts(&b, args);
+      used = true;
+      p++;
+    } else if (p[0] == '%' && p[1] >= '1' && p[1] <= '9') {
+      int k = p[1] - '1';
+      if (k < nw) buf_put(&b, w[k], wn[k]);
+      used = true;
+      p++;
+    } else {
+      buf_putc(&b, *p);
+    }
+  }
+  if (!used && *args) {
+    buf_putc(&b, ' ');
+    buf_puts(&b, args);
+  }
+  char *r = mem_strndup(buf_cstr(&b), b.n);
+  buf_free(&b);
+  return r;
+}
+
 /* ---- the command table and help ------------------------------------------------------ */
 
 static Act cmd_help(Dbg *D, const char *args);
@@ -778,6 +907,29 @@ static const char *split_word(const char *line, char *word, size_t n) {
 static Act run_command(Dbg *D, const char *line, int at) {
   char w[32];
   const char *args = split_word(line, w, sizeof w);
+  char **alias = *w && !D->expanding ? alias_of(D, w, strlen(w)) : NULL;
+  if (alias) {                     /* (one level: an alias's command is not expanded again) */
+    char *x = alias_expand(*alias, args);
+    err_defer(expanded, D);
+    err_defer(mem_free, x);
+    D->expanding = true;
+    args = split_word(x, w, sizeof w);
+    const DbgCmd *c = dbg_find(w, at);
+    Act a = ACT_STAY;
+    if (c) {
+      D->at = at;
+      a = handlers[c - dbg_cmds](D, args);
+    } else if (at == DBG_SHDB) {
+      insp_print_line(&D->in, x);  /* an expression, as a line that is no command */
+    } else if (D->hooks.input) {
+      D->res = D->hooks.input(D->hooks.ctx, x);   /* at shm>: what the REPL makes of it */
+    }
+    err_undefer(x);
+    mem_free(x);
+    err_undefer(D);
+    D->expanding = false;
+    return a;
+  }
   const DbgCmd *c = dbg_find(w, at);
   if (!c) return ACT_NONE;
   D->at = at;
@@ -963,6 +1115,8 @@ void dbg_free(Dbg *D) {
   mem_free(D->last_cmd);
   for (int i = 0; i < D->npool; i++) mem_free(D->pool[i]);
   mem_free(D->pool);
+  for (int i = 0; i < D->nalias; i++) mem_free(D->alias[i]);
+  mem_free(D->alias);
   mem_free(D);
 }
 

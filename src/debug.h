@@ -49,6 +49,9 @@ typedef struct DbgHooks {
   /* `debug ARGS` at the shm> prompt: run the statement or the call ARGS
      under the debugger, stopped before it. */
   DbgResult (*debug)(void *ctx, const char *args);
+  /* An input at the shm> prompt that is no command (an alias's
+     expansion): run it as the REPL runs what is typed. */
+  DbgResult (*input)(void *ctx, const char *text);
   void *ctx;
 } DbgHooks;
 

@@ -733,6 +733,21 @@ static DbgResult debug_input(void *ctx, const char *args) {
   return dbg_run_call(R->D, args, true);
 }
 
+static bool lone_line(Repl *R, const char *line);
+
+/* The debugger's hook for an alias's expansion at shm>: a command line
+   as the REPL takes one, else statements. */
+static DbgResult plain_input(void *ctx, const char *text) {
+  Repl *R = ctx;
+  if (lone_line(R, text)) return DBG_OK;
+  Buf b = {0};
+  buf_puts(&b, text);
+  buf_putc(&b, '\n');
+  DbgResult r = run_input(R, buf_cstr(&b), false);
+  buf_free(&b);
+  return r;
+}
+
 /* A bare name: print a variable's value, or a function's checked form. */
 static bool print_name(Repl *R, Str name) {
   int r = insp_name(&R->top, name);
@@ -822,7 +837,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
   R.C = check_new();
   R.I = eval_new(check_main(R.C));
   R.top = (Insp){.C = R.C, .I = R.I, .focus = -1};
-  DbgHooks hooks = {dbg_reader, help_topic, debug_input, &R};
+  DbgHooks hooks = {dbg_reader, help_topic, debug_input, plain_input, &R};
   R.D = dbg_new(R.C, R.I, &hooks);
   eval_set_max_steps(R.I, (long)opts->max_steps);
   struct sigaction sa;
