@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include "dbg_break.h"
 #include "diag.h"
+#include "lex.h"
 #include "parse.h"
+#include "parser.h"
+#include "prims.h"
 
 typedef struct CondCache {
   IrStmt *st, *outer;        /* where the condition was compiled */
@@ -88,6 +91,47 @@ static int bp_index(Brk *B, int no) {
   for (int i = 0; i < B->nbp; i++)
     if (B->bps[i]->no == no) return i;
   return -1;
+}
+
+/* Does function fn bind `name` (a parameter or a statement's result)? */
+static bool fn_binds(const IrFunc *fn, Str name) {
+  for (int k = 0; k < fn->nparams; k++)
+    if (str_eq(fn->params[k]->name, name)) return true;
+  for (int k = 0; k < fn->nbody; k++)
+    for (int j = 0; j < fn->body[k]->nout; j++)
+      if (fn->body[k]->out[j] && str_eq(fn->body[k]->out[j]->name, name)) return true;
+  return false;
+}
+
+/* Does every name expression e reads exist where F stands — bound by
+   F's function or those around it (set yet or not), or at the top level,
+   or a function or primitive?  Else the first that does not, in missing.
+   (A parameter's key and what stands in `[...]` are not names read.) */
+static bool names_known(Insp *in, Frame *F, const char *e, char *missing, size_t n) {
+  CheckName top[1024];
+  int ntop = check_list_names(in->C, top, 1024);
+  Arena a = {0};
+  Lexer L;
+  lex_init(&L, &a, -1, e, strlen(e));
+  Tok t, next;
+  int depth = 0;
+  bool ok = true;
+  lex_next(&L, &t);
+  for (; ok && t.type; t = next) {
+    lex_next(&L, &next);
+    if (t.type == TK_LBRACK) depth++;
+    else if (t.type == TK_RBRACK && depth) depth--;
+    if (t.type != TK_IDENT || depth || next.type == TK_EQ || prim_lookup(t.text) >= 0) continue;
+    bool found = false;
+    for (Frame *G = F; G && !found; G = G->up) found = fn_binds(G->fn, t.text);
+    for (int i = 0; i < ntop && !found; i++) found = str_eq(top[i].name, t.text);
+    if (!found) {
+      snprintf(missing, n, "%.*s", t.text.n, t.text.p);
+      ok = false;
+    }
+  }
+  arena_free(&a);
+  return ok;
 }
 
 /* Does `cond` parse as an expression?  Complains if not. */
@@ -542,6 +586,13 @@ void brk_display(Brk *B, Insp *in, const char *args) {
       return;
     }
   if (!cond_parses(e)) { mem_free(e); return; }
+  char missing[64];
+  if (in->stopped && !names_known(in, in->sel, e, missing, sizeof missing)) {
+    insp_complain("display %s: '%s' is no name of this function, of those around it or of the top level; "
+                  "not displayed", e, missing);
+    mem_free(e);
+    return;
+  }
   Display *d = mem_calloc(sizeof *d);
   d->no = ++B->disp_next;
   d->expr = e;
