@@ -23,6 +23,8 @@ typedef struct Bp {
   char *func;                /* a function breakpoint */
   char *cond;                /* NULL: unconditional */
   int hits, ignore;
+  char *cmds;                /* `commands`: lines to run when hit, each ending "\n" */
+  bool silent;               /* those lines include `silent` */
   CondCache *cache;
   int ncache, capcache;
 } Bp;
@@ -45,6 +47,7 @@ Brk *brk_new(void) { return mem_calloc(sizeof(Brk)); }
 static void bp_free(Bp *bp) {
   mem_free(bp->func);
   mem_free(bp->cond);
+  mem_free(bp->cmds);
   mem_free(bp->cache);
   mem_free(bp);
 }
@@ -375,6 +378,29 @@ static Bp *bp_and_rest(Brk *B, const char *args, const char *usage, char **a, ch
   return B->bps[i];
 }
 
+int brk_number(Brk *B, const char *args) {
+  char *a = insp_trim(args);
+  int64_t no = B->nbp ? B->bps[B->nbp - 1]->no : 0;
+  int r = -1;
+  if (*a && !insp_int(a, &no)) insp_complain("usage: commands [N]");
+  else if (!*a && !B->nbp) insp_complain("no breakpoints: `commands` with no number belongs to the last one set");
+  else if (bp_index(B, (int)no) < 0) insp_complain("no breakpoint number %lld", (long long)no);
+  else r = (int)no;
+  mem_free(a);
+  return r;
+}
+
+void brk_set_commands(Brk *B, int no, const char *lines) {
+  int i = bp_index(B, no);
+  if (i < 0) return;
+  Bp *bp = B->bps[i];
+  mem_free(bp->cmds);
+  bp->cmds = *lines ? mem_strndup(lines, strlen(lines)) : NULL;
+  bp->silent = false;
+  for (const char *p = lines; *p; p = strchr(p, '\n') + 1)
+    if (!strncmp(p, "silent\n", 7)) bp->silent = true;
+}
+
 void brk_condition(Brk *B, const char *args) {
   char *a, *rest;
   Bp *bp = bp_and_rest(B, args, "usage: condition N [COND]", &a, &rest);
@@ -505,7 +531,9 @@ static int bp_condition(Insp *in, Bp *bp, Frame *F, IrStmt *st, uint8_t *held, B
   return any;
 }
 
-bool brk_hit(Brk *B, Insp *in, Frame *F, IrStmt *st, EvalEvent ev, char *text, size_t ntext) {
+bool brk_hit(Brk *B, Insp *in, Frame *F, IrStmt *st, EvalEvent ev, char *text, size_t ntext, BrkHit *hit) {
+  hit->cmds = NULL;
+  hit->silent = false;
   for (int i = 0; i < B->nbp; i++) {
     Bp *bp = B->bps[i];
     if (!bp_matches(in, bp, F, ev == EV_LINE ? st : NULL)) continue;
@@ -525,6 +553,8 @@ bool brk_hit(Brk *B, Insp *in, Frame *F, IrStmt *st, EvalEvent ev, char *text, s
       continue;
     }
     bp->hits++;
+    if (bp->cmds) hit->cmds = mem_strndup(bp->cmds, strlen(bp->cmds));
+    hit->silent = bp->silent;
     buf_printf(&banner, "Breakpoint %d", bp->no);
     if (r < 0) buf_printf(&banner, " (its condition failed: %s)", buf_cstr(&msg));
     else if (bp->cond && F->space.mesh) {

@@ -47,7 +47,17 @@ bool brk_on_line(Brk *B, int file, int line);
    of frame F (at F's return when ev is EV_RETURN)?  Counts the hit, and
    deletes a temporary breakpoint, leaving in banner what the stop says
    first ("Breakpoint 2, gt k 2 held on device 3"). */
-bool brk_hit(Brk *B, Insp *in, Frame *F, IrStmt *st, EvalEvent ev, char *banner, size_t n);
+typedef struct BrkHit {
+  char *cmds;                /* the breakpoint's `commands` (mem_free them), or NULL */
+  bool silent;               /* they include `silent`: the stop says nothing */
+} BrkHit;
+bool brk_hit(Brk *B, Insp *in, Frame *F, IrStmt *st, EvalEvent ev, char *banner, size_t n, BrkHit *hit);
+/* `commands [N]`: breakpoint N (the last one set when args is empty), or
+   -1 after complaining; then the lines read, each ending in a newline,
+   set as its commands (none when empty).  `silent` among them keeps the
+   stop from saying where it is. */
+int brk_number(Brk *B, const char *args);
+void brk_set_commands(Brk *B, int no, const char *lines);
 
 /* `display [EXPR]` (with none, the list) and `undisplay [EXPR | N]`. */
 void brk_display(Brk *B, Insp *in, const char *args);

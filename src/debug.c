@@ -60,6 +60,8 @@ struct Dbg {
   char **alias;              /* pdb's aliases: name, then its command, in pairs */
   int nalias, capalias;
   bool expanding;            /* running an alias's command: no alias expands within it */
+  int sandbox;               /* `interact`: the first of the variables it made */
+  bool jumped;               /* `jump`: the next stop is where it went, not a breakpoint's */
 };
 
 /* ---- frames -------------------------------------------------------------------------- */
@@ -384,6 +386,94 @@ static Act cmd_until(Dbg *D, const char *args) {
   return ACT_RESUME;
 }
 
+/* pdb's jump: the statement at LINE of the current frame's function runs
+   next (a later one skips those between; an earlier one runs them again).
+   Refused where a statement from LINE on would read a variable of the
+   frame that then has no value. */
+
+/* A variable of fn that statement st reads, from fn's own statements or
+   from the functions it calls (their captured variables); NULL after
+   the last.  *k walks the reads. */
+static IrVar *read_of(IrFunc *fn, IrStmt *st, int *k) {
+  for (;; (*k)++) {
+    int i = *k;
+    IrVar *v = NULL;
+    if (i < st->nin) v = st->in[i].var;
+    else if ((i -= st->nin) < (st->k == IS_PRINT ? st->nitems : 0)) v = st->items[i].atom.var;
+    else {
+      i -= st->k == IS_PRINT ? st->nitems : 0;
+      IrFunc *fs[65];
+      int nf = 0;
+      if (st->callee) fs[nf++] = st->callee;
+      for (int f = 0; st->at && f < st->at->nfns && nf < 65; f++) fs[nf++] = st->at->fns[f];
+      for (int f = 0; f < nf && !v; f++) {
+        if (i < fs[f]->ncaptured) v = fs[f]->captured[i];
+        else i -= fs[f]->ncaptured;
+      }
+      if (!v) return NULL;
+    }
+    if (v && v->owner == fn) {
+      (*k)++;
+      return v;
+    }
+  }
+}
+
+/* Would a run of F's statements from index j on read a variable with no
+   value?  Its name and the line reading it, in why. */
+static bool jump_reads_unset(Frame *F, int j, char *why, size_t n) {
+  IrFunc *fn = F->fn;
+  IrVar **set = mem_calloc(sizeof(IrVar *) * (size_t)(fn->nslots + 1));
+  bool bad = false;
+  for (int s = j; s <= fn->nbody && !bad; s++) {
+    IrStmt *st = s < fn->nbody ? fn->body[s] : NULL;
+    IrVar *v = NULL;
+    if (st) {
+      for (int k = 0; !bad && (v = read_of(fn, st, &k));) bad = !eval_lookup(F, v) && !set[v->slot];
+    } else {
+      for (int k = 0; k < fn->nouts && !bad; k++)
+        if ((v = fn->outs[k].var) && v->owner == fn) bad = !eval_lookup(F, v) && !set[v->slot];
+    }
+    if (bad && st)
+      snprintf(why, n, "%.*s, which line %d reads, would have no value", v->name.n, v->name.p, st->line);
+    else if (bad)
+      snprintf(why, n, "%.*s, which the function returns, would have no value", v->name.n, v->name.p);
+    for (int k = 0; st && k < st->nout; k++)
+      if (st->out[k] && st->out[k]->slot < fn->nslots) set[st->out[k]->slot] = st->out[k];
+  }
+  mem_free(set);
+  return bad;
+}
+
+static Act cmd_jump(Dbg *D, const char *args) {
+  Frame *F = D->in.frame;
+  int64_t ln;
+  if (!insp_int(args, &ln)) { insp_complain("usage: jump LINE"); return ACT_STAY; }
+  if (D->in.sel != F) { insp_complain("You can only jump within the bottom frame"); return ACT_STAY; }
+  if (D->ev != EV_LINE || !D->in.stmt) { insp_complain("jump works before a statement, not at a return"); return ACT_STAY; }
+  int file = D->in.stmt->whole.file, j = -1, lo = 0, hi = 0;
+  for (int i = 0; i < F->fn->nbody; i++) {
+    IrStmt *st = F->fn->body[i];
+    if (st->whole.file != file) continue;
+    if (j < 0 && st->line == ln) j = i;
+    if (!st->inserted) lo = lo && lo < st->line ? lo : st->line, hi = hi > st->line ? hi : st->line;
+  }
+  if (j < 0) {
+    insp_complain("line %lld is no statement of %s (its statements are on lines %d-%d)", (long long)ln,
+                  F->fn->name && *F->fn->name != '<' ? F->fn->name : "the top level", lo, hi);
+    return ACT_STAY;
+  }
+  char why[256];
+  if (jump_reads_unset(F, j, why, sizeof why)) {
+    insp_complain("jump %lld: %s", (long long)ln, why);
+    return ACT_STAY;
+  }
+  eval_jump(F, j);
+  D->mode = M_STEP;
+  D->jumped = true;
+  return ACT_RESUME;
+}
+
 /* `run` and `restart`: at (shdb) they abandon the running statement and
    dbg_run_main starts again; at shm> they run here. */
 static Act run_again(Dbg *D, const char *args, bool restart) {
@@ -667,6 +757,39 @@ static Act cmd_info(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+/* pdb's interact: a prompt of statements and expressions in the
+   selected frame, whose names vanish when it ends (Ctrl-D, quit, exit);
+   the frame's own variables do not change. */
+static void unmake(void *d) {
+  Dbg *D = d;
+  insp_unmake(&D->in, D->in.sel, D->sandbox);
+}
+
+static Act cmd_interact(Dbg *D, const char *args) {
+  if (*args) { insp_complain("usage: interact"); return ACT_STAY; }
+  const char *fname = D->in.sel->fn->name;
+  insp_say("*interactive* in %s: statements and expressions run here for every device on the path; "
+           "names set here end with it (Ctrl-D, quit or exit returns to (shdb))",
+           fname && *fname != '<' ? fname : "the top level");
+  D->sandbox = D->in.nmade;
+  err_defer(unmake, D);
+  for (;;) {
+    fflush(stdout);
+    char *line = D->hooks.read(D->hooks.ctx, ">>> ");
+    if (!line) break;
+    char *t = insp_trim(line);
+    free(line);
+    bool leave = !strcmp(t, "quit") || !strcmp(t, "exit") || !strcmp(t, "quit()") || !strcmp(t, "exit()");
+    if (!leave && *t) insp_exec(&D->in, t, D->sandbox);
+    mem_free(t);
+    if (leave) break;
+  }
+  err_undefer(D);
+  unmake(D);
+  insp_say("now exiting the interactive prompt");
+  return ACT_STAY;
+}
+
 /* pdb's source: the definition of a function, with its line numbers. */
 static Act cmd_source(Dbg *D, const char *args) {
   char *t = insp_trim(args);
@@ -796,6 +919,7 @@ static char *alias_expand(const char *alias, const char *args) {
 /* ---- the command table and help ------------------------------------------------------ */
 
 static Act cmd_help(Dbg *D, const char *args);
+static Act cmd_commands(Dbg *D, const char *args);
 
 /* commands.def twice: its rows as data (which the REPL reads too) and
    their handlers, in the same order. */
@@ -862,7 +986,8 @@ void dbg_help_list(void) {
     insp_say("%s", buf_cstr(&b));
     buf_free(&b);
   }
-  insp_say("An empty line repeats the last command; anything else is printed as an expression.");
+  insp_say("An empty line repeats the last command; `!NAME = EXPR` (or `NAME = EXPR`) sets a variable of the\n"
+           "selected frame for every device on its path; anything else is printed as an expression.");
   insp_say("`help COMMAND` explains one; `help primitives`, `help collectives` describe the language.");
 }
 
@@ -968,6 +1093,14 @@ bool dbg_command_pdb(Dbg *D, const char *line, DbgResult *res) {
 
 /* ---- the stop ------------------------------------------------------------------------ */
 
+/* Run one line at (shdb): a command, a statement, or an expression. */
+static Act run_line(Dbg *D, const char *t) {
+  Act a = ACT_STAY;
+  if (*t == '!' || insp_binds(t)) insp_exec(&D->in, t + (*t == '!'), -1);   /* `!y = f x`, `y = f x` */
+  else if ((a = run_command(D, t, DBG_SHDB)) == ACT_NONE) insp_print_line(&D->in, t);   /* an expression */
+  return a;
+}
+
 /* Read and run commands until one resumes the run. */
 static void stop_loop(Dbg *D) {
   for (;;) {
@@ -988,11 +1121,48 @@ static void stop_loop(Dbg *D) {
       D->last_cmd = NULL;          /* not left dangling if the copy runs out of memory */
       D->last_cmd = mem_strndup(t, strlen(t));
     }
-    Act a = run_command(D, t, DBG_SHDB);
-    if (a == ACT_NONE) insp_print_line(&D->in, t);     /* anything else is an expression to print */
+    Act a = run_line(D, t);
     mem_free(t);
     if (a == ACT_RESUME) break;
   }
+}
+
+/* A breakpoint's `commands`, one line after another until one resumes
+   the run (true then). */
+static bool run_bp_commands(Dbg *D, char *cmds) {
+  err_defer(mem_free, cmds);
+  bool resumed = false;
+  for (char *p = cmds, *nl; !resumed && (nl = strchr(p, '\n')); p = nl + 1) {
+    *nl = 0;
+    if (strcmp(p, "silent")) resumed = run_line(D, p) == ACT_RESUME;
+  }
+  err_undefer(cmds);
+  mem_free(cmds);
+  return resumed;
+}
+
+/* pdb's commands: read the lines to run when breakpoint N is hit, up to
+   a line `end`. */
+static Act cmd_commands(Dbg *D, const char *args) {
+  int no = brk_number(D->brk, args);
+  if (no < 0) return ACT_STAY;
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  for (;;) {
+    fflush(stdout);
+    char *line = D->hooks.read(D->hooks.ctx, "(com) ");
+    if (!line) break;
+    char *t = insp_trim(line);
+    free(line);
+    bool end = !strcmp(t, "end");
+    if (!end && *t) buf_printf(&b, "%s\n", t);
+    mem_free(t);
+    if (end) break;
+  }
+  brk_set_commands(D->brk, no, buf_cstr(&b));
+  err_undefer(&b);
+  buf_free(&b);
+  return ACT_STAY;
 }
 
 /* The values F's function returns, each after `prefix` and its name. */
@@ -1016,7 +1186,7 @@ static void put_returns(Dbg *D, Buf *b, Frame *F, const char *prefix) {
 /* Stop at statement st of F (its return when ev is EV_RETURN): say
    where, what a collective sends or what the function returns, the
    displays, then take commands. */
-static void do_stop(Dbg *D, Frame *F, IrStmt *st, EvalEvent ev, const char *banner) {
+static void do_stop(Dbg *D, Frame *F, IrStmt *st, EvalEvent ev, const char *banner, BrkHit *hit) {
   D->in.stopped = true;
   D->in.frame = F;
   D->in.stmt = st;
@@ -1026,19 +1196,22 @@ static void do_stop(Dbg *D, Frame *F, IrStmt *st, EvalEvent ev, const char *bann
   D->engaged = true;
   D->coll_stmt = NULL;
   D->coll_frame = NULL;
-  Buf b = {0};
-  if (banner && *banner) buf_printf(&b, "%s\n", banner);
-  if (ev == EV_RETURN) buf_puts(&b, "--Return--\n");
-  put_location(D, &b, F, '>');
-  if (ev == EV_RETURN) {
-    put_returns(D, &b, F, "returns ");
-  } else if (st && F->space.mesh && communicates(st)) {
-    put_sends(&b, F, st);
+  char *cmds = hit ? hit->cmds : NULL;
+  if (!hit || !hit->silent) {
+    Buf b = {0};
+    if (banner && *banner) buf_printf(&b, "%s\n", banner);
+    if (ev == EV_RETURN) buf_puts(&b, "--Return--\n");
+    put_location(D, &b, F, '>');
+    if (ev == EV_RETURN) {
+      put_returns(D, &b, F, "returns ");
+    } else if (st && F->space.mesh && communicates(st)) {
+      put_sends(&b, F, st);
+    }
+    insp_emit(&b);
+    buf_free(&b);
+    brk_show_displays(D->brk, &D->in, false);
   }
-  insp_emit(&b);
-  buf_free(&b);
-  brk_show_displays(D->brk, &D->in, false);
-  stop_loop(D);
+  if (!cmds || !run_bp_commands(D, cmds)) stop_loop(D);
   D->in.stopped = false;
   if (D->req != REQ_NONE) eval_abandon(D->in.I);
 }
@@ -1079,19 +1252,25 @@ static void trace(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data) {
   if (eval_interrupted) {
     eval_interrupted = 0;
     if (!D->engaged) err_throw("interrupted");
-    do_stop(D, F, st, ev, "Program interrupted. (Use 'continue' to resume.)");
+    do_stop(D, F, st, ev, "Program interrupted. (Use 'continue' to resume.)", NULL);
     return;
   }
   bool wrapper = F->fn->is_shard_map_wrapper;
   /* do_stop may abandon the run: keep nothing allocated across it */
   char banner[2048];
-  if ((!wrapper || ev == EV_LINE) && brk_hit(D->brk, &D->in, F, st, ev, banner, sizeof banner)) {
+  if (D->jumped) {
+    D->jumped = false;
+    do_stop(D, F, st, ev, NULL, NULL);
+    return;
+  }
+  BrkHit hit;
+  if ((!wrapper || ev == EV_LINE) && brk_hit(D->brk, &D->in, F, st, ev, banner, sizeof banner, &hit)) {
     D->mode = M_RUN;
-    do_stop(D, F, st, ev, banner);
+    do_stop(D, F, st, ev, banner, &hit);
     return;
   }
   if (wrapper) return;
-  if (wants_stop(D, F, st, ev)) do_stop(D, F, st, ev, NULL);
+  if (wants_stop(D, F, st, ev)) do_stop(D, F, st, ev, NULL, NULL);
 }
 
 /* ---- the REPL's entry points --------------------------------------------------------- */
@@ -1117,6 +1296,7 @@ void dbg_free(Dbg *D) {
   mem_free(D->pool);
   for (int i = 0; i < D->nalias; i++) mem_free(D->alias[i]);
   mem_free(D->alias);
+  insp_free(&D->in);
   mem_free(D);
 }
 

@@ -42,6 +42,7 @@ static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
   F->caller = caller;
   F->space = *sp;
   F->release_at = -1;
+  F->jump = -1;
   /* static link: the innermost frame of the function that defines fn */
   Frame *s = caller;
   while (s && s->fn != fn->parent && (!s->fn->scope_as || s->fn->scope_as != fn->parent)) s = s->up;
@@ -81,6 +82,22 @@ static void set_slot(Frame *F, IrVar *v, Val *val) {
   val_unref(F->slots[v->slot]);
   F->slots[v->slot] = val;
 }
+
+void eval_assign(Frame *F, IrVar *v, Val *val) {
+  while (F && F->fn != v->owner) F = F->up;
+  if (!F) {
+    val_unref(val);
+    return;
+  }
+  if (v->slot >= F->nslots) {
+    F->slots = mem_realloc(F->slots, sizeof(Val *) * (size_t)(v->slot + 1));
+    for (int i = F->nslots; i <= v->slot; i++) F->slots[i] = NULL;
+    F->nslots = v->slot + 1;
+  }
+  set_slot(F, v, val);
+}
+
+void eval_jump(Frame *F, int index) { F->jump = index; }
 
 /* A variable's value.  A top-level statement that failed leaves its
    variables without one, and the REPL and the debugger go on after it. */
@@ -1270,6 +1287,11 @@ static void run_body(Interp *I, Frame *F) {
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
+    if (F->jump >= 0) {
+      i = F->jump - 1;
+      F->jump = -1;
+      continue;
+    }
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     fmpi_path_stmt(i);
@@ -1355,6 +1377,11 @@ bool eval_run_to(Interp *I, int start, int to) {
       I->cur = T;
       I->steps = 0;
       if (I->trace) I->trace(I, T, st, EV_LINE, I->trace_data);
+      if (T->jump >= 0) {
+        i = T->jump - 1;
+        T->jump = -1;
+        continue;
+      }
       if (I->obs.data) I->obs.before(I->obs.data, T, st, i);
       T->release_at = I->release_top && !I->trace ? i : -1;
       fmpi_path_reset();

@@ -34,6 +34,7 @@ typedef struct Frame {
   IrStmt *cur;               /* statement being run */
   int release_at;            /* its index when the frame releases values after
                                 their last use (eval.c), else -1 */
+  int jump;                  /* eval_jump: the statement to go on at, else -1 */
 } Frame;
 
 Interp *eval_new(IrFunc *main);
@@ -98,6 +99,15 @@ void eval_release_top(Interp *I);
    variable v (or the in_spec of a parameter v), or NULL (F is no body, or
    v is neither one of its results nor a parameter). */
 const Spec *eval_result_spec(Frame *F, const IrVar *v);
+/* Set variable v, as seen from frame F, to val (a reference handed
+   over), widened to the axes v's type varies over: the debugger's `!`.
+   A slot past the frame's (a variable the debugger added to its
+   function) is made room for. */
+void eval_assign(Frame *F, IrVar *v, Val *val);
+/* The debugger's `jump`, at a stop before a statement of F: instead of
+   that statement, go on at statement `index` of F's function (the trace
+   is told of it, EV_LINE, before it runs). */
+void eval_jump(Frame *F, int index);
 
 /* Set by a SIGINT handler: the running statement stops at the next step. */
 extern volatile sig_atomic_t eval_interrupted;

@@ -16,6 +16,10 @@
 #include "rule.h"
 #include "layout.h"
 #include "show.h"
+#include "prims.h"
+
+/* The most names one `!` statement binds. */
+enum { INSP_MAXNAMES = 32 };
 
 /* ---- messages and arguments ---------------------------------------------------------- */
 
@@ -251,6 +255,9 @@ static void own_vars(const Insp *in, Frame *G, InspVars *L) {
     if (s->inserted) continue;
     for (int k = 0; k < s->nout; k++) vars_add(L, s->out[k]);
   }
+  for (int i = 0; i < in->nmade; i++)        /* those `!` made here */
+    if (in->made[i]->owner == fn && in->made[i]->slot < G->nslots && G->slots[in->made[i]->slot])
+      vars_add(L, in->made[i]);
 }
 
 void insp_vars(const Insp *in, Frame *G, bool own, bool dedupe, InspVars *L) {
@@ -471,6 +478,162 @@ void insp_print_line(Insp *in, const char *line) {
   buf_free(&out);
   buf_free(&err);
   mem_free(e);
+}
+
+/* ---- `!`: changing a frame's variables ------------------------------------------------ */
+
+/* The names before a statement's `=` (at most max), and where its
+   expression starts; 0 when text binds no names. */
+static int lhs_names(const char *text, Str *names, int max, const char **rhs) {
+  const char *p = text;
+  int n = 0;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (!isalpha((unsigned char)*p) && *p != '_') return 0;
+    const char *b = p;
+    while (isalnum((unsigned char)*p) || *p == '_') p++;
+    if (n == max) return 0;
+    names[n++] = (Str){b, (int)(p - b)};
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '=') break;
+    if (*p != ',') return 0;
+    p++;
+  }
+  *rhs = p + 1;
+  return n;
+}
+
+bool insp_binds(const char *line) {
+  Str names[INSP_MAXNAMES];
+  const char *rhs;
+  return lhs_names(line, names, INSP_MAXNAMES, &rhs) > 0;
+}
+
+/* The variable `name` names in G: the last visible one of that name. */
+static IrVar *visible_var(const Insp *in, Frame *G, Str name) {
+  InspVars L = {0};
+  insp_vars(in, G, false, false, &L);
+  IrVar *v = NULL;
+  for (int i = 0; i < L.n; i++)
+    if (str_eq(L.v[i]->name, name)) v = L.v[i];
+  mem_free(L.v);
+  return v;
+}
+
+/* A statement of a function of G's chain that binds `name` and has not
+   run yet, or NULL. */
+static IrStmt *binds_later(const Insp *in, Frame *G, Str name) {
+  for (Frame *H = G; H; H = H->up) {
+    IrStmt *lim = insp_stmt_of(in, H);
+    bool after = !lim;
+    for (int i = 0; i < H->fn->nbody; i++) {
+      IrStmt *s = H->fn->body[i];
+      if (s == lim) after = true;
+      for (int k = 0; after && k < s->nout; k++)
+        if (s->out[k] && str_eq(s->out[k]->name, name)) return s;
+    }
+  }
+  return NULL;
+}
+
+/* Why value type t cannot be stored in variable v ("" when it can). */
+static void unfit(Buf *why, const IrVar *v, const Type *t, const Mesh *m) {
+  if (t->dt == v->t.dt && type_same_shape(t, &v->t) && !(t->vma & ~v->t.vma)) return;
+  buf_printf(why, "%.*s is ", v->name.n, v->name.p);
+  show_type(why, &v->t, m);
+  buf_puts(why, " and the value is ");
+  show_type(why, t, m);
+  if (t->dt != v->t.dt) buf_puts(why, ": convert it first (convert_element_type[new_dtype=...])");
+  else if (!type_same_shape(t, &v->t)) buf_puts(why, ": the shapes differ");
+  else buf_puts(why, ": it varies over axes the variable's type does not");
+}
+
+/* Make variable `name` of G's function, of type t. */
+static IrVar *make_var(Insp *in, Frame *G, Str name, const Type *t) {
+  IrVar *v = mem_calloc(sizeof *v);
+  char *nm = mem_strndup(name.p, (size_t)name.n);
+  v->name = (Str){nm, name.n};
+  v->t = *t;
+  v->t.weak = false;
+  v->owner = G->fn;
+  v->slot = G->fn->nslots++;
+  v->sp = span_none();
+  v->last = -2;
+  VEC_GROW(in->made, in->capmade, in->nmade + 1);
+  in->made[in->nmade++] = v;
+  return v;
+}
+
+void insp_free(Insp *in) {
+  for (int i = 0; i < in->nmade; i++) {
+    mem_free((char *)in->made[i]->name.p);
+    mem_free(in->made[i]);
+  }
+  mem_free(in->made);
+  in->made = NULL;
+  in->nmade = in->capmade = 0;
+}
+
+/* The variable `name` made in the sandbox started at made[from], or NULL. */
+static IrVar *sandbox_var(const Insp *in, int from, Str name) {
+  for (int i = in->nmade - 1; i >= from && i >= 0; i--)
+    if (str_eq(in->made[i]->name, name)) return in->made[i];
+  return NULL;
+}
+
+void insp_unmake(Insp *in, Frame *G, int from) {
+  for (int i = from; i < in->nmade; i++) {
+    eval_assign(G, in->made[i], NULL);
+    mem_free((char *)in->made[i]->name.p);
+    mem_free(in->made[i]);
+  }
+  if (from < in->nmade) in->nmade = from;
+}
+
+void insp_exec(Insp *in, const char *stmt, int sandbox) {
+  Frame *G = in->sel;
+  Str names[INSP_MAXNAMES];
+  const char *rhs;
+  char *t = insp_trim(stmt);
+  int n = lhs_names(t, names, INSP_MAXNAMES, &rhs);
+  if (!n) {                                  /* an expression: print it */
+    eval_and_say(in, G, t, insp_focus(in, G), "!");
+    mem_free(t);
+    return;
+  }
+  Buf err = {0};
+  IrVar *target[INSP_MAXNAMES] = {0};
+  for (int i = 0; i < n && !err.n; i++) {
+    IrStmt *later = sandbox >= 0 ? NULL : binds_later(in, G, names[i]);
+    target[i] = sandbox >= 0 ? sandbox_var(in, sandbox, names[i]) : visible_var(in, G, names[i]);
+    if (later && !target[i])
+      buf_printf(&err, "%.*s is set by line %d, which has not run yet; set it once it has", names[i].n,
+                 names[i].p, later->line);
+    else if (!target[i] && sandbox < 0 && (check_has_func(in->C, names[i]) || prim_lookup(names[i]) >= 0))
+      buf_printf(&err, "%.*s names a %s; pick another name", names[i].n, names[i].p,
+                 prim_lookup(names[i]) >= 0 ? "primitive" : "function");
+  }
+  char *e = insp_trim(rhs);
+  IrFunc *f = err.n ? NULL : !*e ? (buf_puts(&err, "nothing after '='"), NULL) : insp_compile(in, G, e, &err);
+  if (f && f->nouts != n)
+    buf_printf(&err, "the expression has %d result%s, for %d name%s before '='", f->nouts,
+               f->nouts == 1 ? "" : "s", n, n == 1 ? "" : "s");
+  for (int i = 0; f && !err.n && i < n; i++)
+    if (target[i] && sandbox >= 0 && (f->outs[i].t.dt != target[i]->t.dt || f->outs[i].t.vma != target[i]->t.vma ||
+                                      !type_same_shape(&f->outs[i].t, &target[i]->t)))
+      target[i] = NULL;                      /* in a sandbox a name may take a new type */
+    else if (target[i]) unfit(&err, target[i], &f->outs[i].t, G->space.mesh);
+  Val *vals[INSP_MAXNAMES] = {0};
+  if (!err.n && insp_run(in, G, f, vals, &err)) {
+    for (int i = 0; i < n; i++) {
+      IrVar *v = target[i] ? target[i] : make_var(in, G, names[i], &f->outs[i].t);
+      eval_assign(G, v, vals[i]);
+    }
+  }
+  if (err.n) insp_complain("%s", buf_cstr(&err));
+  buf_free(&err);
+  mem_free(e);
+  mem_free(t);
 }
 
 void insp_device(Insp *in, const char *args) {

@@ -42,6 +42,10 @@ typedef struct Insp {
   Frame *sel;                /* the frame selected with up/down */
   bool main_running;         /* main's statements are running (not a call) */
   int64_t focus;             /* `device N`; -1: every device */
+  struct IrVar **made;       /* the variables `!NAME = EXPR` made at stops,
+                                each owned by its frame's function; a frame
+                                sees those it holds a value of */
+  int nmade, capmade;
 } Insp;
 
 /* ---- messages and arguments ---- */
@@ -111,6 +115,24 @@ bool insp_run(const Insp *in, Frame *G, IrFunc *f, Val **out, Buf *err);
 /* Evaluate EXPR where G stands and print each result to out, under
    `label` when not NULL; false with the reason in err. */
 bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, int64_t dev, Buf *out, Buf *err);
+
+/* ---- changing the state ---- */
+
+/* `!STMT` at a stop (and a line at (shdb) that binds names): run
+   `NAME, ... = EXPR` in the selected frame, for every instance on its
+   path.  A name visible there gets the new value (of its type: dtype,
+   shape, and varying over no axis its type does not); a new name becomes
+   a variable of that frame until it returns.  A lone EXPR prints, as
+   `p` does.  Complains (and changes nothing) when it cannot.
+   With sandbox >= 0 (`interact`, begun when nmade was sandbox) every
+   name set is one of the sandbox's, shadowing the frame's, and
+   insp_unmake(in, G, sandbox) ends them. */
+void insp_exec(Insp *in, const char *stmt, int sandbox);
+void insp_unmake(Insp *in, Frame *G, int from);
+/* Does `line` bind names (`NAME, ... = ...`)? */
+bool insp_binds(const char *line);
+/* Forget the variables `!` made. */
+void insp_free(Insp *in);
 
 /* ---- the commands that look ---- */
 

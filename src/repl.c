@@ -37,6 +37,7 @@ typedef struct Repl {
   Interp *I;
   Dbg *D;
   Insp top;                  /* the top level, for bare names */
+  bool bang;                 /* the entry began with `!`: no command */
   const ReplOptions *opts;
   bool tty;
   bool in_debugger;          /* the prompt showing is (shdb) */
@@ -763,6 +764,7 @@ static bool print_name(Repl *R, Str name) {
    nothing) that names a command of the shm> prompt, and the line binds
    no names (`whos = 3`, `run, x = f y`).  True when it was one. */
 static bool repl_command(Repl *R, const Scan *s, const char *line) {
+  if (R->bang) return false;
   if (s->first != TK_IDENT || !s->spaced || s->second == TK_EQ || s->second == TK_COMMA || s->second == TK_COLON)
     return false;
   DbgResult r = DBG_OK;
@@ -891,6 +893,10 @@ int repl_main(const char *file, const ReplOptions *opts) {
       free(line);
       continue;
     }
+    /* pdb's `!`: what follows is a statement or an expression, never a command */
+    char *bang = chunk.n ? NULL : (char *)skip_ws(line);
+    R.bang = bang && *bang == '!';
+    if (R.bang) *bang = ' ';
     if (!chunk.n && !R.eof && lone_line(&R, line)) {
       if (R.tty && *skip_ws(line)) remember(&R, line);
       free(line);
