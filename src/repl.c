@@ -29,6 +29,7 @@
 #include "parse.h"
 #include "parser.h"
 #include "primdoc.h"
+#include "pager.h"
 #include "repl.h"
 #include "show.h"
 
@@ -174,6 +175,7 @@ static void remember(Repl *R, const char *entry) {
    echoing the line after its prompt.  NULL at the end of input. */
 static char *read_line(Repl *R, const char *prompt) {
   R->in_debugger = !strcmp(prompt, "(shdb) ");
+  pager_end();                               /* what the entry printed, paged when long */
   fflush(stdout);
   fflush(stderr);
   if (R->tty) {
@@ -886,6 +888,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
       R.eof = true;
     }
     if (!line) break;
+    if (R.tty) pager_begin(pager_rows());
     eval_interrupted = 0;
     if (R.interrupted) {
       R.interrupted = false;
@@ -924,6 +927,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
     buf_reset(&chunk);
     if (R.eof) break;
   }
+  pager_end();
   if (R.tty && !R.quit) putchar('\n');
   buf_free(&chunk);
   if (R.history) {
