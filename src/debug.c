@@ -757,6 +757,17 @@ static Act cmd_info(Dbg *D, const char *args) {
   return ACT_STAY;
 }
 
+/* A line read at `prompt`, without surrounding white space (mem_free
+   it); NULL at the end of the input. */
+static char *read_trimmed(Dbg *D, const char *prompt) {
+  fflush(stdout);
+  char *line = D->hooks.read(D->hooks.ctx, prompt);
+  if (!line) return NULL;
+  char *t = insp_trim(line);
+  free(line);
+  return t;
+}
+
 /* pdb's interact: a prompt of statements and expressions in the
    selected frame, whose names vanish when it ends (Ctrl-D, quit, exit);
    the frame's own variables do not change. */
@@ -773,12 +784,7 @@ static Act cmd_interact(Dbg *D, const char *args) {
            fname && *fname != '<' ? fname : "the top level");
   D->sandbox = D->in.nmade;
   err_defer(unmake, D);
-  for (;;) {
-    fflush(stdout);
-    char *line = D->hooks.read(D->hooks.ctx, ">>> ");
-    if (!line) break;
-    char *t = insp_trim(line);
-    free(line);
+  for (char *t; (t = read_trimmed(D, ">>> "));) {
     bool leave = !strcmp(t, "quit") || !strcmp(t, "exit") || !strcmp(t, "quit()") || !strcmp(t, "exit()");
     if (!leave && *t) insp_exec(&D->in, t, D->sandbox);
     mem_free(t);
@@ -1104,14 +1110,11 @@ static Act run_line(Dbg *D, const char *t) {
 /* Read and run commands until one resumes the run. */
 static void stop_loop(Dbg *D) {
   for (;;) {
-    fflush(stdout);
-    char *line = D->hooks.read(D->hooks.ctx, "(shdb) ");
-    if (!line) {
+    char *t = read_trimmed(D, "(shdb) ");
+    if (!t) {
       D->req = REQ_QUIT;
       break;
     }
-    char *t = insp_trim(line);
-    free(line);
     if (!*t) {
       mem_free(t);
       if (!D->last_cmd) continue;
@@ -1148,12 +1151,7 @@ static Act cmd_commands(Dbg *D, const char *args) {
   if (no < 0) return ACT_STAY;
   Buf b = {0};
   err_defer(buf_release, &b);
-  for (;;) {
-    fflush(stdout);
-    char *line = D->hooks.read(D->hooks.ctx, "(com) ");
-    if (!line) break;
-    char *t = insp_trim(line);
-    free(line);
+  for (char *t; (t = read_trimmed(D, "(com) "));) {
     bool end = !strcmp(t, "end");
     if (!end && *t) buf_printf(&b, "%s\n", t);
     mem_free(t);

@@ -3,23 +3,7 @@
 # gets all of it; what fits is printed as usual and no pager runs.  A
 # debugger stop inside the entry ends the paging before its prompt.
 # timeout: 60
-command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
-set -u
-tmp=$(mktemp -d)
-sock="$tmp/tmux.sock"
-tm() { tmux -S "$sock" "$@"; }
-trap 'tmux -S "$sock" kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-pane() { tm capture-pane -p -t t -S -500; }
-fail() { echo "FAIL: $*"; echo "--- the terminal:"; pane; exit 1; }
-wait_for() {
-  for _ in $(seq 150); do
-    pane | grep -q "$1" -- "$2" && return 0
-    sleep 0.1
-  done
-  fail "the terminal never showed: $2"
-}
-keys() { tm send-keys -t t "$@"; }
-text() { tm send-keys -t t -l "$1"; }
+. tests/_tmux.sh
 # the pager: keeps what it is given, counts its runs
 cat > "$tmp/pager" <<PG
 #!/bin/sh

@@ -3,32 +3,8 @@
 # prompt and during a statement; and history recalled in a second session
 # from ~/.shmapi_history (HOME is a fresh temporary directory).
 # timeout: 60
-command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
-set -u
-tmp=$(mktemp -d)
+. tests/_tmux.sh
 sock="$tmp/tmux1.sock"
-tm() { tmux -S "$sock" "$@"; }
-cleanup() {
-  tmux -S "$tmp/tmux1.sock" kill-server >/dev/null 2>&1
-  tmux -S "$tmp/tmux2.sock" kill-server >/dev/null 2>&1
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-pane() { tm capture-pane -p -t t -S -500; }
-fail() { echo "FAIL: $*"; echo "--- the terminal:"; pane; exit 1; }
-# wait_for MODE TEXT: until the terminal shows TEXT (MODE -F: somewhere in a
-# line, -xF: as a whole line)
-wait_for() {
-  for _ in $(seq 150); do
-    pane | grep -q "$1" -- "$2" && return 0
-    sleep 0.1
-  done
-  fail "the terminal never showed: $2"
-}
-count() { pane | grep -c "$1" -- "$2"; }
-keys() { tm send-keys -t t "$@"; }
-text() { tm send-keys -t t -l "$1"; }
 start() {
   tm new-session -d -s t -x 150 -y 60 \
     "env HOME='$tmp' TERM=xterm '$SHMAPI'; echo \"EXITED \$?\"; sleep 60"

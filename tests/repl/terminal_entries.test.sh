@@ -4,23 +4,7 @@
 # it again); the history file is written after each entry; Ctrl-D at a
 # continuation prompt cancels the entry, not the session.
 # timeout: 60
-command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
-set -u
-tmp=$(mktemp -d)
-sock="$tmp/tmux.sock"
-tm() { tmux -S "$sock" "$@"; }
-trap 'tmux -S "$sock" kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-pane() { tm capture-pane -p -t t -S -500; }
-fail() { echo "FAIL: $*"; echo "--- the terminal:"; pane; exit 1; }
-wait_for() {
-  for _ in $(seq 150); do
-    pane | grep -q "$1" -- "$2" && return 0
-    sleep 0.1
-  done
-  fail "the terminal never showed: $2"
-}
-keys() { tm send-keys -t t "$@"; }
-text() { tm send-keys -t t -l "$1"; }
+. tests/_tmux.sh
 tm new-session -d -s t -x 150 -y 60 "env HOME='$tmp' TERM=xterm '$SHMAPI'; echo \"EXITED \$?\"; sleep 60"
 wait_for -F 'shm>'
 

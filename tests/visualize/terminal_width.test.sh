@@ -3,12 +3,7 @@
 # terminal gets the wider boxes; box-drawing characters in a UTF-8 locale,
 # ASCII in the C locale.
 # timeout: 60
-command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
-set -u
-tmp=$(mktemp -d)
-sock="$tmp/tmux.sock"
-tm() { tmux -S "$sock" "$@"; }
-trap 'tmux -S "$sock" kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+. tests/_tmux.sh
 fail() { echo "FAIL: $*"; exit 1; }
 
 # draw WIDTH LOCALE: the picture's lines, as the terminal shows them
