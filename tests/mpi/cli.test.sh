@@ -1,7 +1,8 @@
 # The command line under ranks: --ranks R runs mpirun and prints the
 # one-process output; a runtime error on one rank is reported once, with
 # exit status 1; a rank killed in the middle of a run stops the others
-# (no hang); the REPL and debugger refuse ranks; --stats and --time
+# (no hang); --max-memory bounds each rank; the REPL and debugger refuse
+# ranks; --stats and --time
 # under ranks are the one-process reports plus the bytes that crossed.  Skips
 # without mpirun or with a shmapi built without MPI.
 # timeout: 300
@@ -108,6 +109,34 @@ wait "$run"; status=$?
 set -e
 [[ $status != 0 ]] || { echo "the run survived a dead rank"; exit 1; }
 (( $(date +%s) - start < 120 )) || { echo "the run took too long to stop"; exit 1; }
+
+# --max-memory bounds each rank: 4 devices each holding 4 MiB at once pass
+# 10 MiB in one process, not as 2 ranks of 2 devices; 6 MiB is too little
+# for either, and the error is reported once
+cat >"$tmp/mem.shm" <<'SHM'
+mesh m = {i: 4}
+@shard_map[mesh=m, in_specs=(), out_specs=P()]
+def f() {
+  k = axis_index[axes=i]
+  kf = convert_element_type[new_dtype=f32] k
+  big = broadcast_in_dim[shape=(1048576,), broadcast_dimensions=()] kf
+  sq = mul big big
+  s = reduce_sum[axes=(0,)] sq
+  t = psum[axes=i] s
+  return t
+}
+t = f
+print t
+SHM
+set +e
+"$SHMAPI" --max-memory 10M "$tmp/mem.shm" >/dev/null 2>"$tmp/mem1.err"; m1=$?
+"${mpi[@]}" -np 2 "$SHMAPI" --max-memory 10M "$tmp/mem.shm" >"$tmp/mem2.out" 2>"$tmp/mem2.err"; m2=$?
+"${mpi[@]}" -np 2 "$SHMAPI" --max-memory 6M "$tmp/mem.shm" >/dev/null 2>"$tmp/mem3.err"; m3=$?
+set -e
+[[ $m1 == 1 && $m2 == 0 && $m3 == 1 ]] || { echo "--max-memory statuses $m1 $m2 $m3"; cat "$tmp/mem2.err"; exit 1; }
+grep -q "out of memory.*see --max-memory" "$tmp/mem1.err"
+[[ $(cat "$tmp/mem2.out") == 14680064.0 ]] || { echo "2 ranks under 10M printed: $(cat "$tmp/mem2.out")"; exit 1; }
+[[ $(grep -c "error: out of memory" "$tmp/mem3.err") == 1 ]] || { cat "$tmp/mem3.err"; exit 1; }
 
 # one-process modes refuse ranks
 set +e
