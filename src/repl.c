@@ -874,6 +874,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
     fflush(stdout);
   }
   Buf chunk = {0};
+  volatile size_t bang_at = SIZE_MAX;        /* where the entry's `!` was */
   while (!R.quit) {
     char *line = read_line(&R, chunk.n ? "...> " : "shm> ");
     if (!line && chunk.n && R.tty) {
@@ -899,8 +900,10 @@ int repl_main(const char *file, const ReplOptions *opts) {
     /* pdb's `!`: what follows is a statement or an expression, never a command */
     char *bang = chunk.n ? NULL : (char *)skip_ws(line);
     R.bang = bang && *bang == '!';
+    if (!chunk.n) bang_at = R.bang ? (size_t)(bang - line) : SIZE_MAX;
     if (R.bang) *bang = ' ';
     if (!chunk.n && !R.eof && lone_line(&R, line)) {
+      if (R.bang) *bang = '!';               /* (the history keeps what was typed) */
       if (R.tty && *skip_ws(line)) remember(&R, line);
       free(line);
       continue;
@@ -922,6 +925,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
     if (more) continue;
     if (R.tty && *skip_ws(buf_cstr(&chunk))) {
       chunk.p[--chunk.n] = 0;              /* (without its last newline) */
+      if (bang_at < chunk.n) chunk.p[bang_at] = '!';
       remember(&R, buf_cstr(&chunk));
     }
     buf_reset(&chunk);

@@ -2,7 +2,8 @@
 # after dtype= offers dtypes and after axes= the axes of the meshes; a
 # multi-line `def` is one history entry (Up recalls it whole, Enter runs
 # it again); the history file is written after each entry; Ctrl-D at a
-# continuation prompt cancels the entry, not the session.
+# continuation prompt cancels the entry, not the session; an entry typed
+# with pdb's `!` is kept with it.
 # timeout: 60
 . tests/_tmux.sh
 tm new-session -d -s t -x 150 -y 60 "env HOME='$tmp' TERM=xterm '$SHMAPI'; echo \"EXITED \$?\"; sleep 60"
@@ -43,6 +44,11 @@ wait_for -xF 'again'
 text 'r = twice 21'; keys Enter
 text 'print r'; keys Enter
 wait_for -xF '42'
+
+# pdb's `!` at shm>: the line runs as a statement, and the history keeps the `!`
+text '!print "banged"'; keys Enter
+wait_for -xF 'banged'
+grep -q '^!print' "$tmp/.shmapi_history" || fail "the history file lost the ! of an entry"
 
 # Ctrl-D at a continuation prompt: the entry goes, the session stays
 text 'def unfinished(a) {'; keys Enter
