@@ -12,6 +12,9 @@
 #   count MODE TEXT      how many lines show TEXT
 #   keys KEYS...         send keys (Enter, Tab, C-c ...)
 #   text STRING          type STRING literally
+#   ready                until the terminal's last line is a prompt (shm>, ...>,
+#                        (shdb), (com), >>>) waiting for input: typing before
+#                        it would race the line editor's start
 command -v tmux >/dev/null 2>&1 || { echo "tmux is not installed"; exit 77; }
 set -u
 tmp=$(mktemp -d)
@@ -24,7 +27,7 @@ tmux_cleanup() {
 trap tmux_cleanup EXIT
 tm() { tmux -S "$sock" "$@"; }
 pane() { tm capture-pane -p -t t -S -500; }
-fail() { echo "FAIL: $*"; echo "--- the terminal:"; pane; exit 1; }
+fail() { echo "--- the terminal:"; pane | grep -v "^$"; echo "FAIL: $*"; exit 1; }
 wait_for() {
   for _ in $(seq 150); do
     pane | grep -q "$1" -- "$2" && return 0
@@ -35,3 +38,10 @@ wait_for() {
 count() { pane | grep -c "$1" -- "$2"; }
 keys() { tm send-keys -t t "$@"; }
 text() { tm send-keys -t t -l "$1"; }
+ready() {
+  for _ in $(seq 150); do
+    pane | grep -v '^$' | tail -n 1 | grep -qE '^(shm>|\.\.\.>|\(shdb\)|\(com\)|>>>) ?$' && return 0
+    sleep 0.1
+  done
+  fail "no prompt came back"
+}

@@ -17,14 +17,14 @@ tm new-session -d -s t -x 100 -y 20 "env HOME='$tmp' TERM=xterm PAGER='$tmp/page
 wait_for -F 'shm>'
 
 # fits: no pager
-text 'r = arange[stop=40, dtype=f32]'; keys Enter
-text 'c = reshape[new_sizes=(40, 1)] r'; keys Enter
-text 'print "short"'; keys Enter
+text 'r = arange[stop=40, dtype=f32]'; keys Enter; ready
+text 'c = reshape[new_sizes=(40, 1)] r'; keys Enter; ready
+text 'print "short"'; keys Enter; ready
 wait_for -xF 'short'
 [ -e "$tmp/runs" ] && fail "the pager ran for one line of output"
 
 # 40 lines on 20 rows: the first screenful at once, then the pager gets all 40
-text 'c'; keys Enter
+text 'c'; keys Enter; ready
 wait_for -F 'PAGER RAN'
 wait_for -F ' [18.]'
 [ "$(cat "$tmp/runs")" = 1 ] || fail "the pager ran $(cat "$tmp/runs") times for one entry"
@@ -36,17 +36,17 @@ wait_for -F 'shm>'
 
 # a statement whose print stops at a breakpoint: the stop's prompt comes
 # after what was printed, with no pager (it fitted)
-text 'def twice(a) {'; keys Enter
-text '  print "in twice"'; keys Enter
-text '  b = add a a'; keys Enter
-text '  return b'; keys Enter
-text '}'; keys Enter
-text 'break twice'; keys Enter
+text 'def twice(a) {'; keys Enter; ready
+text '  print "in twice"'; keys Enter; ready
+text '  b = add a a'; keys Enter; ready
+text '  return b'; keys Enter; ready
+text '}'; keys Enter; ready
+text 'break twice'; keys Enter; ready
 wait_for -F 'Breakpoint 1'
-text 'y = twice 2.0'; keys Enter
+text 'y = twice 2.0'; keys Enter; ready
 wait_for -F '(shdb)'
-text 'c'; keys Enter
-text 'print y'; keys Enter
+text 'c'; keys Enter; ready
+text 'print y'; keys Enter; ready
 wait_for -xF '4.0'
 [ "$(cat "$tmp/runs")" = 1 ] || fail "the pager ran for short output around a debugger stop"
 text 'quit'; keys Enter

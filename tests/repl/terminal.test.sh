@@ -13,13 +13,13 @@ start() {
 
 # ---- session 1 ----
 start
-text 'mesh m = {i: 2}'; keys Enter
-text 'longname = full[shape=(2,), value=7, dtype=i32]'; keys Enter
+text 'mesh m = {i: 2}'; keys Enter; ready
+text 'longname = full[shape=(2,), value=7, dtype=i32]'; keys Enter; ready
 wait_for -F 'shm> longname ='
 # a command
 text 'wh'; keys Tab
 wait_for -F 'shm> whos'
-keys Enter
+keys Enter; ready
 wait_for -F 'longname  array'
 # a primitive, then its parameters
 text 'y = aran'; keys Tab
@@ -28,8 +28,8 @@ text '[sto'; keys Tab
 wait_for -F 'shm> y = arange[stop='
 text '3, dt'; keys Tab
 wait_for -F 'shm> y = arange[stop=3, dtype='
-text 'f32]'; keys Enter
-text 'y'; keys Enter
+text 'f32]'; keys Enter; ready
+text 'y'; keys Enter; ready
 wait_for -xF '[0. 1. 2.]'
 # psum[a<Tab> gives axes=
 text 'z = psum[a'; keys Tab
@@ -38,37 +38,38 @@ keys C-u
 # a variable name, then a function name
 text 'print longn'; keys Tab
 wait_for -F 'shm> print longname'
-keys Enter
+keys Enter; ready
 wait_for -xF '[7 7]'
-text 'def twice(a) { b = add a a; return b }'; keys Enter
+text 'def twice(a) { b = add a a; return b }'; keys Enter; ready
 text 'r = twi'; keys Tab
 wait_for -F 'shm> r = twice'
-text 'longname'; keys Enter
-text 'r'; keys Enter
+text 'longname'; keys Enter; ready
+text 'r'; keys Enter; ready
 wait_for -xF '[14 14]'
 # the debugger's prompt and its commands complete too
-text 'debug twice longname'; keys Enter
+text 'debug twice longname'; keys Enter; ready
 wait_for -F '(shdb)'
 text 'whe'; keys Tab
 wait_for -F '(shdb) where'
-keys Enter
+keys Enter; ready
 wait_for -F '> <stdin>:1 in twice'
 text 'p longn'; keys Tab
 wait_for -F '(shdb) p longname'
-keys Enter
-text 'c'; keys Enter
+keys Enter; ready
+text 'c'; keys Enter; ready
 wait_for -F "shm> print longname"
 # Ctrl-C at the prompt drops the line; the session goes on
-text 'garbage that is never run'; keys C-c
-text 'print "after ctrl-c"'; keys Enter
+text 'garbage that is never run'; keys C-c; ready
+text 'print "after ctrl-c"'; keys Enter; ready
 wait_for -xF 'after ctrl-c'
 # Ctrl-C stops a running statement and returns to the prompt
-text 'def bd(i, c) { d = add c 1; return d }'; keys Enter
+text 'def bd(i, c) { d = add c 1; return d }'; keys Enter; ready
 text 'k = fori_loop[lower=0, upper=2000000000, body=bd] 0'; keys Enter
 sleep 0.5
 keys C-c
 wait_for -F 'error: interrupted'
-text 'print "history works"'; keys Enter
+ready
+text 'print "history works"'; keys Enter; ready
 wait_for -xF 'history works'
 keys C-d
 wait_for -xF 'EXITED 0'
@@ -80,7 +81,7 @@ sock="$tmp/tmux2.sock"          # a server of its own: the first one may still b
 start
 keys Up
 wait_for -F 'shm> print "history works"'
-keys Enter
+keys Enter; ready
 wait_for -xF 'history works'
 # further back: the statement Ctrl-C stopped
 for _ in 1 2 3 4 5; do

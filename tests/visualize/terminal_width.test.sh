@@ -12,6 +12,10 @@ draw() {
   tm new-session -d -s "$s" -x "$1" -y 50 "env HOME='$tmp' LC_ALL=$2 TERM=xterm '$SHMAPI'; sleep 60"
   for line in 'mesh m = {i: 4, j: 2}' 'a0 = arange[stop=128, dtype=f32]' \
               'a = reshape[new_sizes=(8, 16)] a0' 'visualize[mesh=m, spec=P(i, j)] a' 'print "drawn"'; do
+    for _ in $(seq 150); do        # (the prompt first: typing ahead races the line editor)
+      tm capture-pane -p -t "$s" | grep -v '^$' | tail -n 1 | grep -qx 'shm> \?' && break
+      sleep 0.1
+    done
     tm send-keys -t "$s" -l "$line"; tm send-keys -t "$s" Enter
   done
   for _ in $(seq 100); do
