@@ -6,13 +6,15 @@
 ** transform into the result: FFTW then sees the same alignment on every
 ** run and chooses the same codelets, so the bytes do not depend on where
 ** the allocator placed an array.  Plans are made and destroyed under a
-** lock (FFTW's planner is not thread-safe); running them is.
+** lock (FFTW's planner is not thread-safe); running them is.  FFTW is
+** opened on first use (dynlib.h).
 */
 #include <fftw3.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include "dynlib.h"
 #include "err.h"
 #include "fft.h"
 #include "mem.h"
@@ -106,6 +108,36 @@ bool fft_rule(RARGS) {
 
 static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* FFTW's entry points in single (fftwf_) and double (fftw_) precision. */
+#define FFTW_FNS(X, P) X(P##plan_many_dft) X(P##plan_many_dft_r2c) X(P##plan_many_dft_c2r) X(P##execute) X(P##destroy_plan)
+#define FFTW_PTR(fn) __typeof__(fn) *fn;
+static struct { FFTW_FNS(FFTW_PTR, fftwf_) FFTW_FNS(FFTW_PTR, fftw_) } fw;
+#undef FFTW_PTR
+static bool fw_loaded;
+static char fw_why[256];
+static pthread_once_t fw_once = PTHREAD_ONCE_INIT;
+
+static void fw_open(void) {
+  static const char *const single[] = {"libfftw3f.so.3", "libfftw3f.so", NULL};
+  static const char *const dbl[] = {"libfftw3.so.3", "libfftw3.so", NULL};
+  void *hf = dyn_open(single, fw_why, sizeof fw_why);
+  void *hd = hf ? dyn_open(dbl, fw_why, sizeof fw_why) : NULL;
+  bool ok = hf && hd;
+#define FFTW_SYMF(fn) DYN_SYM(fw, hf, fn, ok, fw_why, sizeof fw_why);
+#define FFTW_SYMD(fn) DYN_SYM(fw, hd, fn, ok, fw_why, sizeof fw_why);
+  FFTW_FNS(FFTW_SYMF, fftwf_)
+  FFTW_FNS(FFTW_SYMD, fftw_)
+#undef FFTW_SYMF
+#undef FFTW_SYMD
+  fw_loaded = ok;
+}
+
+/* FFTW, opened once; a runtime error when it cannot be. */
+static void fw_load(void) {
+  pthread_once(&fw_once, fw_open);
+  if (!fw_loaded) err_throw("fft runs on FFTW: %s", fw_why);
+}
+
 /* The scratch of a transform: where the operand is copied and transformed
    (a), and where an RFFT or IRFFT writes (b), each aligned to 64 bytes,
    in one block from mem_alloc (*base). */
@@ -126,16 +158,16 @@ static void scratch(size_t abytes, size_t bbytes, bool apart, void **base, void 
     P##plan plan;                                                                                      \
     unsigned fl = FFTW_ESTIMATE;                                                                       \
     if (t == FT_RFFT)                                                                                  \
-      plan = P##plan_many_dft_r2c(k, n, batch, a, NULL, 1, (int)ns, (P##complex *)b, NULL, 1, (int)nd, fl); \
+      plan = fw.P##plan_many_dft_r2c(k, n, batch, a, NULL, 1, (int)ns, (P##complex *)b, NULL, 1, (int)nd, fl); \
     else if (t == FT_IRFFT)                                                                            \
-      plan = P##plan_many_dft_c2r(k, n, batch, (P##complex *)a, NULL, 1, (int)ns, b, NULL, 1, (int)nd, fl); \
+      plan = fw.P##plan_many_dft_c2r(k, n, batch, (P##complex *)a, NULL, 1, (int)ns, b, NULL, 1, (int)nd, fl); \
     else                                                                                               \
-      plan = P##plan_many_dft(k, n, batch, (P##complex *)a, NULL, 1, (int)ns, (P##complex *)b, NULL, 1,  \
+      plan = fw.P##plan_many_dft(k, n, batch, (P##complex *)a, NULL, 1, (int)ns, (P##complex *)b, NULL, 1,  \
                               (int)nd, t == FT_FFT ? FFTW_FORWARD : FFTW_BACKWARD, fl);                \
     pthread_mutex_unlock(&planner_lock);                                                               \
-    P##execute(plan);                                                                                  \
+    fw.P##execute(plan);                                                                                  \
     pthread_mutex_lock(&planner_lock);                                                                 \
-    P##destroy_plan(plan);                                                                             \
+    fw.P##destroy_plan(plan);                                                                             \
     pthread_mutex_unlock(&planner_lock);                                                               \
     if (t == FT_IFFT || t == FT_IRFFT) {                                                               \
       size_t m = nd * (size_t)batch * (t == FT_IFFT ? 2 : 1);                                          \
@@ -163,6 +195,7 @@ void fft_kern(KARGS) {
   if (batch > INT32_MAX || ns > INT32_MAX || nd > INT32_MAX)
     err_throw("fft: %lld transforms of %lld points are more than FFTW's int sizes", (long long)batch,
               (long long)nd);
+  if (batch > 0) fw_load();
   size_t es = dtype_sizes[x->dt], rs = dtype_sizes[outt[0].dt];
   size_t sbytes = (size_t)(ns * batch) * es, dbytes = (size_t)(nd * batch) * rs;
   void *base, *a, *b;

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <zip.h>
+#include "dynlib.h"
 #include "err.h"
 #include "npy.h"
 
@@ -257,21 +258,49 @@ static bool read_file(const char *path, unsigned char **buf, size_t *n, char *er
   return true;
 }
 
-static void close_zip(void *z) { zip_discard(z); }
+/* ---- .npz archives, through libzip (opened on first use: dynlib.h) ---------------- */
+
+#define ZIP_FNS(X)                                                                                   \
+  X(zip_discard) X(zip_error_init) X(zip_source_buffer_create) X(zip_open_from_source)              \
+  X(zip_source_free) X(zip_error_code_zip) X(zip_error_fini) X(zip_open) X(zip_name_locate)         \
+  X(zip_get_num_entries) X(zip_get_name) X(zip_stat_index) X(zip_fopen_index) X(zip_fread) X(zip_fclose)
+#define ZIP_PTR(fn) __typeof__(fn) *fn;
+static struct { ZIP_FNS(ZIP_PTR) } zl;
+#undef ZIP_PTR
+
+/* Open libzip once; false with why in err when it cannot be. */
+static bool zip_lib(char *err) {
+  static int state; /* 0 not tried, 1 loaded, -1 failed */
+  static char why[200];
+  if (!state) {
+    static const char *const names[] = {"libzip.so.4", "libzip.so.5", "libzip.so", NULL};
+    void *h = dyn_open(names, why, sizeof why);
+    bool ok = h != NULL;
+#define ZIP_SYM(fn) DYN_SYM(zl, h, fn, ok, why, sizeof why);
+    ZIP_FNS(ZIP_SYM)
+#undef ZIP_SYM
+    state = ok ? 1 : -1;
+  }
+  if (state < 0) fail(err, ".npz archives are read with libzip, which %s", why);
+  return state > 0;
+}
+
+static void close_zip(void *z) { zl.zip_discard(z); }
 
 /* The archive at path, or in data[0..n) when data is not NULL. */
 static zip_t *open_zip(const char *path, const unsigned char *data, size_t n, char *err) {
+  if (!zip_lib(err)) return NULL;
   int zerr = 0;
   zip_t *z = NULL;
   if (data) {
     zip_error_t ze;
-    zip_error_init(&ze);
-    zip_source_t *src = zip_source_buffer_create(data, n, 0, &ze);
-    if (src && !(z = zip_open_from_source(src, ZIP_RDONLY, &ze))) zip_source_free(src);
-    zerr = zip_error_code_zip(&ze);
-    zip_error_fini(&ze);
+    zl.zip_error_init(&ze);
+    zip_source_t *src = zl.zip_source_buffer_create(data, n, 0, &ze);
+    if (src && !(z = zl.zip_open_from_source(src, ZIP_RDONLY, &ze))) zl.zip_source_free(src);
+    zerr = zl.zip_error_code_zip(&ze);
+    zl.zip_error_fini(&ze);
   } else {
-    z = zip_open(path, ZIP_RDONLY, &zerr);
+    z = zl.zip_open(path, ZIP_RDONLY, &zerr);
   }
   if (!z) {
     if (!data && (zerr == ZIP_ER_NOENT || zerr == ZIP_ER_OPEN)) return fail(err, "cannot open '%s': %s", path, strerror(errno));
@@ -288,43 +317,43 @@ static bool read_member(const char *path, const unsigned char *data, size_t dn, 
   err_defer(close_zip, z);
   char name[512];
   snprintf(name, sizeof name, "%s.npy", key);
-  zip_int64_t idx = zip_name_locate(z, name, 0);
-  if (idx < 0) idx = zip_name_locate(z, key, 0);
+  zip_int64_t idx = zl.zip_name_locate(z, name, 0);
+  if (idx < 0) idx = zl.zip_name_locate(z, key, 0);
   if (idx < 0) {
     char list[256] = "";
     size_t ln = 0;
-    zip_int64_t cnt = zip_get_num_entries(z, 0);
+    zip_int64_t cnt = zl.zip_get_num_entries(z, 0);
     for (zip_int64_t i = 0; i < cnt && ln < sizeof list - 40; i++) {
-      const char *nm = zip_get_name(z, (zip_uint64_t)i, 0);
+      const char *nm = zl.zip_get_name(z, (zip_uint64_t)i, 0);
       if (!nm) continue;
       size_t l = strlen(nm);
       if (l > 4 && !strcmp(nm + l - 4, ".npy")) l -= 4;
       ln += (size_t)snprintf(list + ln, sizeof list - ln, "%s'%.*s'", ln ? ", " : "", (int)l, nm);
     }
     err_undefer(z);
-    zip_discard(z);
+    zl.zip_discard(z);
     return fail(err, "'%s' has no array '%s' (it has %s)", path, key, ln ? list : "none"), false;
   }
   zip_stat_t st;
-  if (zip_stat_index(z, (zip_uint64_t)idx, 0, &st) || !(st.valid & ZIP_STAT_SIZE) || st.size > ((zip_uint64_t)1 << 40)) {
+  if (zl.zip_stat_index(z, (zip_uint64_t)idx, 0, &st) || !(st.valid & ZIP_STAT_SIZE) || st.size > ((zip_uint64_t)1 << 40)) {
     err_undefer(z);
-    zip_discard(z);
+    zl.zip_discard(z);
     return fail(err, "'%s': cannot read the member '%s'", path, name), false;
   }
-  zip_file_t *zf = zip_fopen_index(z, (zip_uint64_t)idx, 0);
+  zip_file_t *zf = zl.zip_fopen_index(z, (zip_uint64_t)idx, 0);
   if (!zf) {
     err_undefer(z);
-    zip_discard(z);
+    zl.zip_discard(z);
     return fail(err, "'%s': cannot read the member '%s' (damaged or compressed in a way libzip cannot read)", path, name), false;
   }
   *buf = NULL;
   err_defer(free_at, buf);
   *buf = mem_alloc(st.size ? (size_t)st.size : 1);
-  zip_int64_t got = zip_fread(zf, *buf, st.size);
-  zip_fclose(zf);
+  zip_int64_t got = zl.zip_fread(zf, *buf, st.size);
+  zl.zip_fclose(zf);
   err_undefer(buf);
   err_undefer(z);
-  zip_discard(z);
+  zl.zip_discard(z);
   if (got < 0 || (zip_uint64_t)got != st.size) {
     mem_free(*buf);
     *buf = NULL;
