@@ -173,8 +173,9 @@ static void release_array(void *a) { arr_unref(a); }
 Array *npy_parse(const unsigned char *buf, size_t n, const char *what, char *err) {
   if (n >= 4 && !memcmp(buf, "PK\x03\x04", 4))
     return fail(err, "'%s' is an .npz archive: name the array to load (load \"file.npz\" \"name\")", what);
-  if (n < 10 || memcmp(buf, MAGIC, 6))
+  if (n < 6 || memcmp(buf, MAGIC, 6))
     return fail(err, "'%s' is not a .npy file (it does not begin with NumPy's magic string)", what);
+  if (n < 10) return fail(err, "'%s' is truncated: its header is cut off", what);
   int major = buf[6];
   size_t hlen, hoff;
   if (major == 1) { hlen = buf[8] | (size_t)buf[9] << 8; hoff = 10; }
