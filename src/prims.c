@@ -335,12 +335,17 @@ static void kern_convert(KARGS) {
 /* bitcast_convert_type[new_dtype]: the same bytes read as another dtype.
    A narrower dtype adds a last dimension (the ratio of the sizes), a
    wider one takes the last dimension, which must be that ratio, away.
+   Only a bool becomes a bool.
    Fills dtype = new_dtype. */
 static bool rule_bitcast(RARGS) {
   (void)nin;
   int dt = 0;
   if (!rule_dtype(cx, "new_dtype", true, -1, &dt)) return false;
   if (dt < 0) return rule_param_error(cx, "new_dtype", "bitcast_convert_type needs a new_dtype");
+  /* bytes other than 0 and 1 would make bools that are neither (JAX refuses it too) */
+  if (dt == DT_BOOL && in[0].dt != DT_BOOL)
+    return rule_error(cx, "bitcast_convert_type cannot make bool from %s: its bytes may be other than 0 "
+                      "and 1 (JAX refuses it too); compare with 0 (ne x 0) or use convert_element_type", dtype_names[in[0].dt]);
   at->dtype = dt;
   *out = in[0];
   out->weak = false;
