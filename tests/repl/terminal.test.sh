@@ -69,6 +69,22 @@ sleep 0.5
 keys C-c
 wait_for -F 'error: interrupted'
 ready
+# ... and a while whose predicate never turns false, in a shard_map body
+text 'mesh m = {i: 4}'; keys Enter; ready
+text 'def yes(c) { s = reduce_sum[axes=(0,)] c; p = ge s 0; return p }'; keys Enter; ready
+text 'def inc(c) { d = add c 1; return d }'; keys Enter; ready
+text '@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]'; keys Enter; ready
+text 'def spin(x) { y = while[cond_jaxpr=yes, body_jaxpr=inc] x; return y }'; keys Enter; ready
+text 'v = [0, 1, 2, 3]'; keys Enter; ready
+text 'z = spin v'; keys Enter
+sleep 0.5
+keys C-c
+for _ in $(seq 150); do
+  [ "$(count -F 'error: interrupted')" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$(count -F 'error: interrupted')" -ge 2 ] || fail "Ctrl-C did not stop the while"
+ready
 text 'print "history works"'; keys Enter; ready
 wait_for -xF 'history works'
 keys C-d
@@ -83,13 +99,13 @@ keys Up
 wait_for -F 'shm> print "history works"'
 keys Enter; ready
 wait_for -xF 'history works'
-# further back: the statement Ctrl-C stopped
+# further back: the statement Ctrl-C stopped last
 for _ in 1 2 3 4 5; do
   keys Up
   sleep 0.2
-  pane | grep -qF 'shm> k = fori_loop' && break
+  pane | grep -qF 'shm> z = spin v' && break
 done
-wait_for -F 'shm> k = fori_loop'
+wait_for -F 'shm> z = spin v'
 keys C-u
 text 'quit'; keys Enter
 wait_for -xF 'EXITED 0'
