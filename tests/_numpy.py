@@ -20,3 +20,13 @@ except ImportError:
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     print("skip: NumPy is not available")
     sys.exit(77)
+
+
+def shmapi_under_test():
+    """The shmapi that tests/run.py passes in $SHMAPI; without it, says so
+    and exits with status 2."""
+    path = os.environ.get("SHMAPI")
+    if not path:
+        print("SHMAPI is not set")
+        sys.exit(2)
+    return path

@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np  # noqa: E402
+from _numpy import np, shmapi_under_test  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "_corpus")
@@ -120,10 +120,7 @@ def check(shmapi, path):
 
 
 def main():
-    shmapi = os.environ.get("SHMAPI")
-    if not shmapi:
-        print("SHMAPI is not set")
-        return 2
+    shmapi = shmapi_under_test()
     files = sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith(".shm"))
     forms = sorted(os.path.join(FORMS, f) for f in os.listdir(FORMS) if f.endswith(".shm"))
     bad, versions = [], {}

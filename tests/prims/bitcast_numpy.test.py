@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np  # noqa: E402
+from _numpy import np, shmapi_under_test  # noqa: E402
 
 SEED = 20261126
 MARK = "@@@"
@@ -92,10 +92,7 @@ def random_operand(rng, src, shape):
 
 
 def main():
-    shmapi = os.environ.get("SHMAPI")
-    if not shmapi:
-        print("SHMAPI is not set")
-        return 2
+    shmapi = shmapi_under_test()
     rng = np.random.default_rng(SEED)
     cases = []
     for src in DTYPES:

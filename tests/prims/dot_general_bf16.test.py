@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np  # noqa: E402
+from _numpy import np, shmapi_under_test  # noqa: E402
 
 SEED = 20261126
 ROUNDS = 12
@@ -89,10 +89,7 @@ def operands(rng, half, shape):
 
 
 def main():
-    shmapi = os.environ.get("SHMAPI")
-    if not shmapi:
-        print("SHMAPI is not set")
-        return 2
+    shmapi = shmapi_under_test()
     rng = np.random.default_rng(SEED)
     cases = []
     for i in range(ROUNDS):

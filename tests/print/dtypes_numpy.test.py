@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np  # noqa: E402
+from _numpy import np, shmapi_under_test  # noqa: E402
 
 SEED = 20261123
 ROUNDS = 400
@@ -293,10 +293,7 @@ def one_round(shmapi, rng, k, tmp):
 
 
 def main():
-    shmapi = os.environ.get("SHMAPI")
-    if not shmapi:
-        print("SHMAPI is not set")
-        return 2
+    shmapi = shmapi_under_test()
     rng = np.random.default_rng(SEED)
     bad = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np  # noqa: E402
+from _numpy import np, shmapi_under_test  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "_compare"))
@@ -121,10 +121,7 @@ def run_batch(shmapi, items, tmpdir, b):
 
 
 def main():
-    shmapi = os.environ.get("SHMAPI")
-    if not shmapi:
-        print("SHMAPI is not set")
-        return 2
+    shmapi = shmapi_under_test()
     arrays = compare.fixed_arrays() + compare.generate_arrays(SEED, COUNT)
     arrays = [a for a in arrays if a.dtype in DTNAME]
     items = list(enumerate(arrays))
