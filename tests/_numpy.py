@@ -30,3 +30,17 @@ def shmapi_under_test():
         print("SHMAPI is not set")
         sys.exit(2)
     return path
+
+
+def run_lines(shmapi, tmp, lines):
+    """Write `lines` as tmp/prog.shm, run it in the C locale and return
+    its standard output; None (after printing its errors) when it fails."""
+    import subprocess
+    prog = os.path.join(tmp, "prog.shm")
+    with open(prog, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    proc = subprocess.run([shmapi, prog], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    if proc.returncode:
+        print("shmapi failed:\n%s" % proc.stderr[:3000])
+        return None
+    return proc.stdout

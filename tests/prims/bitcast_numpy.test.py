@@ -24,12 +24,11 @@ here: NumPy has no bfloat16 without ml_dtypes).
 """
 
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np, shmapi_under_test  # noqa: E402
+from _numpy import np, run_lines, shmapi_under_test  # noqa: E402
 
 SEED = 20261126
 MARK = "@@@"
@@ -128,15 +127,11 @@ def main():
                 lines[-1:] = ["zb%d = ne z%d 0" % (i, i), 'save "z%d.npy" zb%d' % (i, i)]
             if c["dst"] != "bf16":
                 lines += ['print "%s%d"' % (MARK, i), "print y%d" % i]
-        prog = os.path.join(tmp, "prog.shm")
-        with open(prog, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        proc = subprocess.run([shmapi, prog], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-        if proc.returncode:
-            print("shmapi failed:\n%s" % proc.stderr[:3000])
+        out = run_lines(shmapi, tmp, lines)
+        if out is None:
             return 1
         printed = {}
-        for block in proc.stdout.split(MARK)[1:]:
+        for block in out.split(MARK)[1:]:
             k, _, text = block.partition("\n")
             printed[int(k)] = text.rstrip("\n")
         for i, c in enumerate(cases):

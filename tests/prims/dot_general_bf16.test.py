@@ -23,12 +23,11 @@ and saves them.  NumPy computes the exact products in float64; then
 """
 
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _numpy import np, shmapi_under_test  # noqa: E402
+from _numpy import np, run_lines, shmapi_under_test  # noqa: E402
 
 SEED = 20261126
 ROUNDS = 12
@@ -128,12 +127,8 @@ def main():
                 'b%d = load "b%d.npy"' % (i, i),
                 "p%d, q%d, r%d = f%d a%d b%d" % (i, i, i, i, i, i),
             ] + ['save "%s%d.npy" %s%d' % (v, i, v, i) for v in "pqr"]
-        prog = os.path.join(tmp, "prog.shm")
-        with open(prog, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        proc = subprocess.run([shmapi, prog], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-        if proc.returncode:
-            print("shmapi failed:\n%s" % proc.stderr[:3000])
+        out = run_lines(shmapi, tmp, lines)
+        if out is None:
             return 1
         for i, c in enumerate(cases):
             what = "case %d (%s, dimension_numbers=%s, a %s, b %s)" % (i, c["half"], c["dn"], c["a"].shape,
