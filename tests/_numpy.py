@@ -6,7 +6,9 @@
 Debian's python3-numpy lives with /usr/bin/python3; a script started by
 another interpreter without NumPy runs itself again under that one.  With
 no NumPy anywhere the script is skipped (exit status 77, which
-tests/run.py reports as a skip).
+tests/run.py reports as a skip).  Also two helpers of those scripts:
+shmapi_under_test() (the shmapi tests/run.py passes) and run_lines() (a
+program written out and run).
 """
 import os
 import sys
