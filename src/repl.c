@@ -181,8 +181,14 @@ static char *read_line(Repl *R, const char *prompt) {
   if (R->tty) {
     eval_interrupted = 0;
     char *l = readline(prompt);
-    if (!l && eval_interrupted) {
-      /* Ctrl-C at the prompt: drop the line (and any unfinished input) */
+    if (eval_interrupted) {
+      /* Ctrl-C at the prompt: drop the line (and any unfinished input).
+         Usually read() returns with EINTR and readline with NULL; a
+         Ctrl-C that comes while libedit is still taking in typed-ahead
+         characters interrupts no read (and the terminal has thrown the
+         unread ones away), so the line that Enter then ends is what was
+         left of it: dropped too, never run. */
+      free(l);
       eval_interrupted = 0;
       R->interrupted = true;
       putchar('\n');

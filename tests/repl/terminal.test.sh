@@ -59,9 +59,15 @@ keys Enter; ready
 text 'c'; keys Enter; ready
 wait_for -F "shm> print longname"
 # Ctrl-C at the prompt drops the line; the session goes on
-text 'garbage that is never run'; keys C-c; ready
+text 'garbage that is never run'; wait_for -F 'shm> garbage that is never run'; keys C-c; ready
 text 'print "after ctrl-c"'; keys Enter; ready
 wait_for -xF 'after ctrl-c'
+# ... also when it comes while the line is still being taken in (typed
+# ahead): what is left of the line when Enter ends it is not run
+text 'print "never printed"'; keys C-c Enter; ready
+text 'print "marker"'; keys Enter; ready
+wait_for -xF 'marker'
+[ "$(count -xF 'never printed')" = 0 ] || fail "a line Ctrl-C interrupted was run"
 # Ctrl-C stops a running statement and returns to the prompt
 text 'def bd(i, c) { d = add c 1; return d }'; keys Enter; ready
 text 'k = fori_loop[lower=0, upper=2000000000, body=bd] 0'; keys Enter
