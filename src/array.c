@@ -48,6 +48,7 @@ Array *arr_new(DType dt, int rank, const int64_t *shape) {
    from the next multiple of 64. */
 typedef struct Slab {
   int64_t live;                 /* arrays not yet freed */
+  Array *owner;                 /* arr_carve: the array whose elements these are */
 } Slab;
 
 void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) {
@@ -62,6 +63,7 @@ void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) 
   unsigned char *p = mem_alloc(total);
   Slab *s = (Slab *)p;
   s->live = n;
+  s->owner = NULL;
   Array *arr = (Array *)(p + hoff);
   for (int64_t k = 0; k < n; k++) {
     Array *a = &arr[k];
@@ -71,6 +73,27 @@ void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) 
     a->size = m;
     for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
     a->data = p + doff + (size_t)k * bytes;
+    a->slab = s;
+    out[k] = a;
+  }
+}
+
+void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out) {
+  int64_t m = shape_size(rank, shape);
+  unsigned char *p = mem_alloc(64 + sizeof(Array) * (size_t)n);
+  Slab *s = (Slab *)p;
+  s->live = n;
+  s->owner = arr_ref(g);
+  Array *arr = (Array *)(p + 64);
+  size_t bytes = (size_t)m * dtype_sizes[g->dt];
+  for (int64_t k = 0; k < n; k++) {
+    Array *a = &arr[k];
+    a->refc = 1;
+    a->dt = g->dt;
+    a->rank = (uint8_t)rank;
+    a->size = m;
+    for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
+    a->data = (unsigned char *)g->data + (size_t)k * bytes;
     a->slab = s;
     out[k] = a;
   }
@@ -92,8 +115,13 @@ Array *arr_zeros(DType dt, int rank, const int64_t *shape) {
 }
 
 void arr_free_(Array *a) {
-  if (!a->slab) mem_free(a);
-  else if (--a->slab->live == 0) mem_free(a->slab);
+  if (!a->slab) {
+    mem_free(a);
+  } else if (--a->slab->live == 0) {
+    Array *owner = a->slab->owner;
+    mem_free(a->slab);
+    arr_unref(owner);
+  }
 }
 
 size_t arr_nbytes(const Array *a) { return (size_t)a->size * dtype_sizes[a->dt]; }

@@ -18,7 +18,9 @@
 ** an elementwise operation can run over all of them at once (eval.c does
 ** that for the blocks of a value).  Each array of a slab is an ordinary
 ** array to everyone else, with its own reference count; `slab` points to
-** the allocation, freed with the last of its arrays.
+** the allocation, freed with the last of its arrays.  A carved slab
+** (arr_carve) holds only headers: its arrays' elements are those of
+** another array, released with the last of them.
 */
 #ifndef SHM_ARRAY_H
 #define SHM_ARRAY_H
@@ -42,6 +44,12 @@ Array *arr_new(DType dt, int rank, const int64_t *shape);
    and one reference: out[k] is out[0] + k, its elements right after those
    of out[k-1]. */
 void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out);
+/* n arrays of one shape whose elements are g's, in a row: out[k] reads
+   the k-th run of shape's size of g's elements (which the caller has laid
+   out so).  A slab of headers alone, holding a reference to g until the
+   last of them is freed; to everyone else ordinary arrays.  Needs g's
+   dtype, and n times shape's size at most g's size. */
+void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out);
 /* Whether blk[0..n) are arrays of one slab in a row (then their elements
    are contiguous, in that order). */
 bool arr_in_slab(Array *const *blk, int64_t n);

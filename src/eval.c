@@ -632,7 +632,9 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     Val *v = val_new(spc->mask, nb);
     args[i] = v;
     uint8_t *need = needed_blocks(&bs, spc->mask, nb);     /* (under ranks: this rank's blocks) */
-    int64_t *after = spc->mask && nb > 1 && split_dies(F, st, i, g) ? split_plan(m, spc, &bt, g, nb) : NULL;
+    bool dies = spc->mask && nb > 1 && split_dies(F, st, i, g);
+    if (dies && d < 0 && !need && gat_carve(m, spc, &bt, g, nb, v->blk)) continue;   /* in place */
+    int64_t *after = dies ? split_plan(m, spc, &bt, g, nb) : NULL;
     size_t done = 0;
     for (int64_t b = 0; b < nb; b++) {
       if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }

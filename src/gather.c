@@ -9,6 +9,7 @@
 #include "fabmpi.h"
 #include "fabric.h"
 #include "mem.h"
+#include "par.h"
 #include "vprint.h"
 
 static void release_arr(void *a) { arr_unref(a); }
@@ -130,3 +131,106 @@ void gat_realize(Val *x) {
   mem_free(sv);
 }
 
+/* ---- splitting in place ------------------------------------------------------------ */
+
+#define CARVE_MIN ((size_t)1 << 20)
+
+/* Move the box `box` at `from` of a row-major array of shape `shape` at
+   base to the front of base, row-major: every element moves to an offset
+   no greater than its own, and the runs go in increasing order, so that
+   none is overwritten before it is read. */
+static void compact_box(char *base, const int64_t *shape, const int64_t *from, const int64_t *box, int rank,
+                        size_t es) {
+  int64_t st[SHM_MAXRANK], idx[SHM_MAXRANK] = {0};
+  arr_byte_strides(rank, shape, es, st);
+  size_t run = (size_t)box[rank - 1] * es, done = 0;
+  for (;;) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; d++) off += (from[d] + idx[d]) * st[d];
+    memmove(base + done, base + off, run);
+    done += run;
+    int d = rank - 2;
+    for (; d >= 0 && ++idx[d] == box[d]; d--) idx[d] = 0;
+    if (d < 0) return;
+  }
+}
+
+/* The bands of a carve, half h of them on each of two threads, each with
+   its own scratch of k - 1 blocks. */
+typedef struct CarveJob {
+  char *data;
+  char *tmp[2];
+  int64_t (*start)[SHM_MAXRANK];
+  int64_t bshape[SHM_MAXRANK];         /* a band's shape */
+  const int64_t *box;                  /* a block's shape */
+  int rank;
+  int64_t nbands, k;
+  size_t band, bbytes, es;
+} CarveJob;
+
+/* Band r: blocks 1..k-1 into the scratch, block 0 moved to the band's
+   front in place, then the others after it. */
+static void carve_band(CarveJob *j, char *tmp, int64_t r) {
+  char *base = j->data + (size_t)r * j->band;
+  int64_t zero[SHM_MAXRANK] = {0};
+  for (int64_t b = 1; b < j->k; b++) {
+    int64_t *from = j->start[r * j->k + b];
+    from[0] = 0;                                   /* within the band */
+    arr_copy_box(tmp + (size_t)(b - 1) * j->bbytes, j->box, zero, base, j->bshape, from, j->box, j->rank, j->es);
+  }
+  int64_t *from = j->start[r * j->k];
+  from[0] = 0;
+  compact_box(base, j->bshape, from, j->box, j->rank, j->es);
+  memcpy(base + j->bbytes, tmp, (size_t)(j->k - 1) * j->bbytes);
+}
+
+static void carve_half(void *ctx, int64_t h) {
+  CarveJob *j = ctx;
+  int64_t mid = j->nbands / 2;
+  for (int64_t r = h ? mid : 0; r < (h ? j->nbands : mid); r++) carve_band(j, j->tmp[h], r);
+}
+
+bool gat_carve(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t nb, Array **blk) {
+  size_t es = dtype_sizes[g->dt], gbytes = arr_nbytes(g);
+  if (g->refc != 1 || g->slab || g->rank < 1 || bt->rank != g->rank || bt->dt != g->dt || nb < 2 ||
+      gbytes < CARVE_MIN)
+    return false;
+  int64_t bsize = shape_size(bt->rank, bt->shape), h = bt->shape[0];
+  if (bsize <= 0 || h <= 0 || (size_t)bsize * es * (size_t)nb != gbytes || g->shape[0] % h) return false;
+  int64_t nbands = g->shape[0] / h;
+  /* (one band of several blocks: the scratch would be most of g, no better than copying) */
+  if (nb % nbands || (nbands == 1 && nb > 1)) return false;
+  int64_t k = nb / nbands;                 /* blocks per band */
+  int64_t(*start)[SHM_MAXRANK] = mem_alloc(sizeof *start * (size_t)nb);
+  int64_t coords[SHM_MAXAXES];
+  bool ok = true;
+  for (int64_t b = 0; b < nb && ok; b++) {
+    val_coords(m, val_first_inst(m, spc->mask, b), coords);
+    vp_block_start(m, spc, coords, bt->shape, bt->rank, start[b]);
+    ok = start[b][0] == (b / k) * h;
+  }
+  if (!ok) {
+    mem_free(start);
+    return false;
+  }
+  err_defer(mem_free, start);
+  CarveJob j = {g->data, {NULL, NULL}, start, {0}, bt->shape, g->rank, nbands, k,
+                (size_t)h * (gbytes / (size_t)g->shape[0]), (size_t)bsize * es, es};
+  for (int d = 0; d < g->rank; d++) j.bshape[d] = g->shape[d];
+  j.bshape[0] = h;
+  /* scratch first: it may fail, and nothing has changed yet */
+  int nt = k > 1 ? (nbands > 1 ? 2 : 1) : 0;
+  for (int t = 0; t < nt; t++) {
+    j.tmp[t] = mem_alloc((size_t)(k - 1) * j.bbytes);
+    err_defer(mem_free, j.tmp[t]);
+  }
+  arr_carve(g, bt->rank, bt->shape, nb, blk);
+  if (nt) par_for(2, carve_half, &j, (double)gbytes);
+  for (int t = nt - 1; t >= 0; t--) {
+    err_undefer(j.tmp[t]);
+    mem_free(j.tmp[t]);
+  }
+  err_undefer(start);
+  mem_free(start);
+  return true;
+}

@@ -29,5 +29,16 @@ bool gat_same_tiling(const Spec *a, const Spec *b);
 /* Assemble x, a value kept split (x->split), into x->blk[0], and let go
    of its blocks. */
 void gat_realize(Val *x);
+/* Splitting without copying: the blocks blk[0..nb) of g as spc tiles it
+   (block type bt), made by laying g's elements out in block order in
+   place and carving them (arr_carve) -- for an operand that dies as it
+   is split (held by nothing else: refc 1).  Done when the blocks tile g
+   exactly (no replication) and each row band of blocks is consecutive in
+   block order: a band is rearranged through a scratch buffer of one band
+   (none when a band is one block, as P(i) and P(i, None) are), instead
+   of copying every block into fresh pages.  Only for big arrays (small
+   blocks go to slabs of their own).  false: not such a split, g
+   untouched. */
+bool gat_carve(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t nb, Array **blk);
 
 #endif
