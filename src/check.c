@@ -211,6 +211,7 @@ static int lit_default_dtype(const AstLit *l) {
 /* Resolve a written type; false after an error. */
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
+  *has_vma = false;            /* (also when the type is refused: callers may read it) */
   int dt = dtype_lookup(at->dtype);
   if (dt < 0) {
     diag_error(at->sp, "unknown dtype '%.*s' (dtypes: %s)", at->dtype.n, at->dtype.p, dtype_list_text);

@@ -287,6 +287,7 @@ static bool zip_lib(char *err) {
 }
 
 static void close_zip(void *z) { zl.zip_discard(z); }
+static void close_member(void *f) { zl.zip_fclose(f); }
 
 /* The archive at path, or in data[0..n) when data is not NULL. */
 static zip_t *open_zip(const char *path, const unsigned char *data, size_t n, char *err) {
@@ -349,18 +350,33 @@ static bool read_member(const char *path, const unsigned char *data, size_t dn, 
   }
   *buf = NULL;
   err_defer(free_at, buf);
-  *buf = mem_alloc(st.size ? (size_t)st.size : 1);
-  zip_int64_t got = zl.zip_fread(zf, *buf, st.size);
+  err_defer(close_member, zf);
+  /* Read as the data comes: the size in the archive's directory may lie
+     (a damaged or crafted file), so the buffer grows only as far as the
+     data really goes, never to a size nothing backs. */
+  size_t want = (size_t)st.size, cap = want < ((size_t)1 << 20) ? want : (size_t)1 << 20, len = 0;
+  *buf = mem_alloc(cap ? cap : 1);
+  zip_int64_t got = 0;
+  while (len < want) {
+    if (len == cap) {
+      cap = cap > want / 2 ? want : cap * 2;
+      *buf = mem_realloc(*buf, cap);
+    }
+    got = zl.zip_fread(zf, *buf + len, cap - len);
+    if (got <= 0) break;
+    len += (size_t)got;
+  }
+  err_undefer(zf);
   zl.zip_fclose(zf);
   err_undefer(buf);
   err_undefer(z);
   zl.zip_discard(z);
-  if (got < 0 || (zip_uint64_t)got != st.size) {
+  if (got < 0 || len != want) {
     mem_free(*buf);
     *buf = NULL;
     return fail(err, "'%s': the member '%s' is damaged (its data does not read back whole)", path, name), false;
   }
-  *n = (size_t)got;
+  *n = len;
   return true;
 }
 
