@@ -51,6 +51,24 @@ typedef struct Slab {
   Array *owner;                 /* arr_carve: the array whose elements these are */
 } Slab;
 
+/* The n arrays of slab s, headers at arr, each of m elements of the given
+   shape, their elements one after another from data. */
+static void slab_headers(Slab *s, Array *arr, DType dt, int rank, const int64_t *shape, int64_t m, int64_t n,
+                         void *data, Array **out) {
+  size_t bytes = (size_t)m * dtype_sizes[dt];
+  for (int64_t k = 0; k < n; k++) {
+    Array *a = &arr[k];
+    a->refc = 1;
+    a->dt = (uint8_t)dt;
+    a->rank = (uint8_t)rank;
+    a->size = m;
+    for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
+    a->data = (unsigned char *)data + (size_t)k * bytes;
+    a->slab = s;
+    out[k] = a;
+  }
+}
+
 void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) {
   int64_t m = 1;
   for (int i = 0; i < rank; i++)
@@ -64,39 +82,15 @@ void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) 
   Slab *s = (Slab *)p;
   s->live = n;
   s->owner = NULL;
-  Array *arr = (Array *)(p + hoff);
-  for (int64_t k = 0; k < n; k++) {
-    Array *a = &arr[k];
-    a->refc = 1;
-    a->dt = (uint8_t)dt;
-    a->rank = (uint8_t)rank;
-    a->size = m;
-    for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
-    a->data = p + doff + (size_t)k * bytes;
-    a->slab = s;
-    out[k] = a;
-  }
+  slab_headers(s, (Array *)(p + hoff), dt, rank, shape, m, n, p + doff, out);
 }
 
 void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out) {
-  int64_t m = shape_size(rank, shape);
   unsigned char *p = mem_alloc(64 + sizeof(Array) * (size_t)n);
   Slab *s = (Slab *)p;
   s->live = n;
   s->owner = arr_ref(g);
-  Array *arr = (Array *)(p + 64);
-  size_t bytes = (size_t)m * dtype_sizes[g->dt];
-  for (int64_t k = 0; k < n; k++) {
-    Array *a = &arr[k];
-    a->refc = 1;
-    a->dt = g->dt;
-    a->rank = (uint8_t)rank;
-    a->size = m;
-    for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
-    a->data = (unsigned char *)g->data + (size_t)k * bytes;
-    a->slab = s;
-    out[k] = a;
-  }
+  slab_headers(s, (Array *)(p + 64), (DType)g->dt, rank, shape, shape_size(rank, shape), n, g->data, out);
 }
 
 bool arr_in_slab(Array *const *blk, int64_t n) {

@@ -1,7 +1,6 @@
 /*
 ** blas.c — opening OpenBLAS lazily (see blas.h).
 */
-#include <pthread.h>
 #include "blas.h"
 #include "dynlib.h"
 #include "err.h"
@@ -10,23 +9,20 @@ static struct {
   __typeof__(cblas_sgemm) *cblas_sgemm;
   __typeof__(cblas_dgemm) *cblas_dgemm;
 } lib;
-static bool loaded;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char why[256];
+static DynLib blas = DYN_LIB_INIT;
 
-/* Open the library and find the two entry points, once. */
+/* Open the library and find the two entry points (dyn_load: once). */
 static void open_lib(void) {
   static const char *const names[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3", NULL};
-  void *h = dyn_open(names, why, sizeof why);
+  void *h = dyn_open(names, blas.why, sizeof blas.why);
   bool ok = h != NULL;
-  DYN_SYM(lib, h, cblas_sgemm, ok, why, sizeof why);
-  DYN_SYM(lib, h, cblas_dgemm, ok, why, sizeof why);
-  loaded = ok;
+  DYN_SYM(lib, h, cblas_sgemm, ok, blas.why, sizeof blas.why);
+  DYN_SYM(lib, h, cblas_dgemm, ok, blas.why, sizeof blas.why);
+  blas.ok = ok;
 }
 
 static void load(void) {
-  pthread_once(&once, open_lib);
-  if (!loaded) err_throw("matrix products need OpenBLAS (libopenblas.so.0): %s", why);
+  if (!dyn_load(&blas, open_lib)) err_throw("matrix products need OpenBLAS (libopenblas.so.0): %s", blas.why);
 }
 
 void blas_sgemm(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,

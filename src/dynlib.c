@@ -26,3 +26,8 @@ DynFn dyn_sym(void *h, const char *name, char *err, size_t n) {
   }
   return u.f;
 }
+
+bool dyn_load(DynLib *l, void (*open)(void)) {
+  pthread_once(&l->once, open);
+  return l->ok;
+}

@@ -11,13 +11,26 @@
 ** Only their headers are used at build time.
 **
 ** A user of a library keeps a struct of function pointers, one per entry
-** point, typed with __typeof__ from the library's own header, and fills
-** it once with dyn_open and DYN_SYM.
+** point, typed with __typeof__ from the library's own header, filled by
+** an opening function (dyn_open, DYN_SYM) that dyn_load runs once.
 */
 #ifndef SHM_DYNLIB_H
 #define SHM_DYNLIB_H
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* A library opened at most once: whether it was, and if not why. */
+typedef struct DynLib {
+  pthread_once_t once;
+  bool ok;
+  char why[256];
+} DynLib;
+#define DYN_LIB_INIT {PTHREAD_ONCE_INIT, false, ""}
+
+/* Run open (which sets l->ok, or l->why) the first time, from any thread;
+   then whether the library is there. */
+bool dyn_load(DynLib *l, void (*open)(void));
 
 typedef void (*DynFn)(void);
 

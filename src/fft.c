@@ -113,29 +113,26 @@ static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
 #define FFTW_PTR(fn) __typeof__(fn) *fn;
 static struct { FFTW_FNS(FFTW_PTR, fftwf_) FFTW_FNS(FFTW_PTR, fftw_) } fw;
 #undef FFTW_PTR
-static bool fw_loaded;
-static char fw_why[256];
-static pthread_once_t fw_once = PTHREAD_ONCE_INIT;
+static DynLib fftw = DYN_LIB_INIT;
 
 static void fw_open(void) {
   static const char *const single[] = {"libfftw3f.so.3", "libfftw3f.so", NULL};
   static const char *const dbl[] = {"libfftw3.so.3", "libfftw3.so", NULL};
-  void *hf = dyn_open(single, fw_why, sizeof fw_why);
-  void *hd = hf ? dyn_open(dbl, fw_why, sizeof fw_why) : NULL;
+  void *hf = dyn_open(single, fftw.why, sizeof fftw.why);
+  void *hd = hf ? dyn_open(dbl, fftw.why, sizeof fftw.why) : NULL;
   bool ok = hf && hd;
-#define FFTW_SYMF(fn) DYN_SYM(fw, hf, fn, ok, fw_why, sizeof fw_why);
-#define FFTW_SYMD(fn) DYN_SYM(fw, hd, fn, ok, fw_why, sizeof fw_why);
+#define FFTW_SYMF(fn) DYN_SYM(fw, hf, fn, ok, fftw.why, sizeof fftw.why);
+#define FFTW_SYMD(fn) DYN_SYM(fw, hd, fn, ok, fftw.why, sizeof fftw.why);
   FFTW_FNS(FFTW_SYMF, fftwf_)
   FFTW_FNS(FFTW_SYMD, fftw_)
 #undef FFTW_SYMF
 #undef FFTW_SYMD
-  fw_loaded = ok;
+  fftw.ok = ok;
 }
 
 /* FFTW, opened once; a runtime error when it cannot be. */
 static void fw_load(void) {
-  pthread_once(&fw_once, fw_open);
-  if (!fw_loaded) err_throw("fft runs on FFTW: %s", fw_why);
+  if (!dyn_load(&fftw, fw_open)) err_throw("fft runs on FFTW: %s", fftw.why);
 }
 
 /* The scratch of a transform: where the operand is copied and transformed

@@ -199,7 +199,7 @@ bool gat_carve(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t
   if (bsize <= 0 || h <= 0 || (size_t)bsize * es * (size_t)nb != gbytes || g->shape[0] % h) return false;
   int64_t nbands = g->shape[0] / h;
   /* (one band of several blocks: the scratch would be most of g, no better than copying) */
-  if (nb % nbands || (nbands == 1 && nb > 1)) return false;
+  if (nbands == 1 || nb % nbands) return false;
   int64_t k = nb / nbands;                 /* blocks per band */
   int64_t(*start)[SHM_MAXRANK] = mem_alloc(sizeof *start * (size_t)nb);
   int64_t coords[SHM_MAXAXES];
@@ -219,7 +219,7 @@ bool gat_carve(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t
   for (int d = 0; d < g->rank; d++) j.bshape[d] = g->shape[d];
   j.bshape[0] = h;
   /* scratch first: it may fail, and nothing has changed yet */
-  int nt = k > 1 ? (nbands > 1 ? 2 : 1) : 0;
+  int nt = k > 1 ? 2 : 0;                    /* (k == 1: the bands are the blocks already) */
   for (int t = 0; t < nt; t++) {
     j.tmp[t] = mem_alloc((size_t)(k - 1) * j.bbytes);
     err_defer(mem_free, j.tmp[t]);

@@ -33,10 +33,11 @@ void gat_realize(Val *x);
    (block type bt), made by laying g's elements out in block order in
    place and carving them (arr_carve) -- for an operand that dies as it
    is split (held by nothing else: refc 1).  Done when the blocks tile g
-   exactly (no replication) and each row band of blocks is consecutive in
-   block order: a band is rearranged through a scratch buffer of one band
-   (none when a band is one block, as P(i) and P(i, None) are), instead
-   of copying every block into fresh pages.  Only for big arrays (small
+   exactly (no replication), there are several row bands of blocks, and
+   each band's blocks are consecutive in block order: a band's blocks are
+   rearranged in place through a scratch of the band's other blocks, on
+   two threads (nothing moves when a band is one block, as with P(i) and
+   P(i, None)), instead of every block being copied into fresh pages.  Only for big arrays (small
    blocks go to slabs of their own).  false: not such a split, g
    untouched. */
 bool gat_carve(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t nb, Array **blk);

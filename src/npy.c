@@ -269,21 +269,23 @@ static bool read_file(const char *path, unsigned char **buf, size_t *n, char *er
 static struct { ZIP_FNS(ZIP_PTR) } zl;
 #undef ZIP_PTR
 
-/* Open libzip once; false with why in err when it cannot be. */
-static bool zip_lib(char *err) {
-  static int state; /* 0 not tried, 1 loaded, -1 failed */
-  static char why[200];
-  if (!state) {
-    static const char *const names[] = {"libzip.so.4", "libzip.so.5", "libzip.so", NULL};
-    void *h = dyn_open(names, why, sizeof why);
-    bool ok = h != NULL;
-#define ZIP_SYM(fn) DYN_SYM(zl, h, fn, ok, why, sizeof why);
-    ZIP_FNS(ZIP_SYM)
+static DynLib libzip = DYN_LIB_INIT;
+
+static void zip_open_lib(void) {
+  static const char *const names[] = {"libzip.so.4", "libzip.so.5", "libzip.so", NULL};
+  void *h = dyn_open(names, libzip.why, sizeof libzip.why);
+  bool ok = h != NULL;
+#define ZIP_SYM(fn) DYN_SYM(zl, h, fn, ok, libzip.why, sizeof libzip.why);
+  ZIP_FNS(ZIP_SYM)
 #undef ZIP_SYM
-    state = ok ? 1 : -1;
-  }
-  if (state < 0) fail(err, ".npz archives are read with libzip, which %s", why);
-  return state > 0;
+  libzip.ok = ok;
+}
+
+/* libzip, opened once; false with why in err when it cannot be. */
+static bool zip_lib(char *err) {
+  if (dyn_load(&libzip, zip_open_lib)) return true;
+  fail(err, ".npz archives are read with libzip, which %s", libzip.why);
+  return false;
 }
 
 static void close_zip(void *z) { zl.zip_discard(z); }
