@@ -56,6 +56,14 @@ static void share_blocks(const Mesh *m, Val *v, uint32_t spec, const Type *bt) {
     for (int q = 0; q < n; q++)
       if (q != from && !rank_holds(m, q, v->mask, vb)) mv[nmv++] = (FabBlockMove){from, q, &v->blk[vb]};
   }
+  /* A block coming here is one no instance of this rank holds: what v
+     has there may be stale (a varying while's carry as it was before the
+     owner's iterations), and a filled slot would keep it. */
+  for (int i = 0; i < nmv; i++)
+    if (mv[i].to == fmpi_rank()) {
+      arr_unref(*mv[i].slot);
+      *mv[i].slot = NULL;
+    }
   fab_move_blocks(ranks, n, mv, nmv, (DType)bt->dt, bt->rank, bt->shape);
   err_undefer(mem);
   mem_free(mem);
