@@ -41,6 +41,7 @@ Array *arr_new(DType dt, int rank, const int64_t *shape) {
   for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
   a->data = (unsigned char *)a + hdr;
   a->slab = NULL;
+  a->pitch = 0;
   return a;
 }
 
@@ -65,6 +66,7 @@ static void slab_headers(Slab *s, Array *arr, DType dt, int rank, const int64_t 
     for (int i = 0; i < rank; i++) a->shape[i] = shape[i];
     a->data = (unsigned char *)data + (size_t)k * bytes;
     a->slab = s;
+    a->pitch = 0;
     out[k] = a;
   }
 }
@@ -93,11 +95,32 @@ void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out)
   slab_headers(s, (Array *)(p + 64), (DType)g->dt, rank, shape, shape_size(rank, shape), n, g->data, out);
 }
 
+void arr_views(Array *g, int rank, const int64_t *shape, int64_t n, const int64_t *off, int64_t pitch,
+               Array **out) {
+  arr_carve(g, rank, shape, n, out);
+  for (int64_t k = 0; k < n; k++) {
+    out[k]->data = (unsigned char *)g->data + (size_t)off[k] * dtype_sizes[g->dt];
+    out[k]->pitch = pitch;
+  }
+}
+
+Array *arr_contig(Array *a) {
+  if (!a->pitch) return arr_ref(a);
+  Array *r = arr_new((DType)a->dt, a->rank, a->shape);
+  size_t es = dtype_sizes[a->dt];
+  int64_t sstr[2] = {a->pitch * (int64_t)es, (int64_t)es}, dstr[2];
+  arr_byte_strides(r->rank, r->shape, es, dstr);
+  arr_copy_strided(r->data, dstr, a->data, sstr, 2, a->shape, es);
+  return r;
+}
+
 bool arr_in_slab(Array *const *blk, int64_t n) {
   const Array *a0 = blk[0];
-  if (!a0 || !a0->slab) return false;
-  for (int64_t k = 1; k < n; k++)
-    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab)
+  if (!a0 || !a0->slab || a0->pitch) return false;
+  size_t bytes = arr_nbytes(a0);
+  for (int64_t k = 1; k < n; k++)     /* (views of an array need not be in its order) */
+    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab ||
+        (char *)blk[k]->data != (char *)a0->data + (size_t)k * bytes)
       return false;
   return true;
 }

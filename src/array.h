@@ -19,8 +19,15 @@
 ** that for the blocks of a value).  Each array of a slab is an ordinary
 ** array to everyone else, with its own reference count; `slab` points to
 ** the allocation, freed with the last of its arrays.  A carved slab
-** (arr_carve) holds only headers: its arrays' elements are those of
-** another array, released with the last of them.
+** (arr_carve, arr_views) holds only headers: its arrays' elements are
+** those of another array, released with the last of them.
+**
+** A pitched view (arr_views with a pitch) is the one array whose elements
+** are not contiguous: a rank-2 block of a bigger rank-2 array, its rows
+** `pitch` elements apart.  Only dot_general reads one as it is (BLAS takes
+** the row pitch as its leading dimension); eval.c makes them only for a
+** shard_map operand whose blocks the body gives to nothing else, and
+** arr_contig copies one into an ordinary array.
 */
 #ifndef SHM_ARRAY_H
 #define SHM_ARRAY_H
@@ -36,6 +43,7 @@ typedef struct Array {
   int64_t shape[SHM_MAXRANK];
   void *data;                   /* points just past the header, or into the slab */
   struct Slab *slab;            /* NULL, or the slab holding this array */
+  int64_t pitch;                /* 0; for a pitched view, its rows' distance in elements */
 } Array;
 
 /* A new array with uninitialised elements. */
@@ -50,8 +58,18 @@ void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out);
    last of them is freed; to everyone else ordinary arrays.  Needs g's
    dtype, and n times shape's size at most g's size. */
 void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out);
-/* Whether blk[0..n) are arrays of one slab in a row (then their elements
-   are contiguous, in that order). */
+/* n arrays of one shape whose elements are g's, out[k]'s starting at
+   element off[k] of g: a slab of headers alone, holding a reference to g
+   until the last of them is freed.  pitch 0: each reads a contiguous run
+   of g; otherwise (rank 2) each is a pitched view whose rows are pitch
+   elements apart. */
+void arr_views(Array *g, int rank, const int64_t *shape, int64_t n, const int64_t *off, int64_t pitch,
+               Array **out);
+/* a itself (a new reference) if its elements are contiguous, else a copy
+   of the pitched view a that is an ordinary array. */
+Array *arr_contig(Array *a);
+/* Whether blk[0..n) are arrays of one slab in a row whose elements are
+   contiguous, in that order. */
 bool arr_in_slab(Array *const *blk, int64_t n);
 /* A new array of zeros. */
 Array *arr_zeros(DType dt, int rank, const int64_t *shape);

@@ -176,6 +176,20 @@ static Array *gemm_layout(Array *a, const int *p1, bool id1, bool id2, bool *tra
   return arr_permuted(a, p1);
 }
 
+/* Operand x of a dot_general computing in dt, converted to dt.  A pitched
+   view (array.h) stays as it is when gemm reads it in place, its pitch the
+   leading dimension: a float matrix of dt with one contracting and one
+   free dimension and no batch (so that its rows are the matrix's rows, or
+   its columns transposed); otherwise it is copied first. */
+static Array *dot_operand(Array *x, const IntList *contract, const IntList *batch, DType dt) {
+  bool in_place = x->rank == 2 && contract->n == 1 && batch->n == 0 && x->dt == dt && dtype_is_float(dt);
+  Array *c = x->pitch && !in_place ? arr_contig(x) : arr_ref(x);
+  if (c->dt == dt) return c;
+  Array *r = arr_convert(c, dt);
+  arr_unref(c);
+  return r;
+}
+
 /* Complex dot_general on (batch, M, K) and (batch, K, N) layouts: sums of
    products in double, rounded once to the result's parts. */
 static void dot_complex(const Array *A, const Array *B, const int *p1, const int *q1, int64_t nb, int64_t M,
@@ -207,8 +221,7 @@ void dot_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const T
   const IntList *lc = &at->l[0], *rc = &at->l[1], *lb = &at->l[2], *rb = &at->l[3];
   /* bf16 and f16 compute in f32 (inputs exact), the result rounded once */
   DType dt = dtype_is_half((DType)outt[0].dt) ? DT_F32 : (DType)outt[0].dt;
-  Array *A = in[0]->dt == dt ? arr_ref(in[0]) : arr_convert(in[0], dt);
-  Array *B = in[1]->dt == dt ? arr_ref(in[1]) : arr_convert(in[1], dt);
+  Array *A = dot_operand(in[0], lc, lb, dt), *B = dot_operand(in[1], rc, rb, dt);
   Array *r = arr_new(dt, outt[0].rank, outt[0].shape);
   int lf[SHM_MAXRANK], rf[SHM_MAXRANK], p1[SHM_MAXRANK], p2[SHM_MAXRANK], q1[SHM_MAXRANK],
       q2[SHM_MAXRANK];
@@ -237,7 +250,7 @@ void dot_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const T
     Array *Ap = gemm_layout(A, p1, pid1, pid2, &ta), *Bp = gemm_layout(B, q1, qid1, qid2, &tb);
     enum CBLAS_TRANSPOSE ca = ta ? CblasTrans : CblasNoTrans, cb = tb ? CblasTrans : CblasNoTrans;
     blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
-    blasint lda = ta ? m : k, ldb = tb ? k : n;
+    blasint lda = Ap->pitch ? (blasint)Ap->pitch : ta ? m : k, ldb = Bp->pitch ? (blasint)Bp->pitch : tb ? k : n;
     for (int64_t b = 0; b < nb; b++) {
       if (dt == DT_F32)
         blas_sgemm(CblasRowMajor, ca, cb, m, n, k, 1.0f, (const float *)Ap->data + b * M * K, lda,

@@ -632,6 +632,9 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     Val *v = val_new(spc->mask, nb);
     args[i] = v;
     uint8_t *need = needed_blocks(&bs, spc->mask, nb);     /* (under ranks: this rank's blocks) */
+    if (spc->mask && d < 0 && !need &&
+        gat_share(m, spc, &bt, g, nb, !I->trace && !I->obs.data && gat_gemm_only(body, body->params[i]), v->blk))
+      continue;                                                                      /* shared */
     bool dies = spc->mask && nb > 1 && split_dies(F, st, i, g);
     if (dies && d < 0 && !need && gat_carve(m, spc, &bt, g, nb, v->blk)) continue;   /* in place */
     int64_t *after = dies ? split_plan(m, spc, &bt, g, nb) : NULL;

@@ -139,6 +139,55 @@ void gat_realize(Val *x) {
   mem_free(sv);
 }
 
+/* ---- splitting by sharing ---------------------------------------------------------- */
+
+bool gat_gemm_only(const IrFunc *fn, const IrVar *v) {
+  if (v->captured) return false;
+  for (int j = 0; j < fn->nouts; j++)
+    if (fn->outs[j].var == v) return false;
+  for (int k = 0; k < fn->nbody; k++) {
+    IrStmt *st = fn->body[k];
+    for (int j = 0; j < st->nitems; j++)
+      if (st->items[j].atom.var == v) return false;
+    for (int j = 0; j < st->nin; j++) {
+      if (st->in[j].var != v) continue;
+      if (st->k == IS_EQN && st->prim == P_DOT_GENERAL) continue;
+      if (st->k == IS_EQN && st->prim == P_PBROADCAST && st->nout == 1 && gat_gemm_only(fn, st->out[0])) continue;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool gat_share(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t nb, bool pitched, Array **blk) {
+  int r = g->rank;
+  if (g->pitch || bt->rank != r || bt->dt != g->dt || nb < 1 || r < 1) return false;
+  /* contiguous: dimensions of 1, then one partial, then whole ones */
+  int d0 = 0;
+  while (d0 < r - 1 && bt->shape[d0] == 1) d0++;
+  bool run = true;
+  for (int d = d0 + 1; d < r; d++) run = run && bt->shape[d] == g->shape[d];
+  int64_t pitch = 0;
+  if (!run) {
+    if (!pitched || r != 2) return false;
+    pitch = g->shape[1];
+  }
+  int64_t strides[SHM_MAXRANK], coords[SHM_MAXAXES], start[SHM_MAXRANK];
+  arr_strides(r, g->shape, strides);
+  int64_t *off = mem_alloc(sizeof(int64_t) * (size_t)nb);
+  err_defer(mem_free, off);
+  for (int64_t b = 0; b < nb; b++) {
+    val_coords(m, val_first_inst(m, spc->mask, b), coords);
+    vp_block_start(m, spc, coords, bt->shape, r, start);
+    off[b] = 0;
+    for (int d = 0; d < r; d++) off[b] += start[d] * strides[d];
+  }
+  arr_views(g, r, bt->shape, nb, off, pitch, blk);
+  err_undefer(off);
+  mem_free(off);
+  return true;
+}
+
 /* ---- splitting in place ------------------------------------------------------------ */
 
 #define CARVE_MIN ((size_t)1 << 20)

@@ -29,6 +29,18 @@ bool gat_same_tiling(const Spec *a, const Spec *b);
 /* Assemble x, a value kept split (x->split), into x->blk[0], and let go
    of its blocks. */
 void gat_realize(Val *x);
+/* Does fn give its variable v only to dot_general, directly or through
+   pbroadcasts (which share blocks)?  Then v's blocks may be pitched views
+   (gat_share), which nothing else reads. */
+bool gat_gemm_only(const IrFunc *fn, const IrVar *v);
+/* Splitting by sharing: the blocks blk[0..nb) of g as spc tiles it (block
+   type bt) as views of g's elements (arr_views), when each block is one
+   contiguous run of g (the tilings of leading dimensions: P(i), P(i, None),
+   P(None, i) of a [1, n]...) or, if `pitched`, when g and its blocks are
+   matrices, as pitched views (for a body that gives them only to
+   dot_general).  Nothing is copied and g may live on: the blocks are
+   immutable like it.  false: not such a split, nothing done. */
+bool gat_share(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t nb, bool pitched, Array **blk);
 /* Splitting without copying: the blocks blk[0..nb) of g as spc tiles it
    (block type bt), made by laying g's elements out in block order in
    place and carving them (arr_carve) -- for an operand that dies as it
