@@ -850,7 +850,24 @@ static bool reduce_float_fast(int op, const Array *a, const bool *red, Array *r,
   const float *xf = a->dt == DT_F32 ? a->data : NULL;
   const double *xd = a->dt == DT_F64 ? a->data : NULL;
 #define RD(i) (xf ? (double)xf[i] : xd[i])
-  if (suffix) {
+  /* sums: the same additions as bin_f's, without a call per element */
+#define SUMS(x)                                                                           \
+  do {                                                                                    \
+    if (suffix) {                                                                         \
+      for (int64_t j = 0; j < r->size; j++) {                                             \
+        double acc = af[j];                                                               \
+        for (int64_t i = j * n; i < (j + 1) * n; i++) acc += (double)x[i];                \
+        af[j] = acc;                                                                      \
+      }                                                                                   \
+    } else {                                                                              \
+      for (int64_t row = 0; row < n; row++)                                               \
+        for (int64_t j = 0; j < r->size; j++) af[j] += (double)x[row * r->size + j];      \
+    }                                                                                     \
+  } while (0)
+  if (op == B_ADD && xf) SUMS(xf);
+  else if (op == B_ADD) SUMS(xd);
+#undef SUMS
+  else if (suffix) {
     for (int64_t j = 0; j < r->size; j++) {
       double acc = af[j];
       for (int64_t i = j * n; i < (j + 1) * n; i++) acc = bin_f(op, acc, RD(i));
