@@ -182,7 +182,8 @@ static Array *gemm_layout(Array *a, const int *p1, bool id1, bool id2, bool *tra
    free dimension and no batch (so that its rows are the matrix's rows, or
    its columns transposed); otherwise it is copied first. */
 static Array *dot_operand(Array *x, const IntList *contract, const IntList *batch, DType dt) {
-  bool in_place = x->rank == 2 && contract->n == 1 && batch->n == 0 && x->dt == dt && dtype_is_float(dt);
+  bool in_place = x->rank == 2 && contract->n == 1 && batch->n == 0 && x->dt == dt && dtype_is_float(dt) &&
+                  x->pitch <= INT_MAX;
   Array *c = x->pitch && !in_place ? arr_contig(x) : arr_ref(x);
   if (c->dt == dt) return c;
   Array *r = arr_convert(c, dt);
