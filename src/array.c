@@ -102,6 +102,16 @@ bool arr_in_slab(Array *const *blk, int64_t n) {
   return true;
 }
 
+bool arr_owned(Array *const *blk, int64_t n) {
+  const Array *a0 = blk[0];
+  if (!a0 || a0->refc != 1) return false;
+  if (!a0->slab) return n == 1;
+  if (a0->slab->owner || a0->slab->live != n || !arr_in_slab(blk, n)) return false;
+  for (int64_t k = 1; k < n; k++)
+    if (blk[k]->refc != 1) return false;
+  return true;
+}
+
 Array *arr_zeros(DType dt, int rank, const int64_t *shape) {
   Array *a = arr_new(dt, rank, shape);
   memset(a->data, 0, arr_nbytes(a));

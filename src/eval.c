@@ -9,6 +9,7 @@
 #include "eval.h"
 #include "fabmpi.h"
 #include "gather.h"
+#include "ew.h"
 #include "rule.h"
 #include "vprint.h"
 #include "npy.h"
@@ -249,66 +250,28 @@ static void kern_unwind(void *p) {
   }
 }
 
-/* Elementwise equations on small blocks: the result's blocks are made as
-   one slab (array.h), and the operation runs once over all of them when
-   each operand is a scalar shared by every block or a value of the
-   result's variance whose blocks are themselves one slab in block order,
-   else once per block -- without a kernel call or an allocation per block
-   either way.  It is the kernels' own engine (prim_ew_apply), so the
-   results are theirs.  Only the slab's allocation can fail, before
-   anything is stored.  Slabs stay small (EW_SLAB_MAX): one block kept
-   alive keeps its whole slab.  false: not such an equation, nothing done. */
-#define EW_SLAB_MAX ((size_t)32 << 10)
-
-static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *out, const Mesh *mesh) {
+/* Elementwise equations on small blocks, all instances at once, without
+   a kernel call or an allocation per block (value.h, val_ew_*).  An
+   operand that dies here (dies_here) and holds the only references to
+   its blocks, laid out as the result's (val_ew_donor), is the result
+   itself: computed in place (buffer donation, below, for the whole value
+   at once), its value moved to the result's variable (its slot emptied:
+   the variable is released after this statement anyway).  Only the
+   blocks' allocation can fail, before anything is stored.  false: not
+   such an equation, nothing done. */
+static bool exec_ew_slab(Frame *F, IrStmt *st, Val *const *opv, Array *const *lit, uint32_t R, int64_t nb) {
   int op = prim_ew_op(st->prim), nin = st->nin;
-  if (op < 0 || nin > 2) return false;
-  uint32_t R = out->mask;
-  int64_t nb = out->nblk;
   const Type *t = &st->out[0]->t;
-  int64_t n = type_size(t);
-  if (n < 0 || (size_t)n > EW_SLAB_MAX || (n * dtype_sizes[t->dt] + sizeof(Array)) * (size_t)nb > EW_SLAB_MAX)
-    return false;
-  bool whole = true, uni[2] = {false, false};   /* uni: one array for all blocks */
-  int dt = -1;
-  for (int i = 0; i < nin; i++) {
-    Val *v = opv[i];
-    Array *a0 = v ? v->blk[0] : lit[i];
-    if (!a0 || (dt >= 0 && a0->dt != dt)) return false;
-    for (int d = 0; a0->rank && d < a0->rank; d++)      /* a dimension of 1 broadcast: the kernel's */
-      if (a0->rank != t->rank || a0->shape[d] != t->shape[d]) return false;
-    dt = a0->dt;
-    uni[i] = !v || v->mask == 0;
-    if (uni[i] ? a0->rank != 0 : v->mask != R || a0->rank != t->rank || !arr_in_slab(v->blk, nb))
-      whole = false;
-  }
-  arr_slab((DType)t->dt, t->rank, t->shape, nb, out->blk);
-  if (whole) {
-    /* flat views of the operands and of the result over all blocks (only
-       the fields prim_ew_apply reads: no need to clear 160 bytes each) */
-    Array x[2], r;
-    r.dt = t->dt;
-    r.rank = 1;
-    r.size = n * nb;
-    r.data = out->blk[0]->data;
-    for (int i = 0; i < nin; i++) {
-      const Array *a0 = opv[i] ? opv[i]->blk[0] : lit[i];
-      x[i].dt = a0->dt;
-      x[i].rank = uni[i] ? 0 : 1;
-      x[i].size = uni[i] ? 1 : n * nb;
-      x[i].data = a0->data;
-    }
-    prim_ew_apply(op, &x[0], nin > 1 ? &x[1] : NULL, &r);
-  } else {
-    for (int64_t b = 0; b < nb; b++) {
-      const Array *x[2] = {NULL, NULL};
-      for (int i = 0; i < nin; i++) {
-        Val *v = opv[i];
-        x[i] = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
-      }
-      prim_ew_apply(op, x[0], x[1], out->blk[b]);
-    }
-  }
+  int whole = op < 0 || nin > 2 ? -1 : val_ew_plan(t, R, nb, opv, lit, nin);
+  if (whole < 0) return false;
+  int donor = -1;
+  for (int i = 0; i < nin && donor < 0; i++)
+    if (opv[i] && val_ew_donor(opv[i], t, R) && dies_here(F, &st->in[i])) donor = i;
+  Val *out = donor >= 0 ? opv[donor] : val_new(R, nb);
+  if (donor >= 0) F->slots[st->in[donor].var->slot] = NULL;
+  set_slot(F, st->out[0], out);
+  if (donor < 0) val_ew_blocks(out, t);
+  val_ew_run(F->space.mesh, op, t, opv, lit, nin, whole, out);
   return true;
 }
 
@@ -408,12 +371,6 @@ static void exec_local(Frame *F, IrStmt *st) {
   Val *outs[8];
   Array *res[8];
   int nout = st->nout, nin = st->nin;
-  for (int j = 0; j < nout; j++) {
-    if (nout > 1) outt[j] = st->out[j]->t;
-    outs[j] = val_new(R, nb);
-    set_slot(F, st->out[j], outs[j]);
-  }
-  const Type *ot = nout == 1 ? &st->out[0]->t : outt;   /* the kernel's result types, in a row */
   Array *inbuf[16];
   int32_t rcbuf[16];
   Val *vbuf[16];
@@ -424,7 +381,13 @@ static void exec_local(Frame *F, IrStmt *st) {
     opv[i] = st->in[i].lit ? NULL : value_of(F, st->in[i].var);
     if (!opv[i]) ins[i] = st->in[i].lit;
   }
-  if (nb > 1 && nout == 1 && nin <= 2 && fab_all_here(sp) && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
+  if (nout == 1 && nin <= 2 && fab_all_here(sp) && exec_ew_slab(F, st, opv, ins, R, nb)) return;
+  for (int j = 0; j < nout; j++) {
+    if (nout > 1) outt[j] = st->out[j]->t;
+    outs[j] = val_new(R, nb);
+    set_slot(F, st->out[j], outs[j]);
+  }
+  const Type *ot = nout == 1 ? &st->out[0]->t : outt;   /* the kernel's result types, in a row */
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
   unsigned give = donors(F, st, opv, R), dying = dying_operands(F, st, opv, R);

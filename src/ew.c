@@ -768,6 +768,10 @@ static void ew_run(int op, const Array *a, const Array *b, Array *r) {
 }
 
 void ew_binary(int op, const Array *a, const Array *b, Array *r) { ew_run(op, a, b, r); }
+void ew_apply_small(int op, const Array *a, const Array *b, Array *r) {
+  if (op >= U_NEG) ew_unary_seq(op, a, r);
+  else ew_binary_seq(op, a, b, r);
+}
 void ew_unary(int op, const Array *a, Array *r) { ew_run(op, a, NULL, r); }
 
 

@@ -2,6 +2,7 @@
 ** value.c — per-instance values and block arithmetic.
 */
 #include "err.h"
+#include "ew.h"
 #include "value.h"
 
 Val *val_new(uint32_t mask, int64_t nblk) {
@@ -87,4 +88,71 @@ int64_t val_first_inst(const Mesh *m, uint32_t mask, int64_t b) {
   int64_t inst = 0;
   for (int k = 0; k < m->naxes; k++) inst = inst * m->size[k] + coords[k];
   return inst;
+}
+
+/* ---- elementwise operations over all blocks ----------------------------------------- */
+
+#define EW_SLAB_MAX ((size_t)32 << 10)
+
+int val_ew_plan(const Type *t, uint32_t R, int64_t nb, Val *const *opv, Array *const *lit, int nin) {
+  int64_t n = type_size(t);
+  if (n < 0 || (size_t)n > EW_SLAB_MAX || (n * dtype_sizes[t->dt] + sizeof(Array)) * (size_t)nb > EW_SLAB_MAX)
+    return -1;
+  bool whole = true;
+  int dt = -1;
+  for (int i = 0; i < nin; i++) {
+    Val *v = opv[i];
+    Array *a0 = v ? v->blk[0] : lit[i];
+    if (!a0 || (dt >= 0 && a0->dt != dt)) return -1;
+    for (int d = 0; a0->rank && d < a0->rank; d++)      /* a dimension of 1 broadcast: the kernel's */
+      if (a0->rank != t->rank || a0->shape[d] != t->shape[d]) return -1;
+    dt = a0->dt;
+    if (!v || v->mask == 0 ? a0->rank != 0 : v->mask != R || a0->rank != t->rank || (nb > 1 && !arr_in_slab(v->blk, nb)))
+      whole = false;
+  }
+  return whole;
+}
+
+bool val_ew_donor(const Val *v, const Type *t, uint32_t R) {
+  const Array *a0 = v->blk[0];
+  return v->mask == R && !v->split && a0 && a0->dt == t->dt && a0->rank == t->rank && arr_owned(v->blk, v->nblk);
+}
+
+void val_ew_blocks(Val *out, const Type *t) {
+  if (out->nblk == 1) out->blk[0] = arr_new((DType)t->dt, t->rank, t->shape);
+  else arr_slab((DType)t->dt, t->rank, t->shape, out->nblk, out->blk);
+}
+
+void val_ew_run(const Mesh *m, int op, const Type *t, Val *const *opv, Array *const *lit, int nin, bool whole,
+                Val *out) {
+  uint32_t R = out->mask;
+  int64_t nb = out->nblk;
+  if (whole) {
+    /* flat views of the operands and of the result over all blocks (only
+       the fields the engine reads: no need to clear 160 bytes each) */
+    int64_t n = type_size(t);
+    Array x[2], r;
+    r.dt = t->dt;
+    r.rank = 1;
+    r.size = n * nb;
+    r.data = out->blk[0]->data;
+    for (int i = 0; i < nin; i++) {
+      bool uni = !opv[i] || opv[i]->mask == 0;
+      const Array *a0 = opv[i] ? opv[i]->blk[0] : lit[i];
+      x[i].dt = a0->dt;
+      x[i].rank = uni ? 0 : 1;
+      x[i].size = uni ? 1 : n * nb;
+      x[i].data = a0->data;
+    }
+    ew_apply_small(op, &x[0], nin > 1 ? &x[1] : NULL, &r);
+    return;
+  }
+  for (int64_t b = 0; b < nb; b++) {
+    const Array *x[2] = {NULL, NULL};
+    for (int i = 0; i < nin; i++) {
+      Val *v = opv[i];
+      x[i] = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(m, R, b, v->mask)];
+    }
+    ew_apply_small(op, x[0], x[1], out->blk[b]);
+  }
 }
