@@ -799,6 +799,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   for (int k = 0; k < n; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
   Val **next = vals_new(n);
   Val **index = vals_new(1);
+  Val **pass = vals_new(n + 1);                             /* handed over */
   Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
   /* per block of the index's mask: its bounds (one block when invariant) */
   int64_t ni = val_nblk(sp->mesh, it->vma);
@@ -833,9 +834,25 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
     index[0] = val_new(it->vma, ni);
     for (int64_t b = 0; b < ni; b++)
       if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
+    I->sub = t;
+    if (!lsp.active) {
+      /* every instance steps: the carry is the body's alone (its
+         parameters may give their buffers to its results) */
+      pass[0] = index[0];
+      index[0] = NULL;
+      for (int k = 0; k < n; k++) {
+        pass[k + 1] = carry[k];
+        carry[k] = NULL;
+      }
+      call_fn_consuming(I, F, body, pass, next, &lsp, st);
+      for (int k = 0; k < n; k++) {
+        carry[k] = val_widen(sp->mesh, next[k], st->out[k]->t.vma);
+        next[k] = NULL;
+      }
+      continue;
+    }
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
-    I->sub = t;
     call_fn(I, F, body, args, next, &lsp, st);
     val_unref(index[0]);
     index[0] = NULL;
@@ -855,6 +872,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   vals_free(carry);
   vals_free(next);
   vals_free(index);
+  vals_free(pass);
   scratch_free(args);
 }
 
