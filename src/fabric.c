@@ -348,13 +348,29 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
   }
 }
 
-/* The group's blocks, members in order (first listed axis major). */
+/* The group's blocks, members in order (first listed axis major): from
+   the block of member 0, each member's axis coordinates times that
+   axis's stride among the operand's blocks (0 for an axis the operand
+   does not vary over), the last listed axis counting fastest. */
 static void group_blocks(const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p, Array **blk) {
-  int64_t coords[SHM_MAXAXES] = {0};
+  int64_t coords[SHM_MAXAXES] = {0}, stride[SHM_MAXAXES], idx[SHM_MAXAXES] = {0};
   decode(m, outer, o, coords);
+  int64_t s = 1;
+  for (int k = m->naxes - 1; k >= 0; k--) {
+    stride[k] = in->mask & (1u << k) ? s : 0;
+    if (in->mask & (1u << k)) s *= m->size[k];
+  }
+  for (int k = 0; k < at->naxes; k++) coords[at->axes[k]] = 0;
+  int64_t at0 = encode(m, in->mask, coords), off = 0;
   for (int64_t g = 0; g < p; g++) {
-    member_coords(m, at, g, coords);
-    blk[g] = in->blk[encode(m, in->mask, coords)];
+    blk[g] = in->blk[at0 + off];
+    for (int k = at->naxes - 1; k >= 0; k--) {
+      int a = at->axes[k];
+      off += stride[a];
+      if (++idx[k] < m->size[a]) break;
+      off -= idx[k] * stride[a];
+      idx[k] = 0;
+    }
   }
 }
 
@@ -430,15 +446,16 @@ static Array *mean_of(Array *acc, int64_t p) {
 /* Sum (max, min, mean) of the group's blocks, members in ascending order. */
 static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p,
                            bool donate) {
-  Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
-  err_defer(mem_free, blk);
+  Array *few[64];
+  Array **blk = p <= 64 ? few : mem_alloc(sizeof(Array *) * (size_t)p);
+  if (blk != few) err_defer(mem_free, blk);
   group_blocks(m, at, in, outer, o, p, blk);
   /* reduce_into reads each tile of the first member before writing it */
   Array *acc = reusable(blk, p, donate) ? arr_ref(blk[0]) : arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
-  err_undefer(blk);
+  if (blk != few) err_undefer(blk);
   RangeJob rj = {prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, acc->size};
   par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
-  mem_free(blk);
+  if (blk != few) mem_free(blk);
   return prim == P_PMEAN ? mean_of(acc, p) : acc;
 }
 
@@ -1032,16 +1049,26 @@ static void trim(const Space *sp, Val *out) {
   mem_free(need);
 }
 
-/* cur_axes: "i" or "(i, j)", the axes of mask. */
+/* cur_axes: "i" or "(i, j)", the axes of mask (cut to its size, as
+   snprintf would; without it: this runs at every collective). */
+static size_t axes_put(size_t len, const char *p, size_t n) {
+  if (len + n > sizeof cur_axes - 1) n = sizeof cur_axes - 1 - len;
+  memcpy(cur_axes + len, p, n);
+  return len + n;
+}
+
 static void axes_text(const Mesh *m, uint32_t mask) {
   size_t len = 0;
   int n = 0;
   for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
-  if (n != 1) len += (size_t)snprintf(cur_axes, sizeof cur_axes, "(");
-  for (int k = 0, c = 0; k < m->naxes && len < sizeof cur_axes; k++)
-    if (mask & (1u << k))
-      len += (size_t)snprintf(cur_axes + len, sizeof cur_axes - len, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
-  if (n != 1 && len < sizeof cur_axes) snprintf(cur_axes + len, sizeof cur_axes - len, ")");
+  if (n != 1) len = axes_put(len, "(", 1);
+  for (int k = 0, c = 0; k < m->naxes; k++)
+    if (mask & (1u << k)) {
+      if (c++) len = axes_put(len, ", ", 2);
+      len = axes_put(len, m->axis[k].p, (size_t)m->axis[k].n);
+    }
+  if (n != 1) len = axes_put(len, ")", 1);
+  cur_axes[len] = 0;
 }
 
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
@@ -1061,7 +1088,9 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   /* on a runtime error, drop the references `out` took; the caller's
      memory scope (mem.h) frees the rest */
   err_defer(release_val, c.out);
-  for (int64_t i = 0; i < sp->ninst; i++) c.devices += fab_runs(sp, i);
+  if (fab_all_here(sp)) c.devices = sp->ninst;
+  else
+    for (int64_t i = 0; i < sp->ninst; i++) c.devices += fab_runs(sp, i);
   if (in) {
     for (int64_t b = 0; b < in->nblk && c.n_in == 0; b++)
       if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);
