@@ -106,9 +106,11 @@ bool arr_owned(Array *const *blk, int64_t n) {
   const Array *a0 = blk[0];
   if (!a0 || a0->refc != 1) return false;
   if (!a0->slab) return n == 1;
-  if (a0->slab->owner || a0->slab->live != n || !arr_in_slab(blk, n)) return false;
-  for (int64_t k = 1; k < n; k++)
-    if (blk[k]->refc != 1) return false;
+  if (a0->slab->owner || a0->slab->live != n) return false;
+  for (int64_t k = 1; k < n; k++)         /* arr_in_slab's test, and the counts */
+    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab ||
+        blk[k]->refc != 1)
+      return false;
   return true;
 }
 

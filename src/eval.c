@@ -266,7 +266,7 @@ static bool exec_ew_slab(Frame *F, IrStmt *st, Val *const *opv, Array *const *li
   if (whole < 0) return false;
   int donor = -1;
   for (int i = 0; i < nin && donor < 0; i++)
-    if (opv[i] && val_ew_donor(opv[i], t, R) && dies_here(F, &st->in[i])) donor = i;
+    if (opv[i] && dies_here(F, &st->in[i]) && val_ew_donor(opv[i], t, R)) donor = i;
   Val *out = donor >= 0 ? opv[donor] : val_new(R, nb);
   if (donor >= 0) F->slots[st->in[donor].var->slot] = NULL;
   set_slot(F, st->out[0], out);

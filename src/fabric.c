@@ -349,20 +349,24 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
 }
 
 /* The group's blocks, members in order (first listed axis major): from
-   the block of member 0, each member's axis coordinates times that
-   axis's stride among the operand's blocks (0 for an axis the operand
-   does not vary over), the last listed axis counting fastest. */
+   the block of member 0 (block o of `outer` placed among the operand's
+   blocks), each member's axis coordinates times that axis's stride
+   among the operand's blocks (0 for an axis the operand does not vary
+   over), the last listed axis counting fastest. */
 static void group_blocks(const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p, Array **blk) {
-  int64_t coords[SHM_MAXAXES] = {0}, stride[SHM_MAXAXES], idx[SHM_MAXAXES] = {0};
-  decode(m, outer, o, coords);
-  int64_t s = 1;
+  int64_t stride[SHM_MAXAXES], idx[SHM_MAXAXES], at0 = 0, s = 1;
   for (int k = m->naxes - 1; k >= 0; k--) {
-    stride[k] = in->mask & (1u << k) ? s : 0;
-    if (in->mask & (1u << k)) s *= m->size[k];
+    stride[k] = 0;
+    if (!(in->mask & (1u << k))) continue;
+    stride[k] = s;
+    if (outer & (1u << k)) {
+      at0 += o % m->size[k] * s;
+      o /= m->size[k];
+    }
+    s *= m->size[k];
   }
-  for (int k = 0; k < at->naxes; k++) coords[at->axes[k]] = 0;
-  int64_t at0 = encode(m, in->mask, coords), off = 0;
-  for (int64_t g = 0; g < p; g++) {
+  for (int k = 0; k < at->naxes; k++) idx[k] = 0;
+  for (int64_t g = 0, off = 0; g < p; g++) {
     blk[g] = in->blk[at0 + off];
     for (int k = at->naxes - 1; k >= 0; k--) {
       int a = at->axes[k];
