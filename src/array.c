@@ -93,13 +93,15 @@ void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out)
   slab_headers(s, (Array *)(p + 64), (DType)g->dt, rank, shape, shape_size(rank, shape), n, g->data, out);
 }
 
+/* The headers in a row from a0 up to one of a0's slab are all of it (a
+   slab's headers are in one row, and an array's `slab` is the slab whose
+   row holds it): only the last is looked into. */
 bool arr_in_slab(Array *const *blk, int64_t n) {
   const Array *a0 = blk[0];
   if (!a0 || !a0->slab) return false;
   for (int64_t k = 1; k < n; k++)
-    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab)
-      return false;
-  return true;
+    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array)) return false;
+  return blk[n - 1]->slab == a0->slab;
 }
 
 bool arr_owned(Array *const *blk, int64_t n) {

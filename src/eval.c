@@ -258,20 +258,29 @@ static void kern_unwind(void *p) {
    at once), its value moved to the result's variable (its slot emptied:
    the variable is released after this statement anyway).  Only the
    blocks' allocation can fail, before anything is stored.  false: not
-   such an equation, nothing done. */
-static bool exec_ew_slab(Frame *F, IrStmt *st, Val *const *opv, Array *const *lit, uint32_t R, int64_t nb) {
+   such an equation, nothing done (exec_local runs it). */
+static bool exec_ew_slab(Frame *F, IrStmt *st) {
   int op = prim_ew_op(st->prim), nin = st->nin;
+  if (op < 0 || nin > 2 || st->nout != 1 || !fab_all_here(&F->space)) return false;
+  Val *opv[2] = {NULL, NULL};
+  Array *lit[2] = {NULL, NULL};
+  for (int i = 0; i < nin; i++) {
+    if (st->in[i].lit) lit[i] = st->in[i].lit;
+    else opv[i] = value_of(F, st->in[i].var);
+  }
   const Type *t = &st->out[0]->t;
-  int whole = op < 0 || nin > 2 ? -1 : val_ew_plan(t, R, nb, opv, lit, nin);
-  if (whole < 0) return false;
+  uint32_t R = t->vma;
+  int64_t nb = val_nblk(F->space.mesh, R);
   int donor = -1;
   for (int i = 0; i < nin && donor < 0; i++)
     if (opv[i] && dies_here(F, &st->in[i]) && val_ew_donor(opv[i], t, R)) donor = i;
+  int flat = val_ew_plan(t, R, nb, opv, lit, nin, donor);
+  if (flat < 0) return false;
   Val *out = donor >= 0 ? opv[donor] : val_new(R, nb);
   if (donor >= 0) F->slots[st->in[donor].var->slot] = NULL;
   set_slot(F, st->out[0], out);
   if (donor < 0) val_ew_blocks(out, t);
-  val_ew_run(F->space.mesh, op, t, opv, lit, nin, whole, out);
+  val_ew_run(F->space.mesh, op, t, opv, lit, nin, flat, out);
   return true;
 }
 
@@ -381,7 +390,6 @@ static void exec_local(Frame *F, IrStmt *st) {
     opv[i] = st->in[i].lit ? NULL : value_of(F, st->in[i].var);
     if (!opv[i]) ins[i] = st->in[i].lit;
   }
-  if (nout == 1 && nin <= 2 && fab_all_here(sp) && exec_ew_slab(F, st, opv, ins, R, nb)) return;
   for (int j = 0; j < nout; j++) {
     if (nout > 1) outt[j] = st->out[j]->t;
     outs[j] = val_new(R, nb);
@@ -1197,8 +1205,9 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
   }
   case IS_EQN:
     if (st->prim < 0) exec_call(I, F, st);
-    else if (prim_table[st->prim].kernel) exec_local(F, st);
-    else if (fab_is_collective(st->prim)) {
+    else if (prim_table[st->prim].kernel) {
+      if (!exec_ew_slab(F, st)) exec_local(F, st);
+    } else if (fab_is_collective(st->prim)) {
       /* a literal operand (psum[axes=i] 1 after its inserted pbroadcast) has no variable */
       Val **lit = st->nin && st->in[0].lit ? vals_new(1) : NULL;
       if (lit) lit[0] = val_of(st->in[0].lit);
