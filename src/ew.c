@@ -21,18 +21,6 @@
 #include "half.h"
 #include "par.h"
 
-/* On x86-64 the typed loops (below) are also compiled for AVX2 and for
-   AVX-512 (target_clones: the copy for the machine is chosen once, at
-   load), running 4 or 8 doubles, 8 or 16 floats per instruction instead
-   of 2 or 4.  The width changes no result: each element gets the same
-   operations in the same order, and ISO C mode contracts nothing into
-   FMAs. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define EW_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define EW_WIDE
-#endif
-
 /* digamma(x), the derivative of lgamma: NaN at 0 and the negative integers
    (as XLA), the reflection formula below 1/2, the recurrence up to 10,
    then the asymptotic series (its remainder is below 1e-16 there). */
@@ -357,7 +345,7 @@ static inline double min_np(double a, double b) { return isnan(a) ? a : isnan(b)
   CMP_CASES(T)
 
 /* The typed loop of op on a's dtype, if it has one; false: none. */
-EW_WIDE static bool ew_binary_typed(int op, const Array *a, const Array *b, Array *r, int64_t n, bool sa, bool sb) {
+SHM_WIDE static bool ew_binary_typed(int op, const Array *a, const Array *b, Array *r, int64_t n, bool sa, bool sb) {
   switch ((DType)a->dt) {
   case DT_F32:
     switch (op) { FLOAT_CASES(float, OP_MAXF32, OP_MINF32) default: return false; }
@@ -659,9 +647,9 @@ static inline double tanh_approx(double x) {
   (((float)((t) - fabs(t) * 0x1p-40) != (float)((t) + fabs(t) * 0x1p-40)) | !islessequal(fabs(x), 20.0))
 
 /* In pieces of 256, by loops that vectorise but the last, which is rare
-   (EW_WIDE: the AVX2 and AVX-512 copies give the same bits; all three
+   (SHM_WIDE, defs.h: the AVX2 and AVX-512 copies give the same bits; all three
    checked against the library for all 2^32 floats). */
-EW_WIDE static void tanh_f32(const float *x, float *o, int64_t n) {
+SHM_WIDE static void tanh_f32(const float *x, float *o, int64_t n) {
   double t[256], xd[256];     /* xd: the chunk's inputs, as o may be x (a donated operand, eval.c) */
   for (int64_t i0 = 0; i0 < n; i0 += 256) {
     int64_t m = n - i0 < 256 ? n - i0 : 256;
@@ -681,7 +669,7 @@ EW_WIDE static void tanh_f32(const float *x, float *o, int64_t n) {
 }
 
 /* The typed loop of op on a's dtype, if it has one; false: none. */
-EW_WIDE static bool ew_unary_typed(int op, const Array *a, Array *r, int64_t n) {
+SHM_WIDE static bool ew_unary_typed(int op, const Array *a, Array *r, int64_t n) {
   if (op == U_TANH && a->dt == DT_F32) {
     tanh_f32((const float *)a->data, (float *)r->data, n);
     return true;

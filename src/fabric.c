@@ -299,7 +299,7 @@ static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_
 /* dst[0..n) = op over the members g = 0, 1, ..., p-1 of src[g][off..off+n),
    combined left to right (the fixed order that makes sums reproducible),
    one cache-sized tile at a time. */
-static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
   switch (dt) {
 /* U: the type the sum is taken in -- for integers the unsigned type of the
    same width, so that it wraps (as XLA's does) instead of overflowing */
@@ -364,6 +364,10 @@ static void group_blocks(const Mesh *m, const Attrs *at, Val *in, uint32_t outer
       o /= m->size[k];
     }
     s *= m->size[k];
+  }
+  if (at->naxes == 1) {
+    for (int64_t g = 0; g < p; g++) blk[g] = in->blk[at0 + g * stride[at->axes[0]]];
+    return;
   }
   for (int k = 0; k < at->naxes; k++) idx[k] = 0;
   for (int64_t g = 0, off = 0; g < p; g++) {
@@ -458,7 +462,9 @@ static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, ui
   Array *acc = reusable(blk, p, donate) ? arr_ref(blk[0]) : arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
   if (blk != few) err_undefer(blk);
   RangeJob rj = {prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, acc->size};
-  par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
+  double bytes = (double)arr_nbytes(acc) * (double)p;
+  if (bytes < PAR_BYTES) reduce_into(rj.prim, rj.dt, acc->data, blk, p, 0, acc->size);   /* par_for's one thread */
+  else par_for(2, reduce_half, &rj, bytes);
   if (blk != few) mem_free(blk);
   return prim == P_PMEAN ? mean_of(acc, p) : acc;
 }
@@ -661,8 +667,11 @@ static void exec_axis_index(Coll *c) {
 
 /* pbroadcast moves nothing: the result shares the operand's blocks. */
 static void exec_pbroadcast(Coll *c) {
-  for (int64_t b = 0; b < c->out->nblk; b++)
-    c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
+  if (!c->in->mask)
+    for (int64_t b = 0; b < c->out->nblk; b++) c->out->blk[b] = arr_ref(c->in->blk[0]);
+  else
+    for (int64_t b = 0; b < c->out->nblk; b++)
+      c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
   account(c->prim, c->devices, 0, 0);
 }
 
@@ -1076,8 +1085,9 @@ static void axes_text(const Mesh *m, uint32_t mask) {
 }
 
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
+  /* (field by field: clearing the whole struct at once is a string
+     instruction that costs more than the rest of a small psum) */
   Coll c;
-  memset(&c, 0, sizeof c);
   c.sp = sp;
   c.m = sp->mesh;
   c.prim = prim;
@@ -1085,6 +1095,12 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.in = in;
   c.outt = outt;
   c.donate = donate;
+  c.outer = 0;
+  c.nouter = 0;
+  c.need = c.done = NULL;
+  c.n_in = 0;
+  c.devices = 0;
+  for (int k = 0; k < c.m->naxes; k++) c.coords[k] = 0;     /* (no other is read) */
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
