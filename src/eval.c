@@ -839,15 +839,20 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       }
       lsp.active = act;
     }
-    index[0] = val_new(it->vma, ni);
-    for (int64_t b = 0; b < ni; b++)
-      if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
+    /* the index: last step's, rewritten, when nothing else holds it */
+    Array *ib = index[0] && index[0]->refc == 1 && ni == 1 ? index[0]->blk[0] : NULL;
+    if (ib && ib->refc == 1 && !ib->slab) arr_seti(ib, 0, rev ? hi[0] - 1 - t : lo[0] + t);
+    else {
+      val_unref(index[0]);
+      index[0] = val_new(it->vma, ni);
+      for (int64_t b = 0; b < ni; b++)
+        if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
+    }
     I->sub = t;
     if (!lsp.active) {
       /* every instance steps: the carry is the body's alone (its
          parameters may give their buffers to its results) */
-      pass[0] = index[0];
-      index[0] = NULL;
+      pass[0] = val_ref(index[0]);
       for (int k = 0; k < n; k++) {
         pass[k + 1] = carry[k];
         carry[k] = NULL;
@@ -862,8 +867,6 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
     call_fn(I, F, body, args, next, &lsp, st);
-    val_unref(index[0]);
-    index[0] = NULL;
     for (int k = 0; k < n; k++) {
       next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
       val_unref(carry[k]);
