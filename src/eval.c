@@ -1,10 +1,10 @@
 /*
 ** eval.c — running the checked program over all instances in lockstep.
 */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "diag.h"
+#include "drops.h"
 #include "err.h"
 #include "eval.h"
 #include "fabmpi.h"
@@ -1238,29 +1238,23 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
    (through the static link, at any time), and every variable while the
    debugger watches (it may print any of them).  The top level keeps its
    values (the REPL and the debugger read them after the statement),
-   except in a script run on its own (eval_release_top). */
-static void set_last(IrVar *v, IrFunc *fn, int k) {
-  if (v && v->owner == fn) v->last = k;
-}
-
-static void plan_drops(IrFunc *fn) {
-  for (int i = 0; i < fn->nparams; i++) fn->params[i]->last = -1;
-  for (int k = 0; k < fn->nbody; k++) {
-    IrStmt *st = fn->body[k];
-    for (int j = 0; j < st->nout; j++) set_last(st->out[j], fn, k);
-    for (int j = 0; j < st->nin; j++) set_last(st->in[j].var, fn, k);
-    for (int j = 0; j < st->nitems; j++) set_last(st->items[j].atom.var, fn, k);
-  }
-  for (int j = 0; j < fn->nouts; j++) set_last(fn->outs[j].var, fn, INT_MAX);
-  fn->drops_planned = true;
-}
-
+   except in a script run on its own (eval_release_top).  drops.h plans
+   it. */
 static void drop_if_last(Frame *F, IrVar *v) {
   if (released_here(F, v)) set_slot(F, v, NULL);
 }
 
-/* After statement F->release_at. */
+/* After statement F->release_at: the slots drops_plan listed, or (a
+   statement with many, or not planned as this one) each variable's. */
 static void drop_dead(Frame *F, IrStmt *st) {
+  if (st->drop_fn == F->fn && st->drop_at == F->release_at && st->ndrop >= 0) {
+    for (int d = 0; d < st->ndrop; d++) {
+      Val *x = F->slots[st->drop[d]];
+      F->slots[st->drop[d]] = NULL;
+      val_unref(x);
+    }
+    return;
+  }
   for (int j = 0; j < st->nin; j++) drop_if_last(F, st->in[j].var);
   for (int j = 0; j < st->nitems; j++) drop_if_last(F, st->items[j].atom.var);
   for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j]);
@@ -1278,7 +1272,7 @@ static void exec_outside(Interp *I, Frame *F, IrStmt *st) {
 
 static void run_body(Interp *I, Frame *F) {
   IrFunc *fn = F->fn;
-  if (!fn->drops_planned) plan_drops(fn);
+  if (!fn->drops_planned) drops_plan(fn);
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
@@ -1362,7 +1356,7 @@ bool eval_run_to(Interp *I, int start, int to) {
     for (int i = T->nslots; i < I->main->nslots; i++) T->slots[i] = NULL;
     T->nslots = I->main->nslots;
   }
-  if (I->release_top && !I->main->drops_planned) plan_drops(I->main);
+  if (I->release_top && !I->main->drops_planned) drops_plan(I->main);
   volatile int i = start;
   fmpi_set_format(vp_format_parts);
   ErrJmp j;
