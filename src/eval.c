@@ -28,18 +28,27 @@ struct Interp {
   bool abandon;            /* eval_abandon: unwind without a message */
   bool release_top;        /* eval_release_top: a script's top level drops values too */
   int64_t sub;             /* the branch or iteration of the next call_fn (fmpi_path_enter) */
+  Frame *spare;            /* a freed frame kept for the next call (its slots NULL) */
 };
 
 /* ---- frames ------------------------------------------------------------------ */
 
+/* A loop's body is a call per step: the last frame freed is kept, its
+   slots cleared, and serves the next call that fits in it. */
 static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
-  Val **slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
-  err_defer(mem_free, slots);
-  Frame *F = mem_calloc(sizeof *F);
-  err_undefer(slots);
+  Frame *F = I->spare;
+  if (F && mem_size(F->slots) >= sizeof(Val *) * (size_t)fn->nslots) {
+    I->spare = NULL;
+    F->cur = NULL;
+  } else {
+    Val **slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
+    err_defer(mem_free, slots);
+    F = mem_calloc(sizeof *F);
+    err_undefer(slots);
+    F->slots = slots;
+  }
   F->fn = fn;
   F->nslots = fn->nslots;
-  F->slots = slots;
   F->caller = caller;
   F->space = *sp;
   F->release_at = -1;
@@ -53,9 +62,16 @@ static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
 }
 
 static void frame_free(Interp *I, Frame *F) {
-  for (int i = 0; i < F->nslots; i++) val_unref(F->slots[i]);
-  mem_free(F->slots);
+  for (int i = 0; i < F->nslots; i++) {
+    val_unref(F->slots[i]);
+    F->slots[i] = NULL;
+  }
   I->cur = F->caller;
+  if (!I->spare && F != I->top) {
+    I->spare = F;
+    return;
+  }
+  mem_free(F->slots);
   mem_free(F);
 }
 
@@ -1284,7 +1300,8 @@ static void run_body(Interp *I, Frame *F) {
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     fmpi_path_stmt(i);
-    exec_outside(I, F, st);
+    if (F->space.mesh) exec_stmt(I, F, st);      /* (a body of a shard_map: nothing kept split) */
+    else exec_outside(I, F, st);
     if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);
@@ -1307,6 +1324,10 @@ Interp *eval_new(IrFunc *main) {
 void eval_free(Interp *I) {
   if (!I) return;
   frame_free(I, I->top);
+  if (I->spare) {
+    mem_free(I->spare->slots);
+    mem_free(I->spare);
+  }
   mem_free(I);
 }
 
