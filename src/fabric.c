@@ -298,23 +298,48 @@ static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_
 
 /* dst[0..n) = op over the members g = 0, 1, ..., p-1 of src[g][off..off+n),
    combined left to right (the fixed order that makes sums reproducible),
-   one cache-sized tile at a time. */
+   one cache-sized tile at a time.  A small reduction (one tile) runs a
+   vector register's worth of elements at a time through all members,
+   the running result kept in the register: written back and read again
+   for every member it would wait each time for its own store.  Each
+   element sees the same operations in the same order either way. */
 SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
   switch (dt) {
 /* U: the type the sum is taken in -- for integers the unsigned type of the
    same width, so that it wraps (as XLA's does) instead of overflowing */
+#define OP_MAX(x, y) (((x) != (x) || (x) >= (y)) ? (x) : (y))
+#define OP_MIN(x, y) (((x) != (x) || (x) <= (y)) ? (x) : (y))
+#define OP_OF(K, T, U, x, y) ((K) == P_PMAX ? OP_MAX(x, y) : (K) == P_PMIN ? OP_MIN(x, y) : (T)((U)(x) + (U)(y)))
+#define IN_REGS(T, U, K)                                                                       \
+  for (; i0 + BW <= n; i0 += BW) {                                                             \
+    T acc[BW];                                                                                 \
+    for (int j = 0; j < BW; j++) acc[j] = s0[i0 + j];                                          \
+    for (int64_t g = 1; g < p; g++) {                                                          \
+      const T *b = (const T *)src[g]->data + off + i0;                                         \
+      for (int j = 0; j < BW; j++) acc[j] = OP_OF(K, T, U, acc[j], b[j]);                      \
+    }                                                                                          \
+    for (int j = 0; j < BW; j++) d[i0 + j] = acc[j];                                           \
+  }
 #define LOOP(T, U)                                                                             \
   {                                                                                            \
     T *d = dst;                                                                                \
-    for (int64_t t0 = 0; t0 < n; t0 += TILE) {                                                 \
+    int64_t i0 = 0;                                                                            \
+    if (n <= TILE) {                                                                           \
+      enum { BW = 64 / sizeof(T) };                                                            \
+      const T *s0 = (const T *)src[0]->data + off;                                             \
+      if (prim == P_PMAX) IN_REGS(T, U, P_PMAX)                                                \
+      else if (prim == P_PMIN) IN_REGS(T, U, P_PMIN)                                           \
+      else IN_REGS(T, U, P_PSUM)                                                               \
+    }                                                                                          \
+    for (int64_t t0 = i0; t0 < n; t0 += TILE) {                                                \
       int64_t m = n - t0 < TILE ? n - t0 : TILE;                                               \
       T *a = d + t0;                                                                           \
       if (a != (const T *)src[0]->data + off + t0)                                             \
         memcpy(a, (const T *)src[0]->data + off + t0, sizeof(T) * (size_t)m);                  \
       for (int64_t g = 1; g < p; g++) {                                                        \
         const T *b = (const T *)src[g]->data + off + t0;                                       \
-        if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] >= b[i]) ? a[i] : b[i]; \
-        else if (prim == P_PMIN) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] <= b[i]) ? a[i] : b[i]; \
+        if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = OP_MAX(a[i], b[i]);          \
+        else if (prim == P_PMIN) for (int64_t i = 0; i < m; i++) a[i] = OP_MIN(a[i], b[i]);     \
         else for (int64_t i = 0; i < m; i++) a[i] = (T)((U)a[i] + (U)b[i]);                   \
       }                                                                                        \
     }                                                                                          \
@@ -345,6 +370,10 @@ SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *sr
   }
   default: break;
 #undef LOOP
+#undef IN_REGS
+#undef OP_OF
+#undef OP_MAX
+#undef OP_MIN
   }
 }
 
