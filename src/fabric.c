@@ -383,17 +383,16 @@ SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *sr
    among the operand's blocks (0 for an axis the operand does not vary
    over), the last listed axis counting fastest. */
 static void group_blocks(const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p, Array **blk) {
-  int64_t stride[SHM_MAXAXES], idx[SHM_MAXAXES], at0 = 0, s = 1;
-  for (int k = m->naxes - 1; k >= 0; k--) {
-    stride[k] = 0;
-    if (!(in->mask & (1u << k))) continue;
-    stride[k] = s;
-    if (outer & (1u << k)) {
-      at0 += o % m->size[k] * s;
-      o /= m->size[k];
+  int64_t stride[SHM_MAXAXES] = {0}, idx[SHM_MAXAXES], at0 = 0, s = 1;
+  for (int k = m->naxes - 1; k >= 0; k--)
+    if (in->mask & (1u << k)) {
+      stride[k] = s;
+      if (outer & (1u << k)) {
+        at0 += o % m->size[k] * s;
+        o /= m->size[k];
+      }
+      s *= m->size[k];
     }
-    s *= m->size[k];
-  }
   if (at->naxes == 1) {
     for (int64_t g = 0; g < p; g++) blk[g] = in->blk[at0 + g * stride[at->axes[0]]];
     return;
