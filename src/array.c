@@ -114,13 +114,29 @@ Array *arr_contig(Array *a) {
   return r;
 }
 
+/* The headers in a row from a0 up to one of a0's slab are all of it (a
+   slab's headers are in one row, and an array's `slab` is the slab whose
+   row holds it): only the last is looked into for that.  Their elements
+   must also follow one another (views of an array need not). */
 bool arr_in_slab(Array *const *blk, int64_t n) {
   const Array *a0 = blk[0];
   if (!a0 || !a0->slab || a0->pitch) return false;
   size_t bytes = arr_nbytes(a0);
-  for (int64_t k = 1; k < n; k++)     /* (views of an array need not be in its order) */
-    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab ||
+  for (int64_t k = 1; k < n; k++)
+    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) ||
         (char *)blk[k]->data != (char *)a0->data + (size_t)k * bytes)
+      return false;
+  return blk[n - 1]->slab == a0->slab;
+}
+
+bool arr_owned(Array *const *blk, int64_t n) {
+  const Array *a0 = blk[0];
+  if (!a0 || a0->refc != 1) return false;
+  if (!a0->slab) return n == 1;
+  if (a0->slab->owner || a0->slab->live != n) return false;
+  for (int64_t k = 1; k < n; k++)         /* arr_in_slab's test, and the counts */
+    if ((uintptr_t)blk[k] != (uintptr_t)a0 + (uintptr_t)k * sizeof(Array) || blk[k]->slab != a0->slab ||
+        blk[k]->refc != 1)
       return false;
   return true;
 }

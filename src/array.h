@@ -71,6 +71,11 @@ Array *arr_contig(Array *a);
 /* Whether blk[0..n) are arrays of one slab in a row whose elements are
    contiguous, in that order. */
 bool arr_in_slab(Array *const *blk, int64_t n);
+/* Whether blk[0..n) are held by nothing but these references: one array
+   of its own (n == 1), or every array of a slab (not a carved one) in a
+   row, each with one reference.  Then whoever holds the references may
+   write the elements in place. */
+bool arr_owned(Array *const *blk, int64_t n);
 /* A new array of zeros. */
 Array *arr_zeros(DType dt, int rank, const int64_t *shape);
 /* Scalars (rank 0). */

@@ -31,6 +31,18 @@
 #define SHM_PRINTF(a, b)
 #endif
 
+/* Loops whose elements are independent, also compiled for AVX2 and for
+   AVX-512 on x86-64 (target_clones: the copy for the machine is chosen
+   once, at load), 4 or 8 doubles, 8 or 16 floats per instruction
+   instead of 2 or 4.  The width changes no result: each element gets the
+   same operations in the same order, and ISO C mode contracts nothing
+   into FMAs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SHM_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SHM_WIDE
+#endif
+
 /* A slice of source text (or of any stable buffer).  Not NUL-terminated. */
 typedef struct Str {
   const char *p;

@@ -38,6 +38,10 @@ void err_defer(void (*fn)(void *), void *p) {
 }
 
 void err_undefer(void *p) {
+  if (err_ndefer && defers[err_ndefer - 1].p == p) {     /* the newest, as a rule */
+    err_ndefer--;
+    return;
+  }
   for (int i = err_ndefer - 1; i >= 0; i--)
     if (defers[i].p == p) {
       memmove(&defers[i], &defers[i + 1], sizeof(Defer) * (size_t)(err_ndefer - 1 - i));

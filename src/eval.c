@@ -1,14 +1,15 @@
 /*
 ** eval.c — running the checked program over all instances in lockstep.
 */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "diag.h"
+#include "drops.h"
 #include "err.h"
 #include "eval.h"
 #include "fabmpi.h"
 #include "gather.h"
+#include "ew.h"
 #include "rule.h"
 #include "vprint.h"
 #include "npy.h"
@@ -27,18 +28,27 @@ struct Interp {
   bool abandon;            /* eval_abandon: unwind without a message */
   bool release_top;        /* eval_release_top: a script's top level drops values too */
   int64_t sub;             /* the branch or iteration of the next call_fn (fmpi_path_enter) */
+  Frame *spare;            /* a freed frame kept for the next call (its slots NULL) */
 };
 
 /* ---- frames ------------------------------------------------------------------ */
 
+/* A loop's body is a call per step: the last frame freed is kept, its
+   slots cleared, and serves the next call that fits in it. */
 static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
-  Val **slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
-  err_defer(mem_free, slots);
-  Frame *F = mem_calloc(sizeof *F);
-  err_undefer(slots);
+  Frame *F = I->spare;
+  if (F && mem_size(F->slots) >= sizeof(Val *) * (size_t)fn->nslots) {
+    I->spare = NULL;
+    F->cur = NULL;
+  } else {
+    Val **slots = mem_calloc(sizeof(Val *) * (size_t)(fn->nslots ? fn->nslots : 1));
+    err_defer(mem_free, slots);
+    F = mem_calloc(sizeof *F);
+    err_undefer(slots);
+    F->slots = slots;
+  }
   F->fn = fn;
   F->nslots = fn->nslots;
-  F->slots = slots;
   F->caller = caller;
   F->space = *sp;
   F->release_at = -1;
@@ -52,9 +62,16 @@ static Frame *frame_new(Interp *I, IrFunc *fn, Frame *caller, const Space *sp) {
 }
 
 static void frame_free(Interp *I, Frame *F) {
-  for (int i = 0; i < F->nslots; i++) val_unref(F->slots[i]);
-  mem_free(F->slots);
+  for (int i = 0; i < F->nslots; i++) {
+    val_unref(F->slots[i]);
+    F->slots[i] = NULL;
+  }
   I->cur = F->caller;
+  if (!I->spare && F != I->top) {
+    I->spare = F;
+    return;
+  }
+  mem_free(F->slots);
   mem_free(F);
 }
 
@@ -249,66 +266,37 @@ static void kern_unwind(void *p) {
   }
 }
 
-/* Elementwise equations on small blocks: the result's blocks are made as
-   one slab (array.h), and the operation runs once over all of them when
-   each operand is a scalar shared by every block or a value of the
-   result's variance whose blocks are themselves one slab in block order,
-   else once per block -- without a kernel call or an allocation per block
-   either way.  It is the kernels' own engine (prim_ew_apply), so the
-   results are theirs.  Only the slab's allocation can fail, before
-   anything is stored.  Slabs stay small (EW_SLAB_MAX): one block kept
-   alive keeps its whole slab.  false: not such an equation, nothing done. */
-#define EW_SLAB_MAX ((size_t)32 << 10)
-
-static bool exec_ew_slab(IrStmt *st, Val *const *opv, Array *const *lit, Val *out, const Mesh *mesh) {
+/* Elementwise equations on small blocks, all instances at once, without
+   a kernel call or an allocation per block (value.h, val_ew_*).  An
+   operand that dies here (dies_here) and holds the only references to
+   its blocks, laid out as the result's (val_ew_donor), is the result
+   itself: computed in place (buffer donation, below, for the whole value
+   at once), its value moved to the result's variable (its slot emptied:
+   the variable is released after this statement anyway).  Only the
+   blocks' allocation can fail, before anything is stored.  false: not
+   such an equation, nothing done (exec_local runs it). */
+static bool exec_ew_slab(Frame *F, IrStmt *st) {
   int op = prim_ew_op(st->prim), nin = st->nin;
-  if (op < 0 || nin > 2) return false;
-  uint32_t R = out->mask;
-  int64_t nb = out->nblk;
-  const Type *t = &st->out[0]->t;
-  int64_t n = type_size(t);
-  if (n < 0 || (size_t)n > EW_SLAB_MAX || (n * dtype_sizes[t->dt] + sizeof(Array)) * (size_t)nb > EW_SLAB_MAX)
-    return false;
-  bool whole = true, uni[2] = {false, false};   /* uni: one array for all blocks */
-  int dt = -1;
+  if (op < 0 || nin > 2 || st->nout != 1 || !fab_all_here(&F->space)) return false;
+  Val *opv[2] = {NULL, NULL};
+  Array *lit[2] = {NULL, NULL};
   for (int i = 0; i < nin; i++) {
-    Val *v = opv[i];
-    Array *a0 = v ? v->blk[0] : lit[i];
-    if (!a0 || (dt >= 0 && a0->dt != dt)) return false;
-    for (int d = 0; a0->rank && d < a0->rank; d++)      /* a dimension of 1 broadcast: the kernel's */
-      if (a0->rank != t->rank || a0->shape[d] != t->shape[d]) return false;
-    dt = a0->dt;
-    uni[i] = !v || v->mask == 0;
-    if (uni[i] ? a0->rank != 0 : v->mask != R || a0->rank != t->rank || !arr_in_slab(v->blk, nb))
-      whole = false;
+    if (st->in[i].lit) lit[i] = st->in[i].lit;
+    else opv[i] = value_of(F, st->in[i].var);
   }
-  arr_slab((DType)t->dt, t->rank, t->shape, nb, out->blk);
-  if (whole) {
-    /* flat views of the operands and of the result over all blocks (only
-       the fields prim_ew_apply reads: no need to clear 160 bytes each) */
-    Array x[2], r;
-    r.dt = t->dt;
-    r.rank = 1;
-    r.size = n * nb;
-    r.data = out->blk[0]->data;
-    for (int i = 0; i < nin; i++) {
-      const Array *a0 = opv[i] ? opv[i]->blk[0] : lit[i];
-      x[i].dt = a0->dt;
-      x[i].rank = uni[i] ? 0 : 1;
-      x[i].size = uni[i] ? 1 : n * nb;
-      x[i].data = a0->data;
-    }
-    prim_ew_apply(op, &x[0], nin > 1 ? &x[1] : NULL, &r);
-  } else {
-    for (int64_t b = 0; b < nb; b++) {
-      const Array *x[2] = {NULL, NULL};
-      for (int i = 0; i < nin; i++) {
-        Val *v = opv[i];
-        x[i] = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
-      }
-      prim_ew_apply(op, x[0], x[1], out->blk[b]);
-    }
-  }
+  const Type *t = &st->out[0]->t;
+  uint32_t R = t->vma;
+  int64_t nb = val_nblk(F->space.mesh, R);
+  int donor = -1;
+  for (int i = 0; i < nin && donor < 0; i++)
+    if (opv[i] && dies_here(F, &st->in[i]) && val_ew_donor(opv[i], t, R)) donor = i;
+  int flat = val_ew_plan(t, R, nb, opv, lit, nin, donor);
+  if (flat < 0) return false;
+  Val *out = donor >= 0 ? opv[donor] : val_new(R, nb);
+  if (donor >= 0) F->slots[st->in[donor].var->slot] = NULL;
+  set_slot(F, st->out[0], out);
+  if (donor < 0) val_ew_blocks(out, t);
+  val_ew_run(F->space.mesh, op, t, opv, lit, nin, flat, out);
   return true;
 }
 
@@ -408,12 +396,6 @@ static void exec_local(Frame *F, IrStmt *st) {
   Val *outs[8];
   Array *res[8];
   int nout = st->nout, nin = st->nin;
-  for (int j = 0; j < nout; j++) {
-    if (nout > 1) outt[j] = st->out[j]->t;
-    outs[j] = val_new(R, nb);
-    set_slot(F, st->out[j], outs[j]);
-  }
-  const Type *ot = nout == 1 ? &st->out[0]->t : outt;   /* the kernel's result types, in a row */
   Array *inbuf[16];
   int32_t rcbuf[16];
   Val *vbuf[16];
@@ -424,7 +406,12 @@ static void exec_local(Frame *F, IrStmt *st) {
     opv[i] = st->in[i].lit ? NULL : value_of(F, st->in[i].var);
     if (!opv[i]) ins[i] = st->in[i].lit;
   }
-  if (nb > 1 && nout == 1 && nin <= 2 && fab_all_here(sp) && exec_ew_slab(st, opv, ins, outs[0], mesh)) return;
+  for (int j = 0; j < nout; j++) {
+    if (nout > 1) outt[j] = st->out[j]->t;
+    outs[j] = val_new(R, nb);
+    set_slot(F, st->out[j], outs[j]);
+  }
+  const Type *ot = nout == 1 ? &st->out[0]->t : outt;   /* the kernel's result types, in a row */
   uint8_t *need = needed_blocks(sp, R, nb);
   KernFn k = prim_table[st->prim].kernel;
   unsigned give = donors(F, st, opv, R), dying = dying_operands(F, st, opv, R);
@@ -839,6 +826,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   for (int k = 0; k < n; k++) carry[k] = val_widen(sp->mesh, carry[k], st->out[k]->t.vma);
   Val **next = vals_new(n);
   Val **index = vals_new(1);
+  Val **pass = vals_new(n + 1);                             /* handed over */
   Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
   /* per block of the index's mask: its bounds (one block when invariant) */
   int64_t ni = val_nblk(sp->mesh, it->vma);
@@ -870,15 +858,34 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       }
       lsp.active = act;
     }
-    index[0] = val_new(it->vma, ni);
-    for (int64_t b = 0; b < ni; b++)
-      if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
+    /* the index: last step's, rewritten, when nothing else holds it */
+    Array *ib = index[0] && index[0]->refc == 1 && ni == 1 ? index[0]->blk[0] : NULL;
+    if (ib && ib->refc == 1 && !ib->slab) arr_seti(ib, 0, rev ? hi[0] - 1 - t : lo[0] + t);
+    else {
+      val_unref(index[0]);
+      index[0] = val_new(it->vma, ni);
+      for (int64_t b = 0; b < ni; b++)
+        if (t < hi[b] - lo[b]) index[0]->blk[b] = arr_scalar_i((DType)it->dt, rev ? hi[b] - 1 - t : lo[b] + t);
+    }
+    I->sub = t;
+    if (!lsp.active) {
+      /* every instance steps: the carry is the body's alone (its
+         parameters may give their buffers to its results) */
+      pass[0] = val_ref(index[0]);
+      for (int k = 0; k < n; k++) {
+        pass[k + 1] = carry[k];
+        carry[k] = NULL;
+      }
+      call_fn_consuming(I, F, body, pass, next, &lsp, st);
+      for (int k = 0; k < n; k++) {
+        carry[k] = val_widen(sp->mesh, next[k], st->out[k]->t.vma);
+        next[k] = NULL;
+      }
+      continue;
+    }
     args[0] = index[0];
     for (int k = 0; k < n; k++) args[k + 1] = carry[k];
-    I->sub = t;
     call_fn(I, F, body, args, next, &lsp, st);
-    val_unref(index[0]);
-    index[0] = NULL;
     for (int k = 0; k < n; k++) {
       next[k] = keep_stopped(&lsp, carry[k], val_widen(sp->mesh, next[k], st->out[k]->t.vma));
       val_unref(carry[k]);
@@ -895,6 +902,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   vals_free(carry);
   vals_free(next);
   vals_free(index);
+  vals_free(pass);
   scratch_free(args);
 }
 
@@ -1219,8 +1227,9 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
   }
   case IS_EQN:
     if (st->prim < 0) exec_call(I, F, st);
-    else if (prim_table[st->prim].kernel) exec_local(F, st);
-    else if (fab_is_collective(st->prim)) {
+    else if (prim_table[st->prim].kernel) {
+      if (!exec_ew_slab(F, st)) exec_local(F, st);
+    } else if (fab_is_collective(st->prim)) {
       /* a literal operand (psum[axes=i] 1 after its inserted pbroadcast) has no variable */
       Val **lit = st->nin && st->in[0].lit ? vals_new(1) : NULL;
       if (lit) lit[0] = val_of(st->in[0].lit);
@@ -1248,29 +1257,23 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
    (through the static link, at any time), and every variable while the
    debugger watches (it may print any of them).  The top level keeps its
    values (the REPL and the debugger read them after the statement),
-   except in a script run on its own (eval_release_top). */
-static void set_last(IrVar *v, IrFunc *fn, int k) {
-  if (v && v->owner == fn) v->last = k;
-}
-
-static void plan_drops(IrFunc *fn) {
-  for (int i = 0; i < fn->nparams; i++) fn->params[i]->last = -1;
-  for (int k = 0; k < fn->nbody; k++) {
-    IrStmt *st = fn->body[k];
-    for (int j = 0; j < st->nout; j++) set_last(st->out[j], fn, k);
-    for (int j = 0; j < st->nin; j++) set_last(st->in[j].var, fn, k);
-    for (int j = 0; j < st->nitems; j++) set_last(st->items[j].atom.var, fn, k);
-  }
-  for (int j = 0; j < fn->nouts; j++) set_last(fn->outs[j].var, fn, INT_MAX);
-  fn->drops_planned = true;
-}
-
+   except in a script run on its own (eval_release_top).  drops.h plans
+   it. */
 static void drop_if_last(Frame *F, IrVar *v) {
   if (released_here(F, v)) set_slot(F, v, NULL);
 }
 
-/* After statement F->release_at. */
+/* After statement F->release_at: the slots drops_plan listed, or (a
+   statement with many, or not planned as this one) each variable's. */
 static void drop_dead(Frame *F, IrStmt *st) {
+  if (st->drop_fn == F->fn && st->drop_at == F->release_at && st->ndrop >= 0) {
+    for (int d = 0; d < st->ndrop; d++) {
+      Val *x = F->slots[st->drop[d]];
+      F->slots[st->drop[d]] = NULL;
+      val_unref(x);
+    }
+    return;
+  }
   for (int j = 0; j < st->nin; j++) drop_if_last(F, st->in[j].var);
   for (int j = 0; j < st->nitems; j++) drop_if_last(F, st->items[j].atom.var);
   for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j]);
@@ -1288,7 +1291,7 @@ static void exec_outside(Interp *I, Frame *F, IrStmt *st) {
 
 static void run_body(Interp *I, Frame *F) {
   IrFunc *fn = F->fn;
-  if (!fn->drops_planned) plan_drops(fn);
+  if (!fn->drops_planned) drops_plan(fn);
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
     if (I->trace) I->trace(I, F, st, EV_LINE, I->trace_data);
@@ -1300,7 +1303,8 @@ static void run_body(Interp *I, Frame *F) {
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     fmpi_path_stmt(i);
-    exec_outside(I, F, st);
+    if (F->space.mesh) exec_stmt(I, F, st);      /* (a body of a shard_map: nothing kept split) */
+    else exec_outside(I, F, st);
     if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);
@@ -1323,6 +1327,10 @@ Interp *eval_new(IrFunc *main) {
 void eval_free(Interp *I) {
   if (!I) return;
   frame_free(I, I->top);
+  if (I->spare) {
+    mem_free(I->spare->slots);
+    mem_free(I->spare);
+  }
   mem_free(I);
 }
 
@@ -1372,7 +1380,7 @@ bool eval_run_to(Interp *I, int start, int to) {
     for (int i = T->nslots; i < I->main->nslots; i++) T->slots[i] = NULL;
     T->nslots = I->main->nslots;
   }
-  if (I->release_top && !I->main->drops_planned) plan_drops(I->main);
+  if (I->release_top && !I->main->drops_planned) drops_plan(I->main);
   volatile int i = start;
   fmpi_set_format(vp_format_parts);
   ErrJmp j;

@@ -30,6 +30,11 @@ typedef enum EwOp {
 void ew_binary(int op, const Array *a, const Array *b, Array *r);
 /* r = op a (unary ops). */
 void ew_unary(int op, const Array *a, Array *r);
+/* r = a op b, or op a (a unary op: b unused), on the calling thread
+   alone whatever the size: for small arrays, where ew_binary's and
+   ew_unary's look at the size costs more than it saves.  The same
+   results. */
+void ew_apply_small(int op, const Array *a, const Array *b, Array *r);
 /* r = a folded with the binary op over the axes in `axes`. */
 void ew_reduce(int op, const Array *a, const IntList *axes, Array *r);
 /* r = the running fold of a along `axis` (from the end when reverse). */

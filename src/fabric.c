@@ -298,23 +298,48 @@ static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_
 
 /* dst[0..n) = op over the members g = 0, 1, ..., p-1 of src[g][off..off+n),
    combined left to right (the fixed order that makes sums reproducible),
-   one cache-sized tile at a time. */
-static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
+   one cache-sized tile at a time.  A small reduction (one tile) runs a
+   vector register's worth of elements at a time through all members,
+   the running result kept in the register: written back and read again
+   for every member it would wait each time for its own store.  Each
+   element sees the same operations in the same order either way. */
+SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
   switch (dt) {
 /* U: the type the sum is taken in -- for integers the unsigned type of the
    same width, so that it wraps (as XLA's does) instead of overflowing */
+#define OP_MAX(x, y) (((x) != (x) || (x) >= (y)) ? (x) : (y))
+#define OP_MIN(x, y) (((x) != (x) || (x) <= (y)) ? (x) : (y))
+#define OP_OF(K, T, U, x, y) ((K) == P_PMAX ? OP_MAX(x, y) : (K) == P_PMIN ? OP_MIN(x, y) : (T)((U)(x) + (U)(y)))
+#define IN_REGS(T, U, K)                                                                       \
+  for (; i0 + BW <= n; i0 += BW) {                                                             \
+    T acc[BW];                                                                                 \
+    for (int j = 0; j < BW; j++) acc[j] = s0[i0 + j];                                          \
+    for (int64_t g = 1; g < p; g++) {                                                          \
+      const T *b = (const T *)src[g]->data + off + i0;                                         \
+      for (int j = 0; j < BW; j++) acc[j] = OP_OF(K, T, U, acc[j], b[j]);                      \
+    }                                                                                          \
+    for (int j = 0; j < BW; j++) d[i0 + j] = acc[j];                                           \
+  }
 #define LOOP(T, U)                                                                             \
   {                                                                                            \
     T *d = dst;                                                                                \
-    for (int64_t t0 = 0; t0 < n; t0 += TILE) {                                                 \
+    int64_t i0 = 0;                                                                            \
+    if (n <= TILE) {                                                                           \
+      enum { BW = 64 / sizeof(T) };                                                            \
+      const T *s0 = (const T *)src[0]->data + off;                                             \
+      if (prim == P_PMAX) IN_REGS(T, U, P_PMAX)                                                \
+      else if (prim == P_PMIN) IN_REGS(T, U, P_PMIN)                                           \
+      else IN_REGS(T, U, P_PSUM)                                                               \
+    }                                                                                          \
+    for (int64_t t0 = i0; t0 < n; t0 += TILE) {                                                \
       int64_t m = n - t0 < TILE ? n - t0 : TILE;                                               \
       T *a = d + t0;                                                                           \
       if (a != (const T *)src[0]->data + off + t0)                                             \
         memcpy(a, (const T *)src[0]->data + off + t0, sizeof(T) * (size_t)m);                  \
       for (int64_t g = 1; g < p; g++) {                                                        \
         const T *b = (const T *)src[g]->data + off + t0;                                       \
-        if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] >= b[i]) ? a[i] : b[i]; \
-        else if (prim == P_PMIN) for (int64_t i = 0; i < m; i++) a[i] = (a[i] != a[i] || a[i] <= b[i]) ? a[i] : b[i]; \
+        if (prim == P_PMAX) for (int64_t i = 0; i < m; i++) a[i] = OP_MAX(a[i], b[i]);          \
+        else if (prim == P_PMIN) for (int64_t i = 0; i < m; i++) a[i] = OP_MIN(a[i], b[i]);     \
         else for (int64_t i = 0; i < m; i++) a[i] = (T)((U)a[i] + (U)b[i]);                   \
       }                                                                                        \
     }                                                                                          \
@@ -345,16 +370,43 @@ static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_
   }
   default: break;
 #undef LOOP
+#undef IN_REGS
+#undef OP_OF
+#undef OP_MAX
+#undef OP_MIN
   }
 }
 
-/* The group's blocks, members in order (first listed axis major). */
+/* The group's blocks, members in order (first listed axis major): from
+   the block of member 0 (block o of `outer` placed among the operand's
+   blocks), each member's axis coordinates times that axis's stride
+   among the operand's blocks (0 for an axis the operand does not vary
+   over), the last listed axis counting fastest. */
 static void group_blocks(const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p, Array **blk) {
-  int64_t coords[SHM_MAXAXES] = {0};
-  decode(m, outer, o, coords);
-  for (int64_t g = 0; g < p; g++) {
-    member_coords(m, at, g, coords);
-    blk[g] = in->blk[encode(m, in->mask, coords)];
+  int64_t stride[SHM_MAXAXES] = {0}, idx[SHM_MAXAXES], at0 = 0, s = 1;
+  for (int k = m->naxes - 1; k >= 0; k--)
+    if (in->mask & (1u << k)) {
+      stride[k] = s;
+      if (outer & (1u << k)) {
+        at0 += o % m->size[k] * s;
+        o /= m->size[k];
+      }
+      s *= m->size[k];
+    }
+  if (at->naxes == 1) {
+    for (int64_t g = 0; g < p; g++) blk[g] = in->blk[at0 + g * stride[at->axes[0]]];
+    return;
+  }
+  for (int k = 0; k < at->naxes; k++) idx[k] = 0;
+  for (int64_t g = 0, off = 0; g < p; g++) {
+    blk[g] = in->blk[at0 + off];
+    for (int k = at->naxes - 1; k >= 0; k--) {
+      int a = at->axes[k];
+      off += stride[a];
+      if (++idx[k] < m->size[a]) break;
+      off -= idx[k] * stride[a];
+      idx[k] = 0;
+    }
   }
 }
 
@@ -430,15 +482,18 @@ static Array *mean_of(Array *acc, int64_t p) {
 /* Sum (max, min, mean) of the group's blocks, members in ascending order. */
 static Array *reduce_group(int prim, const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p,
                            bool donate) {
-  Array **blk = mem_alloc(sizeof(Array *) * (size_t)p);
-  err_defer(mem_free, blk);
+  Array *few[64];
+  Array **blk = p <= 64 ? few : mem_alloc(sizeof(Array *) * (size_t)p);
+  if (blk != few) err_defer(mem_free, blk);
   group_blocks(m, at, in, outer, o, p, blk);
   /* reduce_into reads each tile of the first member before writing it */
   Array *acc = reusable(blk, p, donate) ? arr_ref(blk[0]) : arr_new((DType)blk[0]->dt, blk[0]->rank, blk[0]->shape);
-  err_undefer(blk);
+  if (blk != few) err_undefer(blk);
   RangeJob rj = {prim == P_PMEAN ? P_PSUM : prim, (DType)acc->dt, acc->data, blk, p, acc->size};
-  par_for(2, reduce_half, &rj, (double)arr_nbytes(acc) * (double)p);
-  mem_free(blk);
+  double bytes = (double)arr_nbytes(acc) * (double)p;
+  if (bytes < PAR_BYTES) reduce_into(rj.prim, rj.dt, acc->data, blk, p, 0, acc->size);   /* par_for's one thread */
+  else par_for(2, reduce_half, &rj, bytes);
+  if (blk != few) mem_free(blk);
   return prim == P_PMEAN ? mean_of(acc, p) : acc;
 }
 
@@ -640,8 +695,11 @@ static void exec_axis_index(Coll *c) {
 
 /* pbroadcast moves nothing: the result shares the operand's blocks. */
 static void exec_pbroadcast(Coll *c) {
-  for (int64_t b = 0; b < c->out->nblk; b++)
-    c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
+  if (!c->in->mask)
+    for (int64_t b = 0; b < c->out->nblk; b++) c->out->blk[b] = arr_ref(c->in->blk[0]);
+  else
+    for (int64_t b = 0; b < c->out->nblk; b++)
+      c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
   account(c->prim, c->devices, 0, 0);
 }
 
@@ -1032,21 +1090,32 @@ static void trim(const Space *sp, Val *out) {
   mem_free(need);
 }
 
-/* cur_axes: "i" or "(i, j)", the axes of mask. */
+/* cur_axes: "i" or "(i, j)", the axes of mask (cut to its size, as
+   snprintf would; without it: this runs at every collective). */
+static size_t axes_put(size_t len, const char *p, size_t n) {
+  if (len + n > sizeof cur_axes - 1) n = sizeof cur_axes - 1 - len;
+  memcpy(cur_axes + len, p, n);
+  return len + n;
+}
+
 static void axes_text(const Mesh *m, uint32_t mask) {
   size_t len = 0;
   int n = 0;
   for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
-  if (n != 1) len += (size_t)snprintf(cur_axes, sizeof cur_axes, "(");
-  for (int k = 0, c = 0; k < m->naxes && len < sizeof cur_axes; k++)
-    if (mask & (1u << k))
-      len += (size_t)snprintf(cur_axes + len, sizeof cur_axes - len, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
-  if (n != 1 && len < sizeof cur_axes) snprintf(cur_axes + len, sizeof cur_axes - len, ")");
+  if (n != 1) len = axes_put(len, "(", 1);
+  for (int k = 0, c = 0; k < m->naxes; k++)
+    if (mask & (1u << k)) {
+      if (c++) len = axes_put(len, ", ", 2);
+      len = axes_put(len, m->axis[k].p, (size_t)m->axis[k].n);
+    }
+  if (n != 1) len = axes_put(len, ")", 1);
+  cur_axes[len] = 0;
 }
 
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
+  /* (field by field: clearing the whole struct at once is a string
+     instruction that costs more than the rest of a small psum) */
   Coll c;
-  memset(&c, 0, sizeof c);
   c.sp = sp;
   c.m = sp->mesh;
   c.prim = prim;
@@ -1054,6 +1123,12 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.in = in;
   c.outt = outt;
   c.donate = donate;
+  c.outer = 0;
+  c.nouter = 0;
+  c.need = c.done = NULL;
+  c.n_in = 0;
+  c.devices = 0;
+  for (int k = 0; k < c.m->naxes; k++) c.coords[k] = 0;     /* (no other is read) */
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
@@ -1061,7 +1136,9 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   /* on a runtime error, drop the references `out` took; the caller's
      memory scope (mem.h) frees the rest */
   err_defer(release_val, c.out);
-  for (int64_t i = 0; i < sp->ninst; i++) c.devices += fab_runs(sp, i);
+  if (fab_all_here(sp)) c.devices = sp->ninst;
+  else
+    for (int64_t i = 0; i < sp->ninst; i++) c.devices += fab_runs(sp, i);
   if (in) {
     for (int64_t b = 0; b < in->nblk && c.n_in == 0; b++)
       if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);

@@ -113,7 +113,7 @@ typedef struct IrVar {
   struct IrVar *logical;  /* in an xmap's lowering: the value of its named-axis
                              body this one holds (check_xlower.c), or NULL */
   int last;               /* the last statement of the owner's body that reads
-                             or sets it (eval.c, once drops_planned) */
+                             or sets it (drops.c, once drops_planned) */
 } IrVar;
 
 /* An operand: a variable or a literal (a scalar Array of the atom's type). */
@@ -191,6 +191,12 @@ typedef struct IrStmt {
   const char *path;
   Str load_path, load_key;
   bool loaded, load_has_key;
+  /* the slots of the variables released after this statement, statement
+     drop_at of drop_fn's body (drops.c); ndrop -1: more than fit, found
+     variable by variable */
+  struct IrFunc *drop_fn;
+  int drop_at, ndrop;
+  int drop[4];
 } IrStmt;
 
 /* The parameters of a shard_map equation (Attrs.ext). */
@@ -239,7 +245,7 @@ typedef struct IrFunc {
   struct IrFunc *scope_as;     /* a transpose runs where the function it came from would */
   const char *statics;         /* the static parameters it was checked for, "axis=i", or NULL */
   int end_line;
-  bool drops_planned;          /* IrVar.last is set for its variables (eval.c) */
+  bool drops_planned;          /* IrVar.last and IrStmt.drop are set for it (drops.c) */
 } IrFunc;
 
 #endif

@@ -64,4 +64,33 @@ void val_coords(const Mesh *m, int64_t inst, int64_t *coords);
 /* An instance holding block b of mask (its coordinates off-mask are 0). */
 int64_t val_first_inst(const Mesh *m, uint32_t mask, int64_t b);
 
+/* Elementwise operations (ew.h) over all blocks at once, for small
+   blocks.  The result's blocks are one slab (array.h) and the operation
+   runs once over all of them, each operand seen as one run of elements:
+   a scalar shared by every block, a value of the result's variance whose
+   blocks are themselves one slab in block order ("flat"), or else its
+   blocks gathered into one run when they are small, or failing that
+   once per block -- without a kernel call or an allocation per block
+   either way.  It is the kernels' own engine (ew_apply_small), so the
+   results are theirs.  Slabs stay small (32 KiB): one block kept alive
+   keeps its whole slab.  A value of one block has an array of its own.
+
+   val_ew_donor: whether v may hold the result (of type t, mask R) in
+   place, as far as its blocks say -- of mask R, t's dtype and shape, and
+   nothing but v holding them (arr_owned); the caller knows whether the
+   value itself is given up.  val_ew_plan: for a result of type t and
+   mask R (nb blocks) from operands opv[i] (NULL: the literal lit[i]) of
+   one dtype, each a scalar or of t's shape, operand `donor` (-1: none)
+   one val_ew_donor accepted: which operands are flat, by bit (i for
+   operand i); -1 when the operands or the size do not qualify.
+   val_ew_blocks: new blocks for out, of type t.
+   val_ew_run: out = op of the operands, `flat` what val_ew_plan said
+   (out's blocks may be an operand's: elementwise, each element is read
+   before it is written). */
+int val_ew_plan(const Type *t, uint32_t R, int64_t nb, Val *const *opv, Array *const *lit, int nin, int donor);
+bool val_ew_donor(const Val *v, const Type *t, uint32_t R);
+void val_ew_blocks(Val *out, const Type *t);
+void val_ew_run(const Mesh *m, int op, const Type *t, Val *const *opv, Array *const *lit, int nin, int flat,
+                Val *out);
+
 #endif
