@@ -1307,6 +1307,16 @@ static bool rule_arange(RARGS) {
   return true;
 }
 
+/* f32 arange's o[i] = b0 + (float)i * d for i in [lo, hi), counted in 32
+   bits when the indices fit (converted to float the same, and the loop
+   vectorises). */
+SHM_WIDE static void arange_f32(float *o, float b0, float d, int64_t lo, int64_t hi) {
+  if (hi <= INT32_MAX)
+    for (int32_t i = (int32_t)lo; i < (int32_t)hi; i++) o[i] = b0 + (float)i * d;
+  else
+    for (int64_t i = lo; i < hi; i++) o[i] = b0 + (float)i * d;
+}
+
 /* arange's elements [lo, hi) of the dtypes with a typed loop; element 1
    is start + step itself, as NumPy fills it. */
 static void arange_range(FillJob *j, int64_t lo, int64_t hi) {
@@ -1314,7 +1324,7 @@ static void arange_range(FillJob *j, int64_t lo, int64_t hi) {
   double s = j->at->f[0], s1 = j->at->f[0] + j->at->f[2];
   if (r->dt == DT_F32) {
     float *o = r->data, b0 = (float)s, d = (float)s1 - b0;
-    for (int64_t i = lo; i < hi; i++) o[i] = b0 + (float)i * d;
+    arange_f32(o, b0, d, lo, hi);
     if (lo <= 1 && 1 < hi) o[1] = (float)s1;
   } else if (r->dt == DT_F64) {
     double *o = r->data, d = s1 - s;
