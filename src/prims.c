@@ -1307,9 +1307,8 @@ static bool rule_arange(RARGS) {
   return true;
 }
 
-/* f32 arange's o[i] = b0 + (float)i * d for i in [lo, hi), counted in 32
-   bits when the indices fit (converted to float the same, and the loop
-   vectorises). */
+/* f32 arange's o[i] = b0 + (float)i * d, i in [lo, hi) counted in 32 bits
+   when it fits (the same floats; the loop vectorises). */
 SHM_WIDE static void arange_f32(float *o, float b0, float d, int64_t lo, int64_t hi) {
   if (hi <= INT32_MAX)
     for (int32_t i = (int32_t)lo; i < (int32_t)hi; i++) o[i] = b0 + (float)i * d;
