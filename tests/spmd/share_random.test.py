@@ -322,10 +322,7 @@ def make_dot(rng, i):
         bl, br = [None] * rl, [None] * rr
         for x, y in zip(lc + lb, rc + rb):
             bl[x] = br[y] = small_size(rng)
-        for v in (bl, br):
-            for d in range(len(v)):
-                if v[d] is None:
-                    v[d] = small_size(rng)
+        fill_missing((bl, br), lambda: small_size(rng))
         specs = [random_spec(rng, mesh, r, trailing=rng.random() < 0.4) if src == "param"
                  else [[] for _ in range(r)] for src, r in zip(srcs, (rl, rr))]     # rep, closure: whole
         blocks = [bl, br]
@@ -477,16 +474,21 @@ def np_dot_grad(a, b, dn, role):
     return np_dot_onto(a, np.ones_like(b), dn, 1)
 
 
+def fill_missing(lists, make):
+    """Each None entry of the lists replaced by make()."""
+    for v in lists:
+        for d in range(len(v)):
+            if v[d] is None:
+                v[d] = make()
+
+
 def np_dot_onto(a, b, dn, role):
     lc, rc, lb, rb = dn
     letters = iter("abcdefghijklmnop")
     la, lr = [None] * a.ndim, [None] * b.ndim
     for x, y in zip(lb + lc, rb + rc):
         la[x] = lr[y] = next(letters)
-    for v in (la, lr):
-        for d in range(len(v)):
-            if v[d] is None:
-                v[d] = next(letters)
+    fill_missing((la, lr), lambda: next(letters))
     return np.einsum("%s,%s->%s" % ("".join(la), "".join(lr), "".join((la, lr)[role])), a, b)
 
 
