@@ -171,11 +171,15 @@ def expected(p, where):
 
 
 def parse(text):
-    rows = []
+    """One row of numbers per print; a long array wraps onto lines that
+    start with a space, as NumPy wraps it."""
+    lines = []
     for ln in text.strip().split("\n"):
-        parts = ln.replace("[", " ").replace("]", " ").split()
-        rows.append(np.array([float(t) for t in parts]))
-    return rows
+        if ln.startswith(" ") and lines:
+            lines[-1] += ln
+        else:
+            lines.append(ln)
+    return [np.array([float(t) for t in ln.replace("[", " ").replace("]", " ").split()]) for ln in lines]
 
 
 def close(got, want, dt):
