@@ -11,6 +11,9 @@ command -v mpirun >/dev/null || { echo "skip: mpirun is not on PATH"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
+# its own session directory (another mpirun at once, under one
+# /tmp/ompi.HOST.UID, may remove it as this one starts)
+export OMPI_MCA_orte_tmpdir_base=$tmp
 # (under the sanitizers: Open MPI's plugins leave allocations LeakSanitizer
 # cannot name; shmapi checks its own memory instead, see ranks.test.py)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" SHMAPI_FAIL_ALLOC=0

@@ -62,8 +62,15 @@ def env(mpi):
 
 
 def run(cmd, timeout):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                       env=env(cmd[0] == 'mpirun'), timeout=timeout, cwd=ROOT)
+    e = env(cmd[0] == 'mpirun')
+    with tempfile.TemporaryDirectory(prefix='shm-orte-') as session:
+        # each mpirun its own session directory: two at once under one
+        # /tmp/ompi.HOST.UID can fail when one removes it as the other
+        # starts (ORTE_ERROR_LOG ... session_dir.c)
+        if cmd[0] == 'mpirun':
+            e['OMPI_MCA_orte_tmpdir_base'] = session
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           env=e, timeout=timeout, cwd=ROOT)
     return p.returncode, p.stdout, p.stderr
 
 
