@@ -463,16 +463,10 @@ static bool split_dies(Frame *F, IrStmt *st, int i, const Array *g) {
    block is out, and the whole array and its blocks are never both held.
    A scratch array (scratch_free). */
 static int64_t *split_plan(const Mesh *m, const Spec *spc, const Type *bt, const Array *g, int64_t nb) {
-  int64_t *after = scratch(sizeof(int64_t) * (size_t)nb), coords[SHM_MAXAXES];
-  int64_t strides[SHM_MAXRANK];
-  arr_byte_strides(g->rank, g->shape, dtype_sizes[g->dt], strides);
-  int64_t low = (int64_t)arr_nbytes(g);
+  int64_t *after = scratch(sizeof(int64_t) * (size_t)nb), low = (int64_t)arr_nbytes(g);
   for (int64_t b = nb - 1; b >= 0; b--) {
     after[b] = low;
-    val_coords(m, val_first_inst(m, spc->mask, b), coords);
-    int64_t start[SHM_MAXRANK], lo = 0;
-    vp_block_start(m, spc, coords, bt->shape, bt->rank, start);
-    for (int d = 0; d < g->rank; d++) lo += start[d] * strides[d];
+    int64_t lo = gat_block_offset(m, spc, bt, g, b) * (int64_t)dtype_sizes[g->dt];
     if (lo < low) low = lo;
   }
   return after;
@@ -1282,7 +1276,7 @@ static void drop_dead(Frame *F, IrStmt *st) {
 /* exec_stmt, and under several ranks outside any body first the values
    kept split: computed on elementwise (ew_on_pieces), or assembled. */
 static void exec_outside(Interp *I, Frame *F, IrStmt *st) {
-  if (fmpi_size() > 1 && !F->space.mesh) {
+  if (!F->space.mesh && fmpi_size() > 1) {
     if (ew_on_pieces(I, F, st)) return;
     realize_inputs(F, st);
   }
@@ -1303,8 +1297,7 @@ static void run_body(Interp *I, Frame *F) {
     if (I->obs.data) I->obs.before(I->obs.data, F, st, i);
     F->release_at = I->trace ? -1 : i;
     fmpi_path_stmt(i);
-    if (F->space.mesh) exec_stmt(I, F, st);      /* (a body of a shard_map: nothing kept split) */
-    else exec_outside(I, F, st);
+    exec_outside(I, F, st);
     if (I->obs.data) I->obs.after(I->obs.data, F, st, i);
     if (I->trace) I->trace(I, F, st, EV_DONE, I->trace_data);
     else if (F->release_at >= 0) drop_dead(F, st);

@@ -769,13 +769,8 @@ static void ew_run(int op, const Array *a, const Array *b, Array *r) {
 
 void ew_binary(int op, const Array *a, const Array *b, Array *r) { ew_run(op, a, b, r); }
 void ew_apply_small(int op, const Array *a, const Array *b, Array *r) {
-  /* the typed loops first, as the _seq functions would (none takes the
-     16-bit floats or complex) */
-  if (op >= U_NEG) {
-    if (!ew_unary_typed(op, a, r, a->size)) ew_unary_seq(op, a, r);
-  } else if (!ew_binary_typed(op, a, b, r, r->size, a->rank || r->rank == 0, b->rank || r->rank == 0)) {
-    ew_binary_seq(op, a, b, r);
-  }
+  if (op >= U_NEG) ew_unary_seq(op, a, r);
+  else ew_binary_seq(op, a, b, r);
 }
 void ew_unary(int op, const Array *a, Array *r) { ew_run(op, a, NULL, r); }
 

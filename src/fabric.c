@@ -695,11 +695,8 @@ static void exec_axis_index(Coll *c) {
 
 /* pbroadcast moves nothing: the result shares the operand's blocks. */
 static void exec_pbroadcast(Coll *c) {
-  if (!c->in->mask)
-    for (int64_t b = 0; b < c->out->nblk; b++) c->out->blk[b] = arr_ref(c->in->blk[0]);
-  else
-    for (int64_t b = 0; b < c->out->nblk; b++)
-      c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
+  for (int64_t b = 0; b < c->out->nblk; b++)
+    c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
   account(c->prim, c->devices, 0, 0);
 }
 

@@ -159,6 +159,15 @@ bool gat_gemm_only(const IrFunc *fn, const IrVar *v) {
   return true;
 }
 
+int64_t gat_block_offset(const Mesh *m, const Spec *spc, const Type *bt, const Array *g, int64_t b) {
+  int64_t strides[SHM_MAXRANK], coords[SHM_MAXAXES], start[SHM_MAXRANK], off = 0;
+  arr_strides(g->rank, g->shape, strides);
+  val_coords(m, val_first_inst(m, spc->mask, b), coords);
+  vp_block_start(m, spc, coords, bt->shape, bt->rank, start);
+  for (int d = 0; d < g->rank; d++) off += start[d] * strides[d];
+  return off;
+}
+
 bool gat_share(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t nb, bool pitched, Array **blk) {
   int r = g->rank;
   if (g->pitch || bt->rank != r || bt->dt != g->dt || nb < 1 || r < 1) return false;
@@ -172,16 +181,9 @@ bool gat_share(const Mesh *m, const Spec *spc, const Type *bt, Array *g, int64_t
     if (!pitched || r != 2) return false;
     pitch = g->shape[1];
   }
-  int64_t strides[SHM_MAXRANK], coords[SHM_MAXAXES], start[SHM_MAXRANK];
-  arr_strides(r, g->shape, strides);
   int64_t *off = mem_alloc(sizeof(int64_t) * (size_t)nb);
   err_defer(mem_free, off);
-  for (int64_t b = 0; b < nb; b++) {
-    val_coords(m, val_first_inst(m, spc->mask, b), coords);
-    vp_block_start(m, spc, coords, bt->shape, r, start);
-    off[b] = 0;
-    for (int d = 0; d < r; d++) off[b] += start[d] * strides[d];
-  }
+  for (int64_t b = 0; b < nb; b++) off[b] = gat_block_offset(m, spc, bt, g, b);
   arr_views(g, r, bt->shape, nb, off, pitch, blk);
   err_undefer(off);
   mem_free(off);

@@ -33,6 +33,9 @@ void gat_realize(Val *x);
    pbroadcasts (which share blocks)?  Then v's blocks may be pitched views
    (gat_share), which nothing else reads. */
 bool gat_gemm_only(const IrFunc *fn, const IrVar *v);
+/* The element of g (row-major) where block b of the tiling spc (block
+   type bt) starts. */
+int64_t gat_block_offset(const Mesh *m, const Spec *spc, const Type *bt, const Array *g, int64_t b);
 /* Splitting by sharing: the blocks blk[0..nb) of g as spc tiles it (block
    type bt) as views of g's elements (arr_views), when each block is one
    contiguous run of g (the tilings of leading dimensions: P(i), P(i, None),

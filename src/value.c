@@ -58,9 +58,7 @@ int64_t val_block_of(const Mesh *m, uint32_t mask, int64_t inst) {
   return mask ? val_project(m, m->naxes >= 32 ? ~0u : (1u << m->naxes) - 1, inst, mask) : 0;
 }
 
-int64_t val_project(const Mesh *m, uint32_t from, int64_t b, uint32_t to) {
-  if (from == to) return b;
-  if (!to) return 0;
+int64_t val_project_(const Mesh *m, uint32_t from, int64_t b, uint32_t to) {
   int64_t r = 0, stride = 1;
   for (int k = m->naxes - 1; k >= 0; k--) {
     if (!(from & (1u << k))) continue;

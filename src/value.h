@@ -58,7 +58,10 @@ int64_t val_nblk(const Mesh *m, uint32_t mask);
 int64_t val_block_of(const Mesh *m, uint32_t mask, int64_t inst);
 /* Block `b` of mask `from` seen through mask `to` (to a subset of from):
    the block of `to` held by the instances holding block b of `from`. */
-int64_t val_project(const Mesh *m, uint32_t from, int64_t b, uint32_t to);
+int64_t val_project_(const Mesh *m, uint32_t from, int64_t b, uint32_t to);
+static inline int64_t val_project(const Mesh *m, uint32_t from, int64_t b, uint32_t to) {
+  return from == to ? b : !to ? 0 : val_project_(m, from, b, to);   /* (the common answers without a call) */
+}
 /* Coordinates of an instance along every mesh axis. */
 void val_coords(const Mesh *m, int64_t inst, int64_t *coords);
 /* An instance holding block b of mask (its coordinates off-mask are 0). */
