@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Make docs/primitives.md from src/primdoc.def and src/prims.def.
+"""Make docs/primitives.md from src/rules/primdoc.def and src/rules/prims.def.
 
     docs/gen_primitives.py            rewrite docs/primitives.md
     docs/gen_primitives.py --check    exit 1 if docs/primitives.md differs
     docs/gen_primitives.py --stdout   print what it would write
 
-src/primdoc.def holds the words (summaries, parameters, variance rules,
-examples; the REPL's `help NAME` prints the same rows); src/prims.def
+src/rules/primdoc.def holds the words (summaries, parameters, variance rules,
+examples; the REPL's `help NAME` prints the same rows); src/rules/prims.def
 holds the facts the interpreter runs on (names, aliases, operand counts,
 whether a transpose rule and a derivative rule exist).  tests/docs/primdoc.test.py imports this
 file to read both.  Python standard library only.
@@ -17,7 +17,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PRIMS_DEF = 'src/prims.def'
+PRIMS_DEF = 'src/rules/prims.def'
 # primitives whose differentiated operand or result is complex (refused)
 COMPLEX_ONLY = {'complex', 'real', 'imag', 'conj', 'fft'}
 # primitives JAX differentiates but shmapi does not (an error)
@@ -25,7 +25,7 @@ NOT_WRITTEN = {'pdot', 'xmap'}
 # primitives differentiated in forward mode only, and why
 FORWARD_ONLY = {'while': 'its trip count is not static (JAX refuses it too)',
                 'xla_pmap': 'its transpose is not written (write it as a shard_map)'}
-PRIMDOC_DEF = 'src/primdoc.def'
+PRIMDOC_DEF = 'src/rules/primdoc.def'
 CONTEXT = 'docs/examples/primitives_context.shm'
 OUTPUT = 'docs/primitives.md'
 
@@ -174,8 +174,8 @@ def generate():
         context = f.read()
     w = []
     w.append('# Primitives\n')
-    w.append('<!-- Made by docs/gen_primitives.py from src/primdoc.def and '
-             'src/prims.def: edit those and run the script. -->\n')
+    w.append('<!-- Made by docs/gen_primitives.py from src/rules/primdoc.def and '
+             'src/rules/prims.def: edit those and run the script. -->\n')
     w.append('An equation applies a primitive: `outs = name[key=value, ...] '
              'operands`. The brackets hold the parameters, which are '
              'compile-time constants; a parameter with a default may be left '

@@ -14,7 +14,7 @@
 #include "parse.h"
 #include "repl.h"
 #include "suggest.h"
-#include "trace.h"
+#include "tracefile.h"
 
 static const char usage[] =
     "usage: shmapi [options] [FILE.shm]\n"

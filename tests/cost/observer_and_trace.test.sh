@@ -7,7 +7,7 @@ set -euo pipefail
 source tests/_driver.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-build_driver "$tmp/driver" tests/cost/_observer_and_trace.c shmmodel shmcheck shmrun shmfront shmrules shmbase shmgen \
+build_driver "$tmp/driver" tests/cost/_observer_and_trace.c shmmodel shmcheck shmxform shmrun shmfront shmrules shmbase shmgen \
   -- $(pkg-config --libs jansson libzip)
 for f in examples/collective_matmul.shm examples/ffn_2d.shm tests/spmd/cond_varying.shm; do
   "$tmp/driver" "$f"

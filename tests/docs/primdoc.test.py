@@ -1,5 +1,5 @@
-# The documentation of the primitives (src/primdoc.def) against the table
-# the interpreter runs on (src/prims.def):
+# The documentation of the primitives (src/rules/primdoc.def) against the table
+# the interpreter runs on (src/rules/prims.def):
 #   (a) every row of prims.def has one DOC row with a summary, a variance
 #       rule and an example, every parameter prims.def lists has a PARAM
 #       row, and PARAM rows follow their DOC row;
@@ -33,7 +33,7 @@ def main():
     prims = gen.read_prims()
     sections, docs, params = gen.read_docs()
     if len(prims) < 20:
-        print('found only %d rows in src/prims.def' % len(prims))
+        print('found only %d rows in src/rules/prims.def' % len(prims))
         return 1
     tags = {p['tag'] for p in prims}
 
@@ -41,11 +41,11 @@ def main():
     for p in prims:
         d = docs.get(p['tag'])
         if d is None:
-            problems.append('%s (%s) has no DOC row in src/primdoc.def' % (p['tag'], p['name']))
+            problems.append('%s (%s) has no DOC row in src/rules/primdoc.def' % (p['tag'], p['name']))
             continue
         for field in ('summary', 'variance', 'example'):
             if not d[field].strip():
-                problems.append('%s has no %s in src/primdoc.def' % (p['tag'], field))
+                problems.append('%s has no %s in src/rules/primdoc.def' % (p['tag'], field))
         documented = [q['name'] for q in params.get(p['tag'], [])]
         for name in p['params']:
             if name not in documented:
@@ -58,7 +58,7 @@ def main():
                     problems.append('%s: parameter %s has no %s' % (p['tag'], q['name'], field))
     for tag in docs:
         if tag not in tags:
-            problems.append('DOC row %s is not a row of src/prims.def' % tag)
+            problems.append('DOC row %s is not a row of src/rules/prims.def' % tag)
     for tag in params:
         if tag not in docs:
             problems.append('PARAM rows for %s, which has no DOC row' % tag)

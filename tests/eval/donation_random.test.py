@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # timeout: 300
-"""Buffer donation (src/eval.c): an elementwise op, reshape, squeeze or
+"""Buffer donation (src/run/eval.c): an elementwise op, reshape, squeeze or
 expand_dims may write its result into an operand that dies at that
 statement.  It must never change a value that is still live.
 

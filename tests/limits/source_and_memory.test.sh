@@ -24,7 +24,7 @@ if ((rc != 2)) || ! grep -q "is larger than the 64 MiB source limit" "$tmp/err" 
 fi
 
 # Under the limit, a 12 MiB file is read whole: its buffer grows past the
-# size where blocks get mappings of their own (src/mem.c) and keeps its text.
+# size where blocks get mappings of their own (src/base/mem.c) and keeps its text.
 python3 - "$tmp/long.shm" <<'PY'
 import sys
 with open(sys.argv[1], 'w') as f:

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Elementwise primitives on arrays big enough to be split over two threads
-(src/prims.c, EW_PAR_BYTES): every element must be what the one-thread
+(src/rules/prims.c, EW_PAR_BYTES): every element must be what the one-thread
 loop computes, wherever the split falls.
 
 For each case the program computes the operation on a big array of odd

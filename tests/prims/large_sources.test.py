@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # timeout: 120
 """iota, arange and full on results big enough to be filled on two threads
-(src/prims.c, fill_run): every element must be what NumPy makes, wherever
+(src/rules/prims.c, fill_run): every element must be what NumPy makes, wherever
 the split falls (exactly for f32 and the integers; f64 prints 8 digits).
 
 Odd lengths (the halves differ), several starts and steps (negative,

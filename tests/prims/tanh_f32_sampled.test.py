@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""f32 tanh (src/ew.c tanh_f32) must give, for every float, exactly
+"""f32 tanh (src/rules/ew.c tanh_f32) must give, for every float, exactly
 (float)tanh((double)x) with the C library's tanh, as it did before its
 fast path: checked here on 2^21 float bit patterns spread over all 2^32
 (every sign and exponent, NaNs and infinities included), in one big array

@@ -1,4 +1,4 @@
-# `help primitives` lists every row of the primitive table (src/prims.def)
+# `help primitives` lists every row of the primitive table (src/rules/prims.def)
 # with its parameters, and `help NAME` describes each primitive, so the
 # REPL's help cannot drift from the table.
 import os
@@ -18,13 +18,13 @@ def run(text):
 
 def main():
     rows = []
-    with open('src/prims.def') as f:
+    with open('src/rules/prims.def') as f:
         for line in f:
             m = ROW.match(line)
             if m:
                 rows.append((m.group(1), m.group(2).strip('"'), m.group(3).split('|')[0].split()))  # synonyms after '|' are not listed
     if len(rows) < 20:
-        print(f'found only {len(rows)} rows in src/prims.def')
+        print(f'found only {len(rows)} rows in src/rules/prims.def')
         return 1
     rc, out, err = run('help primitives\n')
     if rc != 0 or err:

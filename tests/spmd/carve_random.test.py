@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # timeout: 300
-"""Splitting a dying operand in place (src/gather.c gat_carve): random
+"""Splitting a dying operand in place (src/run/gather.c gat_carve): random
 shard_maps over arrays of 1 MiB and more, whose operand dies at the call,
 against NumPy.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # timeout: 120
-"""psum, pmax, pmin and pmean of bf16 and f16 blocks (src/fabric.c,
+"""psum, pmax, pmin and pmean of bf16 and f16 blocks (src/run/fabric.c,
 reduce_half16) against a NumPy model: members combined in ascending
 order, each step in f32 and its result rounded to the dtype (to nearest
 even), as XLA's CPU backend adds 16-bit floats.

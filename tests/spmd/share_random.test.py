@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # timeout: 300
-"""Splitting a shard_map operand by sharing its memory (src/gather.c
-gat_share, src/dot.c dot_operand): random shard_maps against a NumPy model
+"""Splitting a shard_map operand by sharing its memory (src/run/gather.c
+gat_share, src/rules/dot.c dot_operand): random shard_maps against a NumPy model
 of every device, compared bit for bit.
 
 An operand whose blocks are each one contiguous run of it (tilings of the

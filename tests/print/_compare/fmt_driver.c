@@ -13,8 +13,8 @@
 ** a newline and the delimiter line "@@@END@@@".
 **
 ** Build (from the repository root):
-**   gcc -std=c11 -Wall -Wextra -O2 -Isrc tests/print/_compare/fmt_driver.c \
-**       src/format.c src/array.c src/mem.c src/err.c src/dtype.c src/buf.c \
+**   gcc -std=c11 -Wall -Wextra -O2 -Isrc/base tests/print/_compare/fmt_driver.c \
+**       src/base/npprint.c src/base/array.c src/base/mem.c src/base/err.c src/base/dtype.c src/base/buf.c \
 **       -lm -o /tmp/fmt_driver
 */
 #include <inttypes.h>
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include "array.h"
 #include "buf.h"
-#include "format.h"
+#include "npprint.h"
 
 /* Read one array and print it; false at end of input. */
 static bool one_array(Buf *out) {

@@ -1,0 +1,95 @@
+/*
+** timeline.h — the modelled schedule of a run on real hardware.
+**
+** A Timeline is fed what a run does, equation by equation, with the
+** instances that run each one (the evaluator's observer, eval.h, in a real
+** run; abstract.c's walk of the checked program with --abstract), and
+** builds what the hardware would do:
+**
+**   - each device has a compute stream and a communication stream.  A
+**     local equation runs on the compute stream when its operands are
+**     ready (cost_local); a collective runs on the communication stream as
+**     soon as every member of its group has its operand and the stream is
+**     free (cost_collective): XLA's async collectives, started as early as
+**     the data allows, so that independent compute overlaps them.  An
+**     equation that needs a collective's result waits for it: that wait
+**     (behind earlier collectives, or for slower members, included) is the
+**     exposed communication; a wait for anything else is idle time.
+**   - values are tracked per device: when each becomes ready, and the
+**     bytes it holds in HBM from the equation that makes it until its last
+**     use (a function's results and loop carries pass on; the blocks of a
+**     shard_map's arguments stay for the whole body).  The peak per device,
+**     and the statement where it peaks, are kept.
+**   - per source line: executions, modelled time, collective bytes, and
+**     the resource that limits it.
+**
+** Only shard_map bodies run on the devices; statements outside any
+** shard_map are the host's (building inputs, checking results) and cost
+** nothing here.
+**
+** The events: tl_call when a function's parameters are bound (site: the
+** statement calling it: a call, cond, while, fori_loop or shard_map; the
+** timeline knows from it where the parameters come from), tl_return when
+** its body has run, tl_before / tl_after around every statement.  Frames
+** are identified by opaque keys (the evaluator's Frame pointers).
+*/
+#ifndef SHM_TIMELINE_H
+#define SHM_TIMELINE_H
+
+#include <stdio.h>
+#include "cost.h"
+#include "eval.h"
+
+typedef struct Timeline Timeline;
+
+/* A timeline on `hw`; `place` is the user's placement (hw_place) or NULL.
+   `events`: keep every equation's interval (for tl_trace_*). */
+Timeline *tl_new(const Hw *hw, const char *place, bool events);
+void tl_free(Timeline *T);
+
+/* The events (see above).  `active` is the running instances (NULL: all)
+   of a frame's `ninst`; `mesh` NULL at top level. */
+void tl_call(Timeline *T, const void *key, const void *caller, IrFunc *fn, const IrStmt *site, const Mesh *mesh,
+             const uint8_t *active);
+void tl_return(Timeline *T, const void *key);
+void tl_before(Timeline *T, const void *key, const IrStmt *st, int index);
+void tl_after(Timeline *T, const void *key, const IrStmt *st, int index);
+/* The top level's frame (its key), before its first statement. */
+void tl_top(Timeline *T, const void *key, IrFunc *main);
+
+/* The evaluator's observer that feeds T (eval_set_observer). */
+EvalObserver tl_observer(Timeline *T);
+
+/* A statement whose control flow depends on data (--abstract): noted
+   once per statement, listed by tl_report. */
+void tl_note(Timeline *T, const IrStmt *st, const char *what);
+
+/* The report of --time: per device compute, communication, exposed
+   communication and idle; peak memory; the per-line table. */
+void tl_report(Timeline *T, FILE *out);
+
+/* A placement that failed (a mesh too large for the hardware): the
+   message, or NULL. */
+const char *tl_error(const Timeline *T);
+
+/* ---- what the trace writers read (tracefile.h) ------------------------------------------ */
+
+typedef struct TlEvent {
+  double start, dur;          /* seconds */
+  int32_t dev;
+  uint8_t comm;               /* on the communication stream */
+  uint8_t limit;              /* CostLimit */
+  const IrStmt *st;
+  int32_t flow;               /* ppermute: the flow id of what this device sends, or -1 */
+  int32_t flow_in;            /* ppermute: the flow id of what it receives, or -1 */
+} TlEvent;
+
+int64_t tl_nevents(const Timeline *T);
+const TlEvent *tl_events(const Timeline *T);
+int64_t tl_ndevices(const Timeline *T);
+double tl_makespan(const Timeline *T);
+const Hw *tl_hw(const Timeline *T);
+/* The name of an equation's event: "LINE: source text" (up to n bytes). */
+void tl_event_name(const IrStmt *st, char *out, size_t n);
+
+#endif

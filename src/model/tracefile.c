@@ -1,0 +1,198 @@
+/*
+** tracefile.c — the Chrome trace-event file and the SVG picture of a timeline.
+*/
+#include <jansson.h>
+#include <math.h>
+#include "buf.h"
+#include "diag.h"
+#include "err.h"
+#include "tracefile.h"
+
+/* ---- Chrome trace events ------------------------------------------------------------------ */
+
+/* A JSON string of s; bytes that are not UTF-8 (a source line may have
+   any) become '?'. */
+static json_t *jstr(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  char buf[256];
+  size_t i = 0;
+  for (; s[i] && i + 1 < sizeof buf; i++) buf[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+  buf[i] = 0;
+  return json_string(buf);
+}
+
+/* Append v (taken) to the array; false when out of memory. */
+static bool push(json_t *arr, json_t *v) { return v && json_array_append_new(arr, v) == 0; }
+
+static json_t *meta(const char *what, int64_t pid, int tid, const char *name) {
+  return json_pack("{s:s, s:s, s:I, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", (json_int_t)pid, "tid", tid,
+                   "args", "name", name);
+}
+
+static json_t *sort_index(int64_t pid) {
+  return json_pack("{s:s, s:s, s:I, s:{s:I}}", "name", "process_sort_index", "ph", "M", "pid", (json_int_t)pid,
+                   "args", "sort_index", (json_int_t)pid);
+}
+
+/* The metadata: a process per device, its two threads named. */
+static bool add_metadata(json_t *arr, const Timeline *T) {
+  bool ok = true;
+  for (int64_t d = 0; ok && d < tl_ndevices(T); d++) {
+    char name[48];
+    snprintf(name, sizeof name, "device %lld", (long long)d);
+    ok = push(arr, meta("process_name", d, 0, name)) && push(arr, sort_index(d)) &&
+         push(arr, meta("thread_name", d, 0, "compute")) && push(arr, meta("thread_name", d, 1, "communication"));
+  }
+  return ok;
+}
+
+static json_t *event_json(const TlEvent *e) {
+  char name[128];
+  tl_event_name(e->st, name, sizeof name);
+  const char *prim = e->st->prim >= 0 ? prim_table[e->st->prim].name : "call";
+  const char *file = e->st->sp.file >= 0 ? diag_file_name(e->st->sp.file) : "";
+  return json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:i, s:{s:o, s:i, s:s, s:s, s:f}}", "name", jstr(name), "cat",
+                   e->comm ? "communication" : "compute", "ph", "X", "ts", e->start * 1e6, "dur", e->dur * 1e6, "pid",
+                   (json_int_t)e->dev, "tid", e->comm ? 1 : 0, "args", "file", jstr(file), "line", e->st->line, "primitive", prim, "limit",
+                   cost_limit_name((CostLimit)e->limit), "seconds", e->dur);
+}
+
+/* A flow's end: "s" on the sender's event, "f" on the receiver's. */
+static json_t *flow_json(const TlEvent *e, bool start) {
+  return json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:i, s:s}", "name", "ppermute", "cat", "ppermute", "ph",
+                   start ? "s" : "f", "id", (json_int_t)(start ? e->flow : e->flow_in), "ts",
+                   (e->start + e->dur / 2) * 1e6, "pid", (json_int_t)e->dev, "tid", 1, "bp", "e");
+}
+
+/* The whole trace as JSON text (mem_free it). */
+static char *trace_text(const Timeline *T, const char *title) {
+  mem_scope_begin();
+  json_t *root = json_object(), *arr = json_array();
+  bool ok = root && arr && json_object_set(root, "traceEvents", arr) == 0 &&
+            json_object_set_new(root, "displayTimeUnit", json_string("ns")) == 0 &&
+            json_object_set_new(root, "otherData", json_pack("{s:o, s:s}", "program", jstr(title), "hardware",
+                                                             tl_hw(T)->name)) == 0 &&
+            add_metadata(arr, T);
+  const TlEvent *ev = tl_events(T);
+  for (int64_t i = 0; ok && i < tl_nevents(T); i++) {
+    ok = push(arr, event_json(&ev[i]));
+    if (ok && ev[i].flow >= 0) ok = push(arr, flow_json(&ev[i], true));
+    if (ok && ev[i].flow_in >= 0) ok = push(arr, flow_json(&ev[i], false));
+  }
+  json_decref(arr);
+  char *text = ok ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+  json_decref(root);
+  mem_scope_end();
+  if (!text) err_throw("internal error: jansson could not write the trace");
+  return text;
+}
+
+bool trace_json(const Timeline *T, const char *title, const char *path) {
+  char *text = trace_text(T, title);
+  FILE *f = fopen(path, "w");
+  size_t n = strlen(text);
+  bool ok = f && fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
+  if (f && fclose(f) != 0) ok = false;
+  mem_free(text);
+  return ok;
+}
+
+/* ---- SVG ------------------------------------------------------------------------------------ */
+
+#define SVG_W 960.0
+#define LABEL_W 110.0
+#define LANE_H 14.0
+#define DEV_GAP 6.0
+
+/* A "nice" tick step for a span: 1, 2 or 5 times a power of ten. */
+static double tick_step(double span) {
+  double raw = span / 8, p = pow(10, floor(log10(raw)));
+  return raw / p < 2 ? p : raw / p < 5 ? 2 * p : 5 * p;
+}
+
+static void fmt_tick(char *out, size_t n, double t, double step) {
+  if (step < 1e-6) snprintf(out, n, "%g ns", round(t * 1e9 * 1000) / 1000);
+  else if (step < 1e-3) snprintf(out, n, "%g us", round(t * 1e6 * 1000) / 1000);
+  else if (step < 1) snprintf(out, n, "%g ms", round(t * 1e3 * 1000) / 1000);
+  else snprintf(out, n, "%g s", t);
+}
+
+static void svg_escape(Buf *b, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<') buf_puts(b, "&lt;");
+    else if (*s == '>') buf_puts(b, "&gt;");
+    else if (*s == '&') buf_puts(b, "&amp;");
+    else if (*s == '"') buf_puts(b, "&quot;");
+    else buf_putc(b, *s);
+  }
+}
+
+static void svg_axis(Buf *b, double span, double x0, double w, double y) {
+  double step = tick_step(span);
+  buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", x0, y, x0 + w, y);
+  for (double t = 0; t <= span * 1.0001; t += step) {
+    double x = x0 + t / span * w;
+    char lab[32];
+    fmt_tick(lab, sizeof lab, t, step);
+    buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>", x, y, x, y + 4);
+    buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%s</text>\n", x, y + 15, lab);
+  }
+}
+
+bool trace_svg(const Timeline *T, const char *title, const char *path, double min_span) {
+  int64_t ndev = tl_ndevices(T);
+  double span = tl_makespan(T);
+  if (span < min_span) span = min_span;
+  if (span <= 0) span = 1e-9;
+  double w = SVG_W - LABEL_W - 20, top = 34;
+  double h = top + (double)ndev * (2 * LANE_H + DEV_GAP) + 40;
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  buf_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                 "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+             SVG_W, h);
+  buf_puts(&b, "<text x=\"10\" y=\"20\" font-size=\"14\">");
+  svg_escape(&b, title);
+  char t[96], total[32];
+  fmt_tick(total, sizeof total, tl_makespan(T), tl_makespan(T) / 10);
+  snprintf(t, sizeof t, " on %s: %s", tl_hw(T)->name, total);
+  svg_escape(&b, t);
+  buf_puts(&b, "</text>\n");
+  /* the legend */
+  const char *keys[][2] = {{"#2c5d9f", "dot_general"}, {"#8fb3e0", "other compute"}, {"#f28e2b", "collective"}};
+  for (int k = 0; k < 3; k++) {
+    double x = SVG_W - 330 + 110 * k;
+    buf_printf(&b, "<rect x=\"%.0f\" y=\"10\" width=\"12\" height=\"12\" fill=\"%s\"/>", x, keys[k][0]);
+    buf_printf(&b, "<text x=\"%.0f\" y=\"20\" font-size=\"11\">%s</text>\n", x + 16, keys[k][1]);
+  }
+  for (int64_t d = 0; d < ndev; d++) {
+    double y = top + (double)d * (2 * LANE_H + DEV_GAP);
+    buf_printf(&b, "<text x=\"10\" y=\"%.1f\" font-size=\"10\">device %lld compute</text>\n", y + 10, (long long)d);
+    buf_printf(&b, "<text x=\"10\" y=\"%.1f\" font-size=\"10\" fill=\"#555\">comm</text>\n", y + LANE_H + 10);
+    buf_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f3f3f3\"/>\n", LABEL_W, y, w,
+               2 * LANE_H);
+  }
+  const TlEvent *ev = tl_events(T);
+  for (int64_t i = 0; i < tl_nevents(T); i++) {
+    const TlEvent *e = &ev[i];
+    double x = LABEL_W + e->start / span * w, ww = e->dur / span * w;
+    double y = top + (double)e->dev * (2 * LANE_H + DEV_GAP) + (e->comm ? LANE_H : 0);
+    const char *fill = e->comm ? "#f28e2b" : e->st->prim == P_DOT_GENERAL ? "#2c5d9f" : "#8fb3e0";
+    char name[128];
+    tl_event_name(e->st, name, sizeof name);
+    buf_printf(&b, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" stroke=\"white\" "
+                   "stroke-width=\"0.3\"><title>",
+               x, y + 1, ww < 0.3 ? 0.3 : ww, LANE_H - 2, fill);
+    svg_escape(&b, name);
+    buf_puts(&b, "</title></rect>\n");
+  }
+  svg_axis(&b, span, LABEL_W, w, top + (double)ndev * (2 * LANE_H + DEV_GAP) + 4);
+  buf_puts(&b, "</svg>\n");
+  FILE *f = fopen(path, "w");
+  bool ok = f && fwrite(b.p, 1, b.n, f) == b.n;
+  if (f && fclose(f) != 0) ok = false;
+  err_undefer(&b);
+  buf_free(&b);
+  return ok;
+}
