@@ -3,6 +3,9 @@
 */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "abstract.h"
 #include "check.h"
@@ -16,40 +19,95 @@
 #include "suggest.h"
 #include "tracefile.h"
 
-static const char usage[] =
-    "usage: shmapi [options] [FILE.shm]\n"
-    "\n"
-    "  shmapi FILE.shm          run a script\n"
-    "  shmapi                   interactive REPL (prompt \"shm> \")\n"
-    "  shmapi -i FILE.shm       run FILE, then stay in the REPL with its definitions\n"
-    "  shmapi -c 'CODE'         run CODE\n"
-    "  shmapi --check FILE      parse and type-check only\n"
-    "  shmapi --debug FILE      run FILE under the debugger, stopped before its first statement\n"
-    "  shmapi --version         print the version\n"
-    "  shmapi --help            print this help\n"
-    "\n"
-    "options:\n"
-    "  --stats                  after the run, print the communication each collective would take\n"
-    "  --max-memory BYTES       limit the memory a program may use (suffixes K, M, G)\n"
-    "  --max-steps N            stop after N loop iterations in one statement\n"
-    "  --ranks R                run on R processes: mpirun -np R shmapi ... (needs Open MPI;\n"
-    "                           README.md, \"Running across machines\")\n"
-    "\n"
-    "the cost model (docs/cost.md):\n"
-    "  --time                   after the run, print its modelled time on real hardware: per device\n"
-    "                           compute, communication, exposed communication, idle, peak HBM, and\n"
-    "                           a table of the source lines, hottest first\n"
-    "  --hardware NAME|FILE     the hardware to model: a preset (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e,\n"
-    "                           a100, h100; default tpu-v5e) or a JSON description\n"
-    "  --place SPEC             which mesh axis runs along which torus dimension: i=x,j=yz\n"
-    "  --trace FILE             write the modelled timeline: Chrome trace JSON (Perfetto), or an\n"
-    "                           SVG picture when FILE ends in .svg\n"
-    "  --trace-span SECONDS     an SVG's time axis spans at least SECONDS (two runs to one scale)\n"
-    "  --abstract               model without running: shapes and types only, no array data\n"
-    "  --list-hardware          print the presets\n"
-    "  --save-hardware FILE     write the chosen hardware as JSON (a start for your own)\n"
-    "\n"
-    "exit status: 0 success, 1 program error, 2 bad usage\n";
+/* ---- the options ---------------------------------------------------------------------
+** One row per way of calling shmapi: the one source of the parsing below,
+** of --help, and of the "did you mean" for an unknown option
+** (tests/cli/options_documented.test.py checks that docs/cli.md speaks of
+** every row).  A row of the modes is shown as `form`; a row with `arg`
+** takes the next argument.  `help` is split into lines at '\n'.  The rows
+** are in OptId's order, which is --help's.
+*/
+typedef enum OptId {
+  O_SCRIPT, O_REPL, O_INTERACTIVE, O_CODE, O_CHECK, O_DEBUG, O_VERSION, O_HELP,
+  O_STATS, O_MAX_MEMORY, O_MAX_STEPS, O_RANKS,
+  O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
+} OptId;
+
+typedef enum OptGroup { G_MODE, G_RUN, G_MODEL } OptGroup;
+
+typedef struct Opt {
+  OptGroup group;
+  const char *name, *alias;  /* NULL name: a mode that is no option */
+  const char *arg;           /* the argument's name, or NULL */
+  const char *form;          /* how --help shows a mode */
+  const char *help;
+} Opt;
+
+static const Opt opts[] = {
+  [O_SCRIPT] = {G_MODE, NULL, NULL, NULL, "shmapi FILE.shm", "run a script"},
+  [O_REPL] = {G_MODE, NULL, NULL, NULL, "shmapi", "interactive REPL (prompt \"shm> \")"},
+  [O_INTERACTIVE] = {G_MODE, "-i", NULL, NULL, "shmapi -i FILE.shm", "run FILE, then stay in the REPL with its definitions"},
+  [O_CODE] = {G_MODE, "-c", NULL, "CODE", "shmapi -c 'CODE'", "run CODE"},
+  [O_CHECK] = {G_MODE, "--check", NULL, NULL, "shmapi --check FILE", "parse and type-check only"},
+  [O_DEBUG] = {G_MODE, "--debug", NULL, NULL, "shmapi --debug FILE",
+   "run FILE under the debugger, stopped before its first statement"},
+  [O_VERSION] = {G_MODE, "--version", NULL, NULL, "shmapi --version", "print the version"},
+  [O_HELP] = {G_MODE, "--help", "-h", NULL, "shmapi --help", "print this help"},
+  [O_STATS] = {G_RUN, "--stats", NULL, NULL, NULL, "after the run, print the communication each collective would take"},
+  [O_MAX_MEMORY] = {G_RUN, "--max-memory", NULL, "BYTES", NULL, "limit the memory a program may use (suffixes K, M, G)"},
+  [O_MAX_STEPS] = {G_RUN, "--max-steps", NULL, "N", NULL, "stop after N loop iterations in one statement"},
+  [O_RANKS] = {G_RUN, "--ranks", NULL, "R", NULL,
+   "run on R processes: mpirun -np R shmapi ... (needs Open MPI;\nREADME.md, \"Running across machines\")"},
+  [O_TIME] = {G_MODEL, "--time", NULL, NULL, NULL,
+   "after the run, print its modelled time on real hardware: per device\ncompute, communication, exposed "
+   "communication, idle, peak HBM, and\na table of the source lines, hottest first"},
+  [O_HARDWARE] = {G_MODEL, "--hardware", NULL, "NAME|FILE", NULL,
+   "the hardware to model: a preset (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e,\na100, h100; default tpu-v5e) or a JSON "
+   "description"},
+  [O_PLACE] = {G_MODEL, "--place", NULL, "SPEC", NULL, "which mesh axis runs along which torus dimension: i=x,j=yz"},
+  [O_TRACE] = {G_MODEL, "--trace", NULL, "FILE", NULL,
+   "write the modelled timeline: Chrome trace JSON (Perfetto), or an\nSVG picture when FILE ends in .svg"},
+  [O_TRACE_SPAN] = {G_MODEL, "--trace-span", NULL, "SECONDS", NULL,
+   "an SVG's time axis spans at least SECONDS (two runs to one scale)"},
+  [O_ABSTRACT] = {G_MODEL, "--abstract", NULL, NULL, NULL, "model without running: shapes and types only, no array data"},
+  [O_LIST_HARDWARE] = {G_MODEL, "--list-hardware", NULL, NULL, NULL, "print the presets"},
+  [O_SAVE_HARDWARE] = {G_MODEL, "--save-hardware", NULL, "FILE", NULL, "write the chosen hardware as JSON (a start for your own)"},
+};
+enum { NOPTS = sizeof opts / sizeof opts[0], HELP_COL = 27 };
+
+static const char *const group_title[] = {NULL, "options:", "the cost model (docs/cost.md):"};
+
+/* --help, made from the table. */
+static void print_usage(FILE *f) {
+  fputs("usage: shmapi [options] [FILE.shm]\n", f);
+  int group = -1;
+  for (int k = 0; k < NOPTS; k++) {
+    const Opt *o = &opts[k];
+    if ((int)o->group != group) {
+      group = (int)o->group;
+      fputs("\n", f);
+      if (group_title[group]) fprintf(f, "%s\n", group_title[group]);
+    }
+    char head[64];
+    if (o->form) snprintf(head, sizeof head, "  %s", o->form);
+    else snprintf(head, sizeof head, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    if (strlen(head) < HELP_COL) fprintf(f, "%-*s", HELP_COL, head);
+    else fprintf(f, "%s ", head);
+    for (const char *h = o->help; *h; h++) {
+      fputc(*h, f);
+      if (*h == '\n') fprintf(f, "%*s", HELP_COL, "");
+    }
+    fputc('\n', f);
+  }
+  fputs("\nexit status: 0 success, 1 program error, 2 bad usage\n", f);
+}
+
+/* The row of an option's name, or NULL. */
+static const Opt *find_opt(const char *a) {
+  for (int k = 0; k < NOPTS; k++)
+    if (opts[k].name && (!strcmp(a, opts[k].name) || (opts[k].alias && !strcmp(a, opts[k].alias)))) return &opts[k];
+  return NULL;
+}
 
 static int bad_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "shmapi: ");
@@ -60,12 +118,10 @@ static int bad_usage(const char *fmt, const char *arg) {
 
 /* An unknown option, with the closest known one. */
 static int unknown_option(const char *a) {
-  static const char *const known[] = {"--help", "--version", "--check", "--debug", "--stats", "--time",
-                                      "--abstract", "--list-hardware", "--hardware", "--place", "--trace",
-                                      "--save-hardware", "--trace-span", "--max-memory", "--max-steps", NULL};
   Suggest sg;
   sug_begin(&sg, (Str){a, (int)strlen(a)});
-  for (int k = 0; known[k]; k++) sug_offer(&sg, known[k], -1);
+  for (int k = 0; k < NOPTS; k++)
+    if (opts[k].name && opts[k].name[1] == '-') sug_offer(&sg, opts[k].name, -1);
   char hint[96];
   fprintf(stderr, "shmapi: unknown option '%s'%s\n(see shmapi --help)\n", a, sug_text(&sg, hint, sizeof hint));
   return 2;
@@ -128,6 +184,26 @@ static bool save_hardware(const Hw *hw, const char *path) {
   return false;
 }
 
+/* Before anything runs: an output file the run will write can be written
+   (its folder exists and lets us in; the file, if there, is writable), so
+   a long run does not end in "cannot write".  Exit status 2 if not. */
+static bool output_writable(const char *what, const char *path) {
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  struct stat sd;
+  const char *why = NULL;
+  if (stat(dir, &sd)) why = strerror(errno);
+  else if (!S_ISDIR(sd.st_mode)) why = "a part of the path is not a folder";
+  else if (access(dir, W_OK | X_OK)) why = strerror(errno);
+  else if (!access(path, F_OK) && access(path, W_OK)) why = strerror(errno);
+  else if (slash && !slash[1]) why = "it names a folder";
+  if (!why) return true;
+  fprintf(stderr, "shmapi: cannot write the %s '%s': %s\n", what, path, why);
+  return false;
+}
+
 /* After a modelled run: the report, the trace file. */
 static bool model_output(Timeline *T, const ModelOpts *mo, const char *title) {
   fflush(stdout);
@@ -149,7 +225,7 @@ static int run(int argc, char **argv);
    option is taken out of argv. */
 static int take_ranks(int *argc, char **argv) {
   for (int i = 1; i < *argc; i++) {
-    if (strcmp(argv[i], "--ranks")) continue;
+    if (find_opt(argv[i]) != &opts[O_RANKS]) continue;
     int r = 0;
     if (i + 1 < *argc) {
       char *end;
@@ -183,43 +259,45 @@ static int run(int argc, char **argv) {
   long long max_steps = 0;
   ModelOpts mo = {0};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
-    if (!strcmp(a, "--version")) { printf("shmapi %s\n", SHM_VERSION); return 0; }
-    if (!strcmp(a, "--check")) check_only = true;
-    else if (!strcmp(a, "-i")) interactive = true;
-    else if (!strcmp(a, "--debug")) debug = true;
-    else if (!strcmp(a, "--stats")) stats = true;
-    else if (!strcmp(a, "--time")) mo.time = true;
-    else if (!strcmp(a, "--abstract")) mo.abstract = true;
-    else if (!strcmp(a, "--list-hardware")) { hw_list(stdout); return 0; }
-    else if (!strcmp(a, "--hardware") || !strcmp(a, "--place") || !strcmp(a, "--trace") ||
-             !strcmp(a, "--save-hardware")) {
-      if (++i >= argc) return bad_usage("%s needs an argument", a);
-      if (a[2] == 'h') mo.hardware = argv[i];
-      else if (a[2] == 'p') mo.place = argv[i];
-      else if (a[2] == 't') mo.trace = argv[i];
-      else mo.save = argv[i];
-    }
-    else if (!strcmp(a, "-c")) {
-      if (++i >= argc) return bad_usage("%s needs an argument", a);
-      code = argv[i];
-    } else if (!strcmp(a, "--trace-span")) {
-      if (++i >= argc) return bad_usage("%s needs an argument", a);
-      char *end;
-      mo.span = strtod(argv[i], &end);
-      if (end == argv[i] || *end || !(mo.span >= 0) || mo.span > 1e9) return bad_usage("bad number '%s'", argv[i]);
-    } else if (!strcmp(a, "--max-memory") || !strcmp(a, "--max-steps")) {
-      if (++i >= argc) return bad_usage("%s needs an argument", a);
-      long long v;
-      if (!parse_size(argv[i], &v)) return bad_usage("bad number '%s'", argv[i]);
-      if (a[6] == 'm') mem_set_limit((size_t)v);
-      else max_steps = v;
-    } else if (a[0] == '-' && a[1]) {
-      return unknown_option(a);
-    } else {
+    const char *a = argv[i], *arg = NULL;
+    const Opt *o = find_opt(a);
+    if (!o) {
+      if (a[0] == '-' && a[1]) return unknown_option(a);
       if (file) return bad_usage("more than one file given ('%s')", a);
       file = a;
+      continue;
+    }
+    if (o->arg) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      arg = argv[i];
+    }
+    long long v;
+    char *end;
+    switch ((OptId)(o - opts)) {
+    case O_HELP: print_usage(stdout); return 0;
+    case O_VERSION: printf("shmapi %s\n", SHM_VERSION); return 0;
+    case O_LIST_HARDWARE: hw_list(stdout); return 0;
+    case O_CHECK: check_only = true; break;
+    case O_INTERACTIVE: interactive = true; break;
+    case O_DEBUG: debug = true; break;
+    case O_STATS: stats = true; break;
+    case O_TIME: mo.time = true; break;
+    case O_ABSTRACT: mo.abstract = true; break;
+    case O_HARDWARE: mo.hardware = arg; break;
+    case O_PLACE: mo.place = arg; break;
+    case O_TRACE: mo.trace = arg; break;
+    case O_SAVE_HARDWARE: mo.save = arg; break;
+    case O_CODE: code = arg; break;
+    case O_TRACE_SPAN:
+      mo.span = strtod(arg, &end);
+      if (end == arg || *end || !(mo.span >= 0) || mo.span > 1e9) return bad_usage("bad number '%s'", arg);
+      break;
+    case O_MAX_MEMORY: case O_MAX_STEPS:
+      if (!parse_size(arg, &v)) return bad_usage("bad number '%s'", arg);
+      if (o == &opts[O_MAX_MEMORY]) mem_set_limit((size_t)v);
+      else max_steps = v;
+      break;
+    case O_RANKS: case O_SCRIPT: case O_REPL: break;      /* (taken by main; no option) */
     }
   }
   if (code && file) return bad_usage("%s", "give either a file or -c CODE, not both");
@@ -228,6 +306,8 @@ static int run(int argc, char **argv) {
   if (model && !save_only && (interactive || debug || check_only || (!file && !code)))
     return bad_usage("%s", "the cost model options need a program run as a script (FILE or -c CODE)");
   if ((check_only || interactive || debug) && !file) return bad_usage("%s", "this mode needs a FILE");
+  if (mo.trace && !output_writable("trace", mo.trace)) return 2;
+  if (mo.save && !output_writable("hardware description", mo.save)) return 2;
   if (fmpi_size() > 1 && (interactive || debug || (!file && !code)))
     return bad_usage("%s", "the REPL and the debugger run in one process: not under mpirun or --ranks");
   /* (under ranks every rank models the program, rank 0's model is the

@@ -71,7 +71,7 @@ static void run(const char *path, bool observe, bool traced, Counts *c, char *ou
     EvalObserver ob = {ob_call, ob_ret, ob_before, ob_after, c};
     eval_set_observer(I, &ob);
   }
-  if (traced) eval_set_trace(I, trace, c);
+  if (traced) eval_set_hook(I, trace, c);
   FILE *null = fopen("/dev/null", "w"), *saved = stdout;
   stdout = null;                       /* the program's own prints */
   bool ok = eval_run(I, 0);
