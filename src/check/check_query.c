@@ -11,6 +11,7 @@
 #include "show.h"
 
 #include "parse.h"
+#include "pyhint.h"
 
 /* ---- the REPL's and the debugger's questions ---------------------------------------------
 ** Appended for repl.c and debug.c: compiling one expression against the
@@ -250,6 +251,12 @@ static const char *later_def(Checker *C, BindKind want, Str name, char *out, siz
 
 const char *check_callee_hint(Checker *C, Binding *scope, Str name, char *out, size_t n) {
   if (later_def(C, B_FUNC, name, out, n)) return out;
+  for (int i = 0; i < name.n; i++)       /* x.T, x.sum: Python's attributes of a value */
+    if (name.p[i] == '.') {
+      Binding *b = check_lookup(scope, B_VAR, (Str){name.p, i});
+      if (b && b->var && *pyhint_attr(name, b->var->t.rank, out, n)) return out;
+      break;
+    }
   Suggest sg;
   sug_begin(&sg, name);
   for (int p = 0; p < P_COUNT; p++) {

@@ -490,7 +490,7 @@ void ast_syntax_error(Parser *P, Tok t) {
   const char *line = line_at(sp.file, sp.off, &llen);
   char hint[400];
   pyhint_syntax(line, llen, 0, hint, sizeof hint);
-  if (pyhint_python_def(line, llen)) skip_python_body(P, line, llen);
+  if (pyhint_python_block(line, llen)) skip_python_body(P, line, llen);
   if (t.type == TK_ILLEGAL) {
     const char *m = P->lex_error ? P->lex_error : "bad token";
     if (!strcmp(m, "unexpected character"))

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A cursor over one line. */
@@ -74,14 +75,27 @@ int pyhint_binders(const char *line, int len, Str *names, int max) {
   return binders(&c, names, max);
 }
 
-bool pyhint_python_def(const char *line, int len) {
-  Cur c = {line, line + len};
-  if (!str_eqc(word(&c, false), "def")) return false;
-  const char *e = c.e;
+/* Does the line end in ':' (a comment after it aside)? */
+static bool ends_in_colon(const char *line, int len) {
+  const char *e = line + len;
   const char *hash = memchr(line, '#', (size_t)len);
   if (hash) e = hash;
-  while (e > c.p && isspace((unsigned char)e[-1])) e--;
-  return e > c.p && e[-1] == ':';
+  while (e > line && isspace((unsigned char)e[-1])) e--;
+  return e > line && e[-1] == ':';
+}
+
+bool pyhint_python_def(const char *line, int len) {
+  Cur c = {line, line + len};
+  return str_eqc(word(&c, false), "def") && ends_in_colon(line, len);
+}
+
+bool pyhint_python_block(const char *line, int len) {
+  static const char *const heads[] = {"def", "for", "if", "elif", "else", "while", "with", "try", "except", NULL};
+  Cur c = {line, line + len};
+  Str w = word(&c, false);
+  for (int k = 0; heads[k]; k++)
+    if (str_eqc(w, heads[k])) return ends_in_colon(line, len);
+  return false;
 }
 
 /* ---- calls ---------------------------------------------------------------------------- */
@@ -96,7 +110,8 @@ static const CallForm call_forms[] = {
     {"sum", "reduce_sum[axes=...] %s"},        {"max", "reduce_max[axes=...] %s"},
     {"min", "reduce_min[axes=...] %s"},        {"prod", "reduce_prod[axes=...] %s"},
     {"mean", "reduce_sum[axes=...] %s, then div by the count"},
-    {"dot", "dot_general[dimension_numbers=(([1], [0]), ([], []))] %s"},
+    {"dot", "dot_general[dimension_numbers=(([1], [0]), ([], []))] %s for matrices; "
+            "(([0], [0]), ([], [])) for two vectors"},
     {"matmul", "dot_general[dimension_numbers=(([1], [0]), ([], []))] %s"},
     {"add", "add %s"},         {"subtract", "sub %s"},    {"multiply", "mul %s"},
     {"divide", "div %s"},      {"negative", "neg %s"},    {"maximum", "max %s"},
@@ -104,6 +119,7 @@ static const CallForm call_forms[] = {
     {"transpose", "transpose[permutation=(...)] %s"},    {"zeros", "full[shape=(...), value=0.0]"},
     {"ones", "full[shape=(...), value=1.0]"},            {"psum", "psum[axes=...] %s"},
     {"pmean", "pmean[axes=...] %s"},           {"all_gather", "all_gather[axis_name=...] %s"},
+    {"help", "help %s"},       {"print", "print %s"},     {"show", "show %s"},
     {NULL, NULL}};
 
 /* The operands of a call's argument text: its leading positional names
@@ -139,29 +155,36 @@ static Str int_arg(Str args) {
   return c.p == c.e ? w : (Str){0, 0};
 }
 
+/* "lhs = ", or "" for the name the REPL gives an expression line (__v). */
+static void lhs_text(Str lhs, char *out, size_t n) {
+  if (lhs.n >= 2 && lhs.p[0] == '_' && lhs.p[1] == '_') out[0] = 0;
+  else snprintf(out, n, "%.*s = ", lhs.n, lhs.p);
+}
+
 /* `lhs = fn(args)`: the shm equation, or false when fn is unknown. */
 static bool call_hint(Str lhs, Str fn, Str args, char *out, size_t n) {
   const char *dot = NULL;
   for (int i = 0; i < fn.n; i++)
     if (fn.p[i] == '.') dot = fn.p + i;
   Str base = dot ? (Str){dot + 1, (int)(fn.p + fn.n - dot - 1)} : fn;
-  char ops[128];
+  char ops[128], eq[80];
   operands(args, ops, sizeof ops);
+  lhs_text(lhs, eq, sizeof eq);
   Str stop = int_arg(args);
   if (str_eqc(base, "arange") && stop.n) {
-    snprintf(out, n, " (in shm: %.*s = arange[stop=%.*s]; parameters go in brackets, operands after them)", lhs.n,
-             lhs.p, stop.n, stop.p);
+    snprintf(out, n, " (in shm: %sarange[stop=%.*s]; parameters go in brackets, operands after them)", eq, stop.n,
+             stop.p);
     return true;
   }
   for (const CallForm *f = call_forms; f->py; f++)
     if (str_eqc(base, f->py)) {
       char form[256];
       snprintf(form, sizeof form, f->shm, ops);
-      snprintf(out, n, " (in shm: %.*s = %s)", lhs.n, lhs.p, form);
+      snprintf(out, n, " (in shm: %s%s)", eq, form);
       return true;
     }
-  snprintf(out, n, " (in shm: %.*s = %.*s%s%s; parameters, if any, go in brackets: %.*s[key=value] ...)", lhs.n,
-           lhs.p, base.n, base.p, *ops ? " " : "", ops, base.n, base.p);
+  snprintf(out, n, " (in shm: %s%.*s%s%s; parameters, if any, go in brackets: %.*s[key=value] ...)", eq, base.n,
+           base.p, *ops ? " " : "", ops, base.n, base.p);
   return true;
 }
 
@@ -182,6 +205,10 @@ static bool infix_hint(Str lhs, Cur c, char *out, size_t n) {
     Cur r = {c.p + ol, c.e};
     Str b = word(&r, true);
     skip_ws(&r);
+    if (!a.n && b.n && !strcmp(infix[k][0], "-") && (r.p == r.e || *r.p == '#')) {
+      snprintf(out, n, " (in shm: %.*s = neg %.*s)", lhs.n, lhs.p, b.n, b.p);
+      return true;
+    }
     if (!a.n || !b.n) {
       snprintf(out, n, " (shm has no infix operators: one equation per operation, t = %s a b)", infix[k][1]);
       return true;
@@ -194,6 +221,98 @@ static bool infix_hint(Str lhs, Cur c, char *out, size_t n) {
     return true;
   }
   return false;
+}
+
+/* ---- Python statements ------------------------------------------------------------------- */
+
+/* A statement Python has and shm spells otherwise: `print(x)`, `help(psum)`,
+   `import numpy as np`, `from jax import lax`, `for i in range(3):`,
+   `if c:`, `while c:`, `x[0]` used as a value. */
+static bool statement_hint(Cur c, char *out, size_t n) {
+  Cur w = c;
+  Str kw = word(&w, false);
+  if (str_eqc(kw, "print") || str_eqc(kw, "help") || str_eqc(kw, "show")) {
+    if (!eat(&w, '(')) return false;
+    Str body = paren_body(&w);
+    snprintf(out, n, " (in shm: %.*s %.*s; its operands take no parentheses)", kw.n, kw.p, body.n > 80 ? 80 : body.n,
+             body.p);
+    return true;
+  }
+  if (str_eqc(kw, "import") || str_eqc(kw, "from")) {
+    skip_ws(&w);
+    if (w.p < w.e && *w.p == '"') return false;
+    snprintf(out, n, " (shm's import reads a .shm file: import \"file.shm\"; NumPy's and JAX's functions are "
+                     "primitives here: help primitives lists them)");
+    return true;
+  }
+  if (str_eqc(kw, "for")) {
+    snprintf(out, n, " (shm has no for statement: a counted loop is carry = fori_loop[lower=0, upper=N, body=f] "
+                     "carry, f taking the index and the carry; see docs/language.md)");
+    return true;
+  }
+  if (str_eqc(kw, "if") || str_eqc(kw, "while")) {
+    if (ends_in_colon(c.p, (int)(c.e - c.p))) {
+      snprintf(out, n, str_eqc(kw, "if") ? " (shm has no if statement: outs = cond[branches=(f_false, f_true)] pred "
+                                            "args..., or select_n for values)"
+                                          : " (shm's loop is outs = while[cond_jaxpr=c, body_jaxpr=b] carry..., or "
+                                            "fori_loop for a counted loop)");
+      return true;
+    }
+  }
+  return false;
+}
+
+/* `lhs = x[...]`: indexing with brackets. */
+static bool index_hint(Str lhs, Cur c, char *out, size_t n) {
+  Str x = word(&c, true);
+  if (!x.n || !eat(&c, '[')) return false;
+  Str body = paren_body(&c);
+  bool ints = body.n > 0;
+  for (int i = 0; i < body.n; i++)
+    if (!isdigit((unsigned char)body.p[i]) && body.p[i] != ' ') ints = false;
+  if (ints)
+    snprintf(out, n, " (shm has no indexing syntax: %.*s = slice[start_indices=(%.*s, ...), limit_indices=(%d, ...)] "
+                     "%.*s, then squeeze[dimensions=(0,)]; dynamic_slice or gather for a computed index)",
+             lhs.n, lhs.p, body.n, body.p, atoi(body.p) + 1, x.n, x.p);
+  else
+    snprintf(out, n, " (shm has no indexing syntax: slice, dynamic_slice or gather take parts of %.*s)", x.n, x.p);
+  return true;
+}
+
+/* ---- attributes ------------------------------------------------------------------------------ */
+
+const char *pyhint_attr(Str name, int rank, char *out, size_t n) {
+  out[0] = 0;
+  int dot = -1;
+  for (int i = 0; i < name.n; i++)
+    if (name.p[i] == '.') dot = i;
+  if (dot <= 0) return out;
+  Str x = {name.p, dot}, a = {name.p + dot + 1, name.n - dot - 1};
+  if (str_eqc(a, "T") && rank >= 0 && rank <= 1) {
+    snprintf(out, n, " (shm has no attributes: %.*s.T of a %d-D array is %.*s itself)", x.n, x.p, rank, x.n, x.p);
+  } else if (str_eqc(a, "T")) {
+    char perm[96] = "...";
+    if (rank >= 0 && rank <= 16) {
+      size_t k = 0;
+      for (int d = rank - 1; d >= 0; d--) k += (size_t)snprintf(perm + k, sizeof perm - k, "%d%s", d, d ? ", " : "");
+    }
+    snprintf(out, n, " (shm has no attributes: %.*s.T is transpose[permutation=(%s)] %.*s)", x.n, x.p, perm, x.n,
+             x.p);
+  } else if (str_eqc(a, "shape") || str_eqc(a, "dtype") || str_eqc(a, "ndim") || str_eqc(a, "size")) {
+    snprintf(out, n, " (shm has no attributes: the type of %.*s says its %.*s; print it, or show the function)", x.n,
+             x.p, a.n, a.p);
+  } else if (str_eqc(a, "astype")) {
+    snprintf(out, n, " (in shm: convert_element_type[new_dtype=...] %.*s)", x.n, x.p);
+  } else {
+    for (const CallForm *f = call_forms; f->py; f++)
+      if (str_eqc(a, f->py) && !strchr(f->shm, ';')) {
+        char form[256];
+        snprintf(form, sizeof form, f->shm, "");
+        snprintf(out, n, " (shm has no methods: %.*s.%.*s is %s%.*s)", x.n, x.p, a.n, a.p, form, x.n, x.p);
+        return out;
+      }
+  }
+  return out;
 }
 
 /* ---- the hint ------------------------------------------------------------------------------ */
@@ -227,6 +346,7 @@ const char *pyhint_syntax(const char *line, int len, int col, char *out, size_t 
              (int)(colon - d.p), d.p);
     return out;
   }
+  if (statement_hint(c, out, n)) return out;
   Str names[8];
   Cur r = c;
   int nb = binders(&r, names, 8);
@@ -243,5 +363,6 @@ const char *pyhint_syntax(const char *line, int len, int col, char *out, size_t 
     if (call_hint(lhs, fn, args, out, n)) return out;
   }
   if (infix_hint(lhs, r, out, n)) return out;
+  index_hint(lhs, r, out, n);
   return out;
 }

@@ -18,11 +18,18 @@
 /* A hint for a syntax error at column `col` (0-based) of `line` (len
    bytes, no newline), as " (in shm: ...)", or "" (out is returned). */
 const char *pyhint_syntax(const char *line, int len, int col, char *out, size_t n);
+/* A callee written as Python's attribute of a value, `x.T`, `x.sum`,
+   `x.astype` (base a value of rank `rank`, or -1 when unknown): the shm
+   form, as " (...)", or "" when name has no such attribute. */
+const char *pyhint_attr(Str name, int rank, char *out, size_t n);
 /* The names bound by a statement `a, b = ...` on the line; how many (at
    most max). */
 int pyhint_binders(const char *line, int len, Str *names, int max);
-/* Does the line open a Python-style def, `def f(a):`?  Its body (the
-   more indented lines after it) is then skipped, not parsed. */
+/* Does the line open a Python-style def, `def f(a):`? */
 bool pyhint_python_def(const char *line, int len);
+/* Does the line open any Python block, `def f(a):`, `for i in r:`,
+   `if c:`...?  Its body (the more indented lines after it) is then
+   skipped, not parsed: its errors are consequences of the first. */
+bool pyhint_python_block(const char *line, int len);
 
 #endif

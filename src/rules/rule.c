@@ -109,11 +109,21 @@ int rule_number_kind(RuleCtx *r, const char *key) {
 
 int64_t *rule_alloc_ints(RuleCtx *r, int n) { return ANEWN(r->arena, int64_t, n); }
 
-/* A parameter given but read by no rule, whose name is close to key. */
+/* Does one name end the other after a '_' (fill_value, value)? */
+static bool part_of(Str k, const char *key) {
+  int kn = (int)strlen(key);
+  const char *lp = k.n > kn ? k.p : key, *sp = k.n > kn ? key : k.p;
+  int ln = k.n > kn ? k.n : kn, sn = k.n > kn ? kn : k.n;
+  return sn >= 3 && ln > sn && lp[ln - sn - 1] == '_' && !memcmp(lp + ln - sn, sp, (size_t)sn);
+}
+
+/* A parameter given but read by no rule, whose name is close to key
+   (a misspelling, or a longer or shorter spelling: fill_value for value). */
 static AstParam *misspelt_param(RuleCtx *r, const char *key) {
   for (int i = 0; i < r->nparams; i++) {
     Str k = r->params[i]->key;
-    if (!r->used[i] && sug_distance(k.p, k.n, key, (int)strlen(key)) <= (k.n <= 4 ? 1 : 2)) return r->params[i];
+    if (!r->used[i] && (sug_distance(k.p, k.n, key, (int)strlen(key)) <= (k.n <= 4 ? 1 : 2) || part_of(k, key)))
+      return r->params[i];
   }
   return NULL;
 }
