@@ -797,10 +797,11 @@ bool check_inline(Ctx *cx, FuncDef *fd, const IrAtom *args, int nargs, Span call
     Type t = args[i].t, an;
     bool has_vma;
     if (b->type && check_resolve_type(&sub, b->type, &an, &has_vma)) {
+      Type written = an;       /* the annotation as written, for the message */
       if (!has_vma) an.vma = t.vma;
       if (!check_types_equal(&an, &t)) {
         diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1, fd->name.n,
-                   fd->name.p, check_type_text(&sub, &t), b->name.n, b->name.p, check_type_text(&sub, &an));
+                   fd->name.p, check_type_text(&sub, &t), b->name.n, b->name.p, check_type_text(&sub, &written));
         return false;
       }
     }
@@ -878,6 +879,7 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
       bool has_vma;
       if (!check_resolve_type(sub, b->type, &an, &has_vma)) { ok = false; t = check_bad_type(); }
       else {
+        Type written = an;     /* the annotation as written, for the message */
         if (!has_vma || C->lenient) an.vma = t.vma;
         bool narrow = !t.bad && vma_jax_narrower(sub, an.vma, t.vma);
         if (narrow) {        /* JAX's annotation under a varying predicate: keep the sound type */
@@ -887,7 +889,8 @@ static bool bind_params(Ctx *sub, FuncDef *fd, IrFunc *f, const Type *args, int 
         if (!check_types_equal(&an, &t) && !t.bad) {
           if (!(*argerrs)++)   /* the first mismatch only: one error per statement */
             diag_error(call, "argument %d of %.*s is %s, but the parameter %.*s is annotated %s", i + 1,
-                       fd->name.n, fd->name.p, check_type_text(sub, &t), b->name.n, b->name.p, check_type_text(sub, &an));
+                       fd->name.n, fd->name.p, check_type_text(sub, &t), b->name.n, b->name.p,
+                       check_type_text(sub, &written));
           ok = false;
         }
         if (t.bad) t = an;

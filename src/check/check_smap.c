@@ -240,16 +240,16 @@ static bool in_blocks(Ctx *cx, RuleCtx *r, Span sp, const Mesh *m, PVal **ins, S
     Spec *spc = &sm->in[i];
     block[i] = args[i];
     if (spc->ndims > args[i].rank) {
-      spec_error(sp, ins[i], spc, m, "in_specs[%d] %%s has %d entr%s, but argument %d is %s of rank %d", i, spc->ndims,
-                 spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(cx, &args[i]), args[i].rank);
+      spec_error(sp, ins[i], spc, m, "argument %d is %s, of rank %d, but its spec %%s has %d entr%s", i + 1,
+                 check_type_text(cx, &args[i]), args[i].rank, spc->ndims, spc->ndims == 1 ? "y" : "ies");
       return !(r->failed = true);
     }
     for (int d = 0; d < spc->ndims; d++) {
       int64_t f = spec_dim_factor(spc, m, d);
       if (args[i].shape[d] % f) {
         spec_error(sp, ins[i], spc, m,
-                   "in_specs[%d] %%s splits dimension %d of argument %d (%s) into %lld blocks, but %lld is not "
-                   "divisible by %lld", i, d, i + 1, check_type_text(cx, &args[i]), (long long)f,
+                   "argument %d is %s, but its spec %%s splits its dimension %d into %lld blocks: %lld is not "
+                   "divisible by %lld", i + 1, check_type_text(cx, &args[i]), d, (long long)f,
                    (long long)args[i].shape[d], (long long)f);
         return !(r->failed = true);
       }
@@ -320,8 +320,8 @@ static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **out
     Spec *spc = &sm->out[i];
     const IrAtom *o = &f->outs[i];
     if (spc->ndims > o->t.rank) {
-      spec_error(sp, outs[i], spc, m, "out_specs[%d] %%s has %d entr%s, but result %d is %s of rank %d", i, spc->ndims,
-                 spc->ndims == 1 ? "y" : "ies", i + 1, check_type_text(sub, &o->t), o->t.rank);
+      spec_error(sp, outs[i], spc, m, "result %d is %s, of rank %d, but its spec %%s has %d entr%s", i + 1,
+                 check_type_text(sub, &o->t), o->t.rank, spc->ndims, spc->ndims == 1 ? "y" : "ies");
       return !(r->failed = true);
     }
     uint32_t extra = o->t.vma & ~spc->mask;
@@ -534,8 +534,9 @@ void smap_define(Ctx *cx, FuncDef *fd) {
       Buf b = {0};
       rule_spec_text(&b, &spc, m);
       diag_error(ins[i]->sp.file >= 0 ? ins[i]->sp : af->deco_sp,
-                 "in_specs[%d] %s has %d entr%s, but parameter %.*s is %s of rank %d", i, buf_cstr(&b), spc.ndims, spc.ndims == 1 ? "y" : "ies",
-                 af->params[i]->name.n, af->params[i]->name.p, check_type_text(&sub, &args[i]), args[i].rank);
+                 "parameter %d (%.*s) is %s, of rank %d, but its spec %s has %d entr%s", i + 1,
+                 af->params[i]->name.n, af->params[i]->name.p, check_type_text(&sub, &args[i]), args[i].rank,
+                 buf_cstr(&b), spc.ndims, spc.ndims == 1 ? "y" : "ies");
       buf_free(&b);
       return;
     }
