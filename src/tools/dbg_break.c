@@ -637,8 +637,9 @@ void brk_display(Brk *B, Insp *in, const char *args) {
   if (insp_eval(in, in->sel, e, buf_cstr(&label), insp_focus(in, in->sel), &out, &err)) {
     fputs(buf_cstr(&out), stdout);
     d->last = mem_strndup(buf_cstr(&out), out.n);
-  } else {
-    insp_complain("display %s: %s", e, buf_cstr(&err));
+  } else {                  /* kept all the same: say so, not as a refusal */
+    insp_say("%d: %s (not shown now: %s; kept, and shown at each stop where it can be computed)", d->no, e,
+             buf_cstr(&err));
   }
   fflush(stdout);
   buf_free(&out);
