@@ -248,4 +248,9 @@ typedef struct IrFunc {
   bool drops_planned;          /* IrVar.last and IrStmt.drop are set for it (drops.c) */
 } IrFunc;
 
+/* A function the user did not write as such: the one-equation instance of
+   a decorated def (@shard_map, @pmap, @xmap) or an xmap's lowering.  The
+   debugger stops in the body it calls, never in it. */
+static inline bool ir_is_wrapper(const IrFunc *f) { return f->is_shard_map_wrapper || f->is_xmap_wrapper; }
+
 #endif

@@ -158,7 +158,7 @@ static bool cond_parses(const char *cond) {
 /* An IR function of the program by name (nested ones included). */
 static IrFunc *find_func_in(IrFunc *f, const char *name, int depth) {
   if (!f || depth > 64) return NULL;
-  if (f->name && !strcmp(f->name, name) && !f->is_shard_map_wrapper) return f;
+  if (f->name && !strcmp(f->name, name) && !ir_is_wrapper(f)) return f;
   for (int i = 0; i < f->nbody; i++) {
     IrStmt *s = f->body[i];
     if (s->k != IS_EQN) continue;
@@ -481,7 +481,7 @@ static bool bp_matches(Insp *in, Bp *bp, Frame *F, IrStmt *st) {
   }
   if (bp->func) {
     IrFunc *fn = F->fn;
-    return !fn->is_shard_map_wrapper && fn->name && !strcmp(fn->name, bp->func) && first_stmt(fn) == st;
+    return !ir_is_wrapper(fn) && fn->name && !strcmp(fn->name, bp->func) && first_stmt(fn) == st;
   }
   return st->whole.file == bp->file && st->line == bp->line && first_on_line(F->fn, st);
 }

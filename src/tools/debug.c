@@ -75,7 +75,7 @@ static int depth_of(Frame *F) {
 /* Is frame G one the user sees (in `where`, `up`, `down`)? */
 static bool shown(Dbg *D, Frame *G) {
   if (G->fn == D->skip_fn) return false;
-  if (G->fn->is_shard_map_wrapper) return G == D->in.frame;
+  if (ir_is_wrapper(G->fn)) return G == D->in.frame;
   if (!G->caller && !D->in.main_running) return false;
   return true;
 }
@@ -1253,7 +1253,7 @@ static void trace(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data) {
     do_stop(D, F, st, ev, "Program interrupted. (Use 'continue' to resume.)", NULL);
     return;
   }
-  bool wrapper = F->fn->is_shard_map_wrapper;
+  bool wrapper = ir_is_wrapper(F->fn);
   /* do_stop may abandon the run: keep nothing allocated across it */
   char banner[2048];
   if (D->jumped) {
