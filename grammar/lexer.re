@@ -84,6 +84,7 @@ static bool push(Lexer *L, char c) {
   L->depth++;
   if (L->depth <= LEX_MAXNEST) return true;
   L->error = "brackets nested too deeply (the limit is " LEX_MAXNEST_TEXT " levels)";
+  L->too_deep = true;
   return false;
 }
 

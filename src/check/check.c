@@ -19,20 +19,69 @@
 #include "parse.h"
 #include "show.h"
 
+/* ---- the scope index (see Binding in check_int.h) ----------------------------------- */
+
+static size_t slot_hash(const ScopeRun *run, BindKind k, Str name) {
+  uint64_t h = 1469598103934665603u ^ (uint64_t)(uintptr_t)run ^ ((uint64_t)k << 56);
+  for (int i = 0; i < name.n; i++) h = (h ^ (unsigned char)name.p[i]) * 1099511628211u;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot of (run, k, name): found, or the empty one where it would go. */
+static ScopeSlot *slot_find(Checker *C, const ScopeRun *run, BindKind k, Str name) {
+  if (!C->nslots) return NULL;
+  for (size_t i = slot_hash(run, k, name) & (C->nslots - 1);; i = (i + 1) & (C->nslots - 1)) {
+    ScopeSlot *sl = &C->slots[i];
+    if (!sl->run || (sl->run == run && sl->latest->k == k && str_eq(sl->latest->name, name))) return sl;
+  }
+}
+
+static void slots_grow(Checker *C) {
+  ScopeSlot *old = C->slots, *fresh = mem_calloc(sizeof(ScopeSlot) * (C->nslots ? C->nslots * 2 : 256));
+  size_t n = C->nslots;
+  C->nslots = n ? n * 2 : 256;
+  C->slots = fresh;
+  for (size_t i = 0; i < n; i++)
+    if (old[i].run) *slot_find(C, old[i].run, old[i].latest->k, old[i].latest->name) = old[i];
+  mem_free(old);
+}
+
 Binding *check_bind(Checker *C, Binding *next, BindKind k, Str name) {
   Binding *b = NEW(C, Binding);
   b->k = k;
   b->name = name;
   b->next = next;
+  b->seq = next ? next->seq + 1 : 1;
+  ScopeRun *run = next ? next->run : NULL;
+  if (!run || run->head != next) {       /* a branch (or the first): a run of its own */
+    run = NEW(C, ScopeRun);
+    run->base = next;
+    run->C = C;
+  }
+  run->head = b;
+  b->run = run;
+  if (2 * (C->usedslots + 1) > C->nslots) slots_grow(C);
+  ScopeSlot *sl = slot_find(C, run, k, name);
+  if (!sl->run) {
+    sl->run = run;
+    C->usedslots++;
+  }
+  b->prev_same = sl->latest;
+  sl->latest = b;
   return b;
 }
 
 Binding *check_lookup(Binding *s, BindKind k, Str name) {
-  for (; s; s = s->next)
-    if (s->k == k && str_eq(s->name, name)) {
-      if (k == B_FUNC) s->fn->used = true;
-      return s;
+  while (s) {
+    ScopeSlot *sl = slot_find(s->run->C, s->run, k, name);
+    Binding *c = sl && sl->run ? sl->latest : NULL;
+    while (c && c->seq > s->seq) c = c->prev_same;
+    if (c) {
+      if (k == B_FUNC) c->fn->used = true;
+      return c;
     }
+    s = s->run->base;
+  }
   return NULL;
 }
 
@@ -1151,6 +1200,7 @@ Checker *check_new(void) {
 
 void check_free(Checker *C) {
   if (!C) return;
+  mem_free(C->slots);
   prog_free(&C->prog);
   mem_free(C);
 }

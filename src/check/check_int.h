@@ -19,6 +19,21 @@ typedef enum { B_VAR, B_FUNC, B_MESH, B_STATIC } BindKind;
 
 struct FuncDef;
 
+/* A scope is a persistent list of bindings, newest first: a function's
+   scope extends the scope it was defined in, and both go on.  Lookups go
+   through an index so that a scope of 100k names costs no more per lookup
+   than one of ten: the bindings that were each made on the newest binding
+   of the list they extend form a run (ScopeRun); the checker's hash table
+   gives, per run, kind and name, the newest binding of that name in the
+   run, and each binding the one before it (prev_same).  A lookup from a
+   binding s takes its run's newest of that name not newer than s (seq),
+   or goes on in the run its run grew from (base). */
+typedef struct ScopeRun {
+  struct Binding *head;    /* its newest binding */
+  struct Binding *base;    /* the binding it extends, or NULL */
+  struct Checker *C;       /* whose index holds it */
+} ScopeRun;
+
 typedef struct Binding {
   BindKind k;
   Str name;
@@ -27,7 +42,16 @@ typedef struct Binding {
   Mesh *mesh;
   PVal *pv;                /* B_STATIC: the value a call gave (NULL while resolving) */
   struct Binding *next;
+  int seq;                 /* its place in the list: next's + 1 */
+  ScopeRun *run;
+  struct Binding *prev_same; /* the binding of its run with its kind and name before it */
 } Binding;
+
+/* The scope index: (run, kind, name) -> the run's newest such binding. */
+typedef struct ScopeSlot {
+  ScopeRun *run;
+  Binding *latest;
+} ScopeSlot;
 
 typedef struct Instance {
   Type *args;
@@ -81,6 +105,8 @@ struct Checker {
   int later_from;          /* the first of them not yet checked */
   Str *map_axes;           /* the axes pmaps and xmaps of the program name (not meshes') */
   int nmap_axes, capmap_axes;
+  ScopeSlot *slots;        /* the scope index (see Binding): open addressing */
+  size_t nslots, usedslots;
 };
 
 /* The function being checked. */

@@ -112,16 +112,21 @@ IrFunc *check_expr(Checker *C, const char *source, const char *text, IrFunc *par
   } else {
     /* the functions and meshes of the top-level scope, in their order,
        then the visible variables (later ones shadow earlier ones) */
-    Binding *head = NULL, **tail = &head;
-    for (Binding *b = C->top; b; b = b->next) {
-      if (b->k == B_VAR) continue;
-      Binding *c = NEW(C, Binding);
-      *c = *b;
-      c->next = NULL;
-      *tail = c;
-      tail = &c->next;
+    int nb = 0;
+    for (Binding *b = C->top; b; b = b->next) nb += b->k != B_VAR;
+    Binding **keep = NEWN(C, Binding *, nb ? nb : 1);
+    nb = 0;
+    for (Binding *b = C->top; b; b = b->next)
+      if (b->k != B_VAR) keep[nb++] = b;
+    cx.scope = NULL;
+    for (int i = nb - 1; i >= 0; i--) {       /* oldest first: the newest ends up in front */
+      Binding *c = check_bind(C, cx.scope, keep[i]->k, keep[i]->name);
+      c->var = keep[i]->var;
+      c->fn = keep[i]->fn;
+      c->mesh = keep[i]->mesh;
+      c->pv = keep[i]->pv;
+      cx.scope = c;
     }
-    cx.scope = head;
     for (int i = 0; i < nvars; i++) {
       if (!vars[i]->name.n) continue;
       cx.scope = check_bind(C, cx.scope, B_VAR, vars[i]->name);

@@ -342,13 +342,24 @@ AstStmt *ast_def(Parser *P, Tok kw, AstFunc *fn) {
 }
 
 /* The line holding offset off of a file: its start and length. */
-static const char *line_at(int file, uint32_t off, int *len) {
+/* The line holding byte off of a file (without its newline).  The last
+   line found is remembered: errors and skipped tokens ask for the same
+   line again and again, and a line of a megabyte must not be scanned once
+   per token on it. */
+static const char *line_at(Parser *P, int file, uint32_t off, int *len) {
   size_t n;
   const char *text = diag_file_text(file, &n);
   if (!text || off > n) { *len = 0; return ""; }
+  if (P->line_file == file && off >= P->line_off && off <= P->line_off + P->line_len) {
+    *len = (int)P->line_len;
+    return text + P->line_off;
+  }
   const char *s = text + off, *e = text + off;
   while (s > text && s[-1] != '\n') s--;
   while (e < text + n && *e != '\n') e++;
+  P->line_file = file;
+  P->line_off = (uint32_t)(s - text);
+  P->line_len = (uint32_t)(e - s);
   *len = (int)(e - s);
   return s;
 }
@@ -358,7 +369,7 @@ AstStmt *ast_error_stmt(Parser *P) {
   if (P->last_error.file < 0) return s;
   /* the names the broken statement binds, bound to nothing by the checker */
   int len;
-  const char *line = line_at(P->last_error.file, P->last_error.off, &len);
+  const char *line = line_at(P, P->last_error.file, P->last_error.off, &len);
   Str names[8];
   int n = pyhint_binders(line, len, names, 8);
   if (!n) return s;
@@ -473,7 +484,7 @@ static void skip_python_body(Parser *P, const char *line, int len) {
 bool ast_skip_token(Parser *P, const Tok *t) {
   if (P->skip_indent < 0 || t->type == 0 || t->sp.off <= P->skip_after) return false;
   int len;
-  const char *line = line_at(t->sp.file, t->sp.off, &len);
+  const char *line = line_at(P, t->sp.file, t->sp.off, &len);
   int indent = 0;
   while (indent < len && (line[indent] == ' ' || line[indent] == '\t')) indent++;
   if (indent < len && indent > P->skip_indent) return true;
@@ -487,7 +498,7 @@ void ast_syntax_error(Parser *P, Tok t) {
   Span sp = t.sp;
   P->last_error = sp;
   int llen;
-  const char *line = line_at(sp.file, sp.off, &llen);
+  const char *line = line_at(P, sp.file, sp.off, &llen);
   char hint[400];
   pyhint_syntax(line, llen, 0, hint, sizeof hint);
   if (pyhint_python_block(line, llen)) skip_python_body(P, line, llen);

@@ -224,6 +224,8 @@ typedef struct Parser {
   int skip_indent;       /* after `def f(a):`, its indentation: lines more
                             indented are its Python body, skipped; else -1 */
   uint32_t skip_after;   /* the end of that def's line */
+  int line_file;         /* the line line_at found last (file -1: none), so that */
+  uint32_t line_off, line_len; /* many errors on one long line cost its length once */
 } Parser;
 
 /* Should the parser skip token t (a line of a Python-style body)? */

@@ -32,6 +32,7 @@ typedef struct Lexer {
   int prev;              /* the type of the last token returned */
   bool at_line_start;    /* no token yet since the last NL */
   const char *error;     /* message of the last TK_ILLEGAL */
+  bool too_deep;         /* brackets passed LEX_MAXNEST: the file is not read further */
 } Lexer;
 
 void lex_init(Lexer *L, Arena *arena, int file, const char *src, size_t len);

@@ -78,6 +78,7 @@ AstList *parse_file(Arena *arena, int file) {
   P.file = file;
   P.last_error = span_none();
   P.skip_indent = -1;
+  P.line_file = -1;
   Lexer L;
   lex_init(&L, arena, file, text, len);
   void *lp = shmParseAlloc(parser_alloc, &P);
@@ -87,10 +88,20 @@ AstList *parse_file(Arena *arena, int file) {
     lex_next(&L, &t);
     P.lex_error = L.error;
     P.at = t.sp;
+    if (L.too_deep) break;
     if (ast_skip_token(&P, &t)) continue;
     shmParse(lp, t.type, t);
   } while (t.type != 0);
   err_undefer(lp);
   shmParseFree(lp, mem_free);
+  /* Brackets nested past the limit: that error alone, and nothing of the
+     file checked or run, since every later error (statements cut in two,
+     functions without their return) would be its consequence.  Reading
+     stops there, so no input costs more than its length. */
+  if (L.too_deep) {
+    diag_error(t.sp, "%s", L.error);
+    P.stmts = NULL;
+    return ast_list(&P);
+  }
   return P.stmts ? P.stmts : ast_list(&P);
 }
