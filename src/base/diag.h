@@ -39,6 +39,9 @@ void diag_verror(Span sp, const char *fmt, va_list ap);
 /* The first error of a statement only: records it unless *reported is
    set, and sets it.  Returns false (for `return rule_error(...)`). */
 bool diag_error_once(bool *reported, Span sp, const char *fmt, va_list ap);
+/* Print a warning to standard error now, once per place (the same span
+   warned about again prints nothing); it does not count as an error. */
+void diag_warning(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
 /* Attach a note to the last recorded error. */
 void diag_note(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
 int diag_count(void);               /* errors recorded since the last flush, but held ones */

@@ -79,5 +79,18 @@ void jv_set(JvpCx *cx, int j, IrAtom t);
 void jv_name(Jv *J, IrAtom *t, Str primal);
 /* Fail with a diagnostic at the equation. */
 bool jv_error(JvpCx *cx, const char *fmt, ...) SHM_PRINTF(2, 3);
+/* An operand mapped: its primal; *t its tangent, *h whether it has one. */
+IrAtom jv_atom(Jv *J, const IrAtom *a, IrAtom *t, bool *h);
+/* Variable v (of J->src) is p, with tangent *t (none when t is NULL). */
+void jv_bind(Jv *J, IrVar *v, IrAtom p, const IrAtom *t);
+/* A call st of g: g's equations differentiated in place. */
+void jv_inline(Jv *J, const IrStmt *st, IrFunc *g);
+/* Do the functions of st read values of the functions being
+   differentiated (which a copy of st could not)? */
+bool jv_reads_locals(Jv *J, const IrStmt *st);
+/* prim a b, prim a, and lax.select(pred, on_true, on_false). */
+IrAtom jv_bin(JvpCx *cx, int prim, IrAtom a, IrAtom b);
+IrAtom jv_un(JvpCx *cx, int prim, IrAtom a);
+IrAtom jv_sel(JvpCx *cx, IrAtom pred, IrAtom on_true, IrAtom on_false);
 
 #endif
