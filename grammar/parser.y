@@ -98,6 +98,10 @@ simple(A) ::= binders(B) EQ IDENT(C) opt_params(Q) args(R).
     { A = ast_eqn(P, B, C, Q, Q != 0, R); }
 simple(A) ::= IDENT(C) LBRACK params(Q) RBRACK args(R).
     { A = ast_eqn(P, ast_list(P), C, Q, true, R); }
+/* JAX 0.4.2x printed an equation without results with an empty binder
+   list: `    = debug_callback[...] a` */
+simple(A) ::= EQ IDENT(C) opt_params(Q) args(R).
+    { A = ast_eqn(P, ast_list(P), C, Q, Q != 0, R); }
 simple(A) ::= IDENT(C) LBRACK RBRACK args(R).
     { A = ast_eqn(P, ast_list(P), C, ast_list(P), true, R); }
 simple(A) ::= binders(B) EQ lit(L).        { A = ast_lit_stmt(P, B, ast_alit_leaf(P, L)); }

@@ -155,19 +155,31 @@ void diag_note(Span sp, const char *fmt, ...) {
 static Span *warned;
 static int nwarned, capwarned;
 
-void diag_warning(Span sp, const char *fmt, ...) {
+/* Print a diagnostic of this kind now, unless this place had one. */
+static void say_once(Span sp, const char *kind, const char *fmt, va_list ap) {
   for (int i = 0; i < nwarned; i++)
     if (warned[i].file == sp.file && warned[i].off == sp.off) return;
   VEC_GROW(warned, capwarned, nwarned + 1);
   warned[nwarned++] = sp;
-  va_list ap;
-  va_start(ap, fmt);
   char *msg = vformat(fmt, ap);
-  va_end(ap);
   fflush(stdout);
-  diag_print(stderr, sp, "warning", msg);
+  diag_print(stderr, sp, kind, msg);
   fflush(stderr);
   mem_free(msg);
+}
+
+void diag_warning(Span sp, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say_once(sp, "warning", fmt, ap);
+  va_end(ap);
+}
+
+void diag_remark(Span sp, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say_once(sp, "note", fmt, ap);
+  va_end(ap);
 }
 
 int diag_count(void) { return ndiags - nheld; }

@@ -81,6 +81,7 @@ struct Checker {
   int later_from;          /* the first of them not yet checked */
   Str *map_axes;           /* the axes pmaps and xmaps of the program name (not meshes') */
   int nmap_axes, capmap_axes;
+  bool callback_noted;     /* the note that a debug_callback does nothing was printed */
 };
 
 /* The function being checked. */
@@ -200,6 +201,11 @@ void flow_scan(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 bool jax_is_call(int prim);
 /* A call primitive: a call of the function its jaxpr parameter names. */
 void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at);
+/* optimization_barrier: a call of the identity on its operands. */
+void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* debug_callback: a Python callback the jaxpr names only; it has no
+   results, and does nothing here (a note says so, once). */
+void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r);
 /* xla_pmap[axis_name, axis_size, call_jaxpr, mapped_invars, ...] args... */
 void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* A mesh written as JAX prints one (Mesh('i': 4), Mesh(device_ids=array(
