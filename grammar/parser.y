@@ -264,6 +264,11 @@ nls(A) ::= .                               { A = 0; }
 nls(A) ::= nls NL.                         { A = 0; }
 def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G).
     { A = ast_func_transpose(P, N, T, Q, G); }
+/* def f = custom_jvp g g_jvp; def f = custom_vjp g g_fwd g_bwd */
+def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G) IDENT(R1).
+    { A = ast_func_rules(P, ast_func_transpose(P, N, T, Q, G), &R1, 0); }
+def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G) IDENT(R1) IDENT(R2).
+    { A = ast_func_rules(P, ast_func_transpose(P, N, T, Q, G), &R1, &R2); }
 
 fparams(A) ::= .                           { A = ast_list(P); }
 fparams(A) ::= binder(X).                  { A = ast_list_add(P, ast_list(P), X); }

@@ -12,7 +12,7 @@
 */
 #include <stdio.h>
 #include <stdlib.h>
-#include "build.h"
+#include "irbuild.h"
 #include "check_int.h"
 #include "diag.h"
 #include "err.h"

@@ -135,6 +135,16 @@ bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out) {
   return true;
 }
 
+bool bld_call_as(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out, int via, Attrs *at, IrParam *ps,
+                 int np) {
+  IrStmt *c = call_stmt(B, callee, in, nin, out);
+  c->via = via;
+  c->at = at;
+  c->params = ps;
+  c->nparams = np;
+  return true;
+}
+
 /* A copy of call st: written as JAX's call primitive, it stays one (a
    custom_jvp_call keeps its rule for the next differentiation). */
 static bool copy_call(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
