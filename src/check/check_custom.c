@@ -91,6 +91,8 @@ static IrFunc *wrapper(Ctx *cx, FuncDef *fd, IrFunc *g, IrFunc *r) {
   ps[1].key = "jvp";
   ps[1].v = bld_pv_fn(B, 1);
   bld_call_as(B, g, in, g->nparams, out, P_CUSTOM_JVP_CALL + 1, at, ps, 2);
+  for (int j = 0; j < g->nouts; j++)
+    if (out[j].var && g->outs[j].var) out[j].var->name = g->outs[j].var->name;
   return bld_finish(B, out, g->nouts);
 }
 
