@@ -1,7 +1,20 @@
 /*
-** custom.c — the JVP of custom_jvp_call and custom_vjp_call (custom.h):
-** JAX's own rules by name, the rules a program attached, and the
-** primal function, with a warning, for the rest.
+** custom.c — the JVP of custom_jvp_call and custom_vjp_call, and of the
+** calls `def f = custom_jvp g g_jvp` makes (docs/language.md, "Custom
+** derivative rules"); its interface is in jvp_int.h, beside the rules of
+** the primitives.
+**
+** A jaxpr carries a custom rule only as the name of a Python function, so
+** a pasted custom_jvp_call of a function JAX itself defines with a rule
+** is recognised by its name (`name=relu`, or the jitted function its
+** call_jaxpr calls in older JAX), checked against what the rule expects
+** of the call, and given JAX's rule, written here as equations.  Any
+** other custom call is differentiated through its primal function, with
+** a warning (once per equation) naming the function.  A call made by
+** custom_jvp applies the attached rule.  The JVP the rules make goes
+** through linearize and transpose as any other (jvp, grad, vjp,
+** value_and_grad all see it); the primal stays a custom call, so a second
+** differentiation applies the rule again.
 **
 ** Each known rule is the formula of JAX's defjvp for the function
 ** (jax/_src/nn/functions.py, lax/other.py, numpy/ufuncs.py,
@@ -10,7 +23,7 @@
 */
 #include <math.h>
 #include <stdio.h>
-#include "custom.h"
+#include "jvp_int.h"
 #include "diag.h"
 #include "rule.h"
 
@@ -289,7 +302,7 @@ static void primal_copy(Jv *J, const IrStmt *st, JvpCx *cx) {
   if (!bld_copy(J->B, st, ins, cx->out)) J->R->failed = true;
 }
 
-/* A rule the program attached (custom.h): g_jvp, inlined on the primals
+/* A rule the program attached (check_custom.c): g_jvp, inlined on the primals
    and a tangent per floating operand (zeros where it has none); its
    results are the primal results, then a tangent per floating result. */
 static void user_rule(Jv *J, const IrStmt *st, JvpCx *cx) {

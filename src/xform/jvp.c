@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "diag.h"
-#include "custom.h"
 #include "jvp_int.h"
 
 bool jvp_has_tangent(int dt) { return dtype_is_float((DType)dt); }

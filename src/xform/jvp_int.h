@@ -1,7 +1,8 @@
 /*
 ** jvp_int.h — the JVP's internals, shared by jvp.c (the transformation:
-** functions, calls, control flow, shard_map) and jvp_rules.c (the rule of
-** each primitive, the `jvp` column of prims.def).  Not for use outside
+** functions, calls, control flow, shard_map), jvp_rules.c (the rule of
+** each primitive, the `jvp` column of prims.def) and custom.c (custom
+** derivative rules).  Not for use outside
 ** them: jvp.h is the interface.
 */
 #ifndef SHM_JVP_INT_H
@@ -88,6 +89,13 @@ void jv_inline(Jv *J, const IrStmt *st, IrFunc *g);
 /* Do the functions of st read values of the functions being
    differentiated (which a copy of st could not)? */
 bool jv_reads_locals(Jv *J, const IrStmt *st);
+/* ---- custom derivative rules (custom.c) ---------------------------------------- */
+/* Is st a call written as custom_jvp_call or custom_vjp_call (or made by
+   `def f = custom_jvp g g_jvp`)? */
+bool cust_is_custom(const IrStmt *st);
+/* The JVP of custom call st, in J: its results and their tangents bound. */
+void cust_jvp(Jv *J, const IrStmt *st);
+
 /* prim a b, prim a, and lax.select(pred, on_true, on_false). */
 IrAtom jv_bin(JvpCx *cx, int prim, IrAtom a, IrAtom b);
 IrAtom jv_un(JvpCx *cx, int prim, IrAtom a);
