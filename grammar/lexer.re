@@ -107,7 +107,8 @@ static int column(const Lexer *L, const char *p) {
 
 /* Inside a jaxpr, after a newline at p: does the next line that holds a
    token continue the current equation (it is indented deeper than the
-   equation's first line)? */
+   equation's first line, and does not begin with the `=` of an equation
+   without results)? */
 static bool continues(const Lexer *L, const char *p) {
   int lv = L->depth - 1;
   if (lv < 0 || lv >= LEX_MAXNEST || L->nest[lv] != 'L' || L->stmt_col[lv] < 0) return false;
@@ -119,6 +120,9 @@ static bool continues(const Lexer *L, const char *p) {
       while (p < L->lim && *p != '\n') p++;
       continue;
     }
+    /* `    = debug_callback[...] a`: an equation without results, as
+       JAX 0.4.2x printed it (an empty binder list, then " = ") */
+    if (p + 1 < L->lim && p[0] == '=' && p[1] != '=') return false;
     return p < L->lim && p - s > L->stmt_col[lv];
   }
   return false;

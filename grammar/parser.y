@@ -98,6 +98,10 @@ simple(A) ::= binders(B) EQ IDENT(C) opt_params(Q) args(R).
     { A = ast_eqn(P, B, C, Q, Q != 0, R); }
 simple(A) ::= IDENT(C) LBRACK params(Q) RBRACK args(R).
     { A = ast_eqn(P, ast_list(P), C, Q, true, R); }
+/* JAX 0.4.2x printed an equation without results with an empty binder
+   list: `    = debug_callback[...] a` */
+simple(A) ::= EQ IDENT(C) opt_params(Q) args(R).
+    { A = ast_eqn(P, ast_list(P), C, Q, Q != 0, R); }
 simple(A) ::= IDENT(C) LBRACK RBRACK args(R).
     { A = ast_eqn(P, ast_list(P), C, ast_list(P), true, R); }
 simple(A) ::= binders(B) EQ lit(L).        { A = ast_lit_stmt(P, B, ast_alit_leaf(P, L)); }
@@ -260,6 +264,11 @@ nls(A) ::= .                               { A = 0; }
 nls(A) ::= nls NL.                         { A = 0; }
 def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G).
     { A = ast_func_transpose(P, N, T, Q, G); }
+/* def f = custom_jvp g g_jvp; def f = custom_vjp g g_fwd g_bwd */
+def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G) IDENT(R1).
+    { A = ast_func_rules(P, ast_func_transpose(P, N, T, Q, G), &R1, 0); }
+def(A) ::= IDENT(N) EQ IDENT(T) opt_params(Q) IDENT(G) IDENT(R1) IDENT(R2).
+    { A = ast_func_rules(P, ast_func_transpose(P, N, T, Q, G), &R1, &R2); }
 
 fparams(A) ::= .                           { A = ast_list(P); }
 fparams(A) ::= binder(X).                  { A = ast_list_add(P, ast_list(P), X); }

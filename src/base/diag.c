@@ -151,6 +151,37 @@ void diag_note(Span sp, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The places warned about (each is warned about once). */
+static Span *warned;
+static int nwarned, capwarned;
+
+/* Print a diagnostic of this kind now, unless this place had one. */
+static void say_once(Span sp, const char *kind, const char *fmt, va_list ap) {
+  for (int i = 0; i < nwarned; i++)
+    if (warned[i].file == sp.file && warned[i].off == sp.off) return;
+  VEC_GROW(warned, capwarned, nwarned + 1);
+  warned[nwarned++] = sp;
+  char *msg = vformat(fmt, ap);
+  fflush(stdout);
+  diag_print(stderr, sp, kind, msg);
+  fflush(stderr);
+  mem_free(msg);
+}
+
+void diag_warning(Span sp, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say_once(sp, "warning", fmt, ap);
+  va_end(ap);
+}
+
+void diag_remark(Span sp, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say_once(sp, "note", fmt, ap);
+  va_end(ap);
+}
+
 int diag_count(void) { return ndiags - nheld; }
 int diag_mark(void) { return ndiags; }
 
@@ -244,6 +275,9 @@ void diag_reset(void) {
   mem_free(diags);
   diags = NULL;
   capdiags = 0;
+  mem_free(warned);
+  warned = NULL;
+  nwarned = capwarned = 0;
   for (int i = 0; i < nfiles; i++) {
     mem_free(files[i].name);
     mem_free(files[i].text);

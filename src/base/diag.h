@@ -10,7 +10,9 @@
 **       7 |   return c_block
 **         |          ^~~~~~~
 **
-** Columns count bytes from 1.
+** Columns count bytes from 1.  Warnings (and notes that stand alone)
+** are printed to standard error at once, in the same form, and do not
+** count as errors.
 */
 #ifndef SHM_DIAG_H
 #define SHM_DIAG_H
@@ -39,6 +41,11 @@ void diag_verror(Span sp, const char *fmt, va_list ap);
 /* The first error of a statement only: records it unless *reported is
    set, and sets it.  Returns false (for `return rule_error(...)`). */
 bool diag_error_once(bool *reported, Span sp, const char *fmt, va_list ap);
+/* Print a warning to standard error now, once per place (the same span
+   warned about again prints nothing); it does not count as an error. */
+void diag_warning(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
+/* The same for a note that stands alone (no error before it). */
+void diag_remark(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
 /* Attach a note to the last recorded error. */
 void diag_note(Span sp, const char *fmt, ...) SHM_PRINTF(2, 3);
 int diag_count(void);               /* errors recorded since the last flush, but held ones */

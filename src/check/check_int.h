@@ -76,6 +76,7 @@ typedef struct FuncDef {
   IrFunc *latest;          /* most recent successful instance, for show */
   int xform;               /* a transformation's def (FN_TRANSPOSE form): its XForm */
   struct FuncDef *target;  /* the function transformed */
+  struct FuncDef *rule;    /* custom_jvp: the rule attached to the target */
   IntList lin;             /* linear_transpose: linear=(...); grad: argnums=(...) */
   bool lin_given;
   bool resolved;           /* resolved without types (never checked) */
@@ -107,6 +108,7 @@ struct Checker {
   int nmap_axes, capmap_axes;
   ScopeSlot *slots;        /* the scope index (see Binding): open addressing */
   size_t nslots, usedslots;
+  bool callback_noted;     /* the note that a debug_callback does nothing was printed */
 };
 
 /* The function being checked. */
@@ -226,6 +228,11 @@ void flow_scan(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 bool jax_is_call(int prim);
 /* A call primitive: a call of the function its jaxpr parameter names. */
 void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at);
+/* optimization_barrier: a call of the identity on its operands. */
+void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* debug_callback: a Python callback the jaxpr names only; it has no
+   results, and does nothing here (a note says so, once). */
+void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r);
 /* xla_pmap[axis_name, axis_size, call_jaxpr, mapped_invars, ...] args... */
 void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* A mesh written as JAX prints one (Mesh('i': 4), Mesh(device_ids=array(
@@ -275,13 +282,21 @@ void smap_define(Ctx *cx, FuncDef *fd);
 
 /* ---- check_xform.c: function transformations -------------------------------- */
 /* The transformations a `def g = name[params] f` names. */
-typedef enum XForm { XF_TRANSPOSE, XF_JVP, XF_VJP, XF_GRAD, XF_VALUE_AND_GRAD } XForm;
+typedef enum XForm { XF_TRANSPOSE, XF_JVP, XF_VJP, XF_GRAD, XF_VALUE_AND_GRAD, XF_CUSTOM_JVP } XForm;
 /* `def g = linear_transpose[...] f` (or jvp, vjp, grad, value_and_grad):
    the target looked up, the parameters read, and g made from the
    instances the target already has. */
 void xform_define(Ctx *cx, FuncDef *fd);
 /* g for argument types (a call of g). */
 IrFunc *xform_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
+
+/* ---- check_custom.c: def f = custom_jvp g g_jvp ------------------------------- */
+/* The rule looked up and, for an annotated g, checked where f is defined;
+   false after an error. */
+bool custom_define(Ctx *cx, FuncDef *fd);
+/* f for argument types: g's instance called as custom_jvp_call, with the
+   rule's instance for them and their tangents; NULL after errors. */
+IrFunc *custom_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call);
 /* ---- check_static.c: static parameters of user functions ------------------ */
 /* Parameters with the bare names of static parameters in scope replaced
    by their values (ps itself when none is mentioned). */

@@ -12,6 +12,7 @@
 */
 #include <stdio.h>
 #include <stdlib.h>
+#include "irbuild.h"
 #include "check_int.h"
 #include "diag.h"
 #include "err.h"
@@ -94,6 +95,51 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) 
   for (int k = 0; k < f->nouts; k++) out[k] = f->outs[k].t;
   check_bind_outs(cx, s, st, out, f->nouts, prim_table[prim].name);
   emit_stmt(EM(cx), st);
+}
+
+/* ---- optimization_barrier and debug_callback --------------------------------------- */
+
+/* optimization_barrier x y...: XLA keeps the computations on either side
+   apart; an interpreter has nothing to keep apart, so it is the identity,
+   a call of an identity function (the JVP and the transpose pass through
+   it as through any call; show prints it back). */
+void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  Type *args = rule_unused(r, "") ? call_args(cx, s, in, s->nargs) : NULL;
+  if (!args) { check_bind_bad(cx, s); return; }
+  Builder *B = bld_new(&cx->C->prog, "optimization_barrier", cx->fn, cx->mesh, s->callee_sp);
+  IrAtom *outs = NEWN(cx->C, IrAtom, s->nargs + 1);
+  for (int k = 0; k < s->nargs; k++) outs[k] = ir_var_atom(bld_param(B, str_c("x"), args[k]));
+  IrFunc *f = bld_finish(B, outs, s->nargs);
+  check_add_fn(cx, at, f);
+  IrStmt *st = check_new_eqn(cx, s);
+  st->prim = -1;
+  st->callee = f;
+  st->via = P_OPTIMIZATION_BARRIER + 1;
+  st->via_name = s->callee;
+  st->at = at;
+  st->in = in;
+  st->nin = s->nargs;
+  check_bind_outs(cx, s, st, args, s->nargs, "optimization_barrier");
+  emit_stmt(EM(cx), st);
+}
+
+/* debug_callback[callback=<function ...> effect=Debug] x...: what
+   jax.debug.print and jax.debug.callback stage out.  The callback is a
+   Python function the jaxpr shows only as its repr (the format string of
+   jax.debug.print is not printed), so it cannot run: the equation does
+   nothing, and the first one says so. */
+void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r) {
+  (void)r;
+  if (s->nouts) {
+    diag_error(s->outs[0]->sp, "debug_callback gives no results, but %d name%s bound", s->nouts,
+               s->nouts == 1 ? " is" : "s are");
+    return;
+  }
+  if (cx->C->callback_noted) return;
+  cx->C->callback_noted = true;
+  diag_remark(s->callee_sp, "debug_callback calls a Python function (jax.debug.print or jax.debug.callback) that "
+              "the jaxpr names only by its repr: it cannot run here, so this equation and any other "
+              "debug_callback do nothing");
 }
 
 /* ---- shared jaxprs ------------------------------------------------------------------ */

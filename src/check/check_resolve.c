@@ -296,6 +296,9 @@ static void res_def(Res *R, const AstStmt *s) {
   if (af->form == FN_TRANSPOSE) {
     if (!check_lookup(fd->scope, B_FUNC, af->target))
       res_error(R, af->target_sp, "unknown function '%.*s'", af->target.n, af->target.p);
+    for (int i = 0; i < af->nrules; i++)
+      if (!check_lookup(fd->scope, B_FUNC, af->rules[i]))
+        res_error(R, af->rules_sp[i], "unknown function '%.*s'", af->rules[i].n, af->rules[i].p);
     return;
   }
   res_func(R, af, fd->scope, R->mesh);

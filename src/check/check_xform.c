@@ -19,7 +19,9 @@
 #include "show.h"
 #include "transpose.h"
 
-static const char *const xform_names[] = {"linear_transpose", "jvp", "vjp", "grad", "value_and_grad"};
+static const char *const xform_names[] = {"linear_transpose", "jvp", "vjp", "grad", "value_and_grad", "custom_jvp"};
+
+static bool is_grad(const FuncDef *fd) { return fd->xform == XF_GRAD || fd->xform == XF_VALUE_AND_GRAD; }
 
 /* The newest checked instance, preferring one checked where the
    transform is defined (so that a top-level `def f_tt = linear_transpose
@@ -47,19 +49,19 @@ static void types_text(Buf *b, const Type *t, int n, const Mesh *mesh) {
    value_and_grad (default (0,)), nothing for jvp and vjp. */
 static bool xform_params(Ctx *cx, FuncDef *fd) {
   AstFunc *af = fd->ast;
-  const char *key = fd->xform == XF_TRANSPOSE ? "linear" : fd->xform >= XF_GRAD ? "argnums" : NULL;
+  const char *key = fd->xform == XF_TRANSPOSE ? "linear" : is_grad(fd) ? "argnums" : NULL;
   RuleCtx r;
   rule_init(&r, &cx->C->prog.arena, cx->mesh, xform_names[fd->xform], af->sp, af->tparams, af->ntparams);
   if (!key) return rule_unused(&r, "");
   IntList l;
   bool given = rule_has(&r, key);
   if (!rule_ints(&r, key, false, &l) || !rule_unused(&r, key)) return false;
-  if (fd->xform >= XF_GRAD && !given) {
+  if (is_grad(fd) && !given) {
     l.n = 1;
     l.v = NEWN(cx->C, int64_t, 1);
     l.v[0] = 0;
   }
-  if (fd->xform >= XF_GRAD && l.n == 0) {
+  if (is_grad(fd) && l.n == 0) {
     diag_error(af->sp, "%s needs at least one parameter to differentiate: argnums=() names none", xform_names[fd->xform]);
     return false;
   }
@@ -185,7 +187,8 @@ static int xform_arity(Ctx *cx, FuncDef *t, const Type *args, int nargs, Span ca
   if (!t->target) return -1;
   switch (t->xform) {
   case XF_GRAD:
-  case XF_VALUE_AND_GRAD: return xform_arity(cx, t->target, args, nargs, call);
+  case XF_VALUE_AND_GRAD:
+  case XF_CUSTOM_JVP: return xform_arity(cx, t->target, args, nargs, call);
   case XF_JVP: {
     int n = xform_arity(cx, t->target, args, nargs, call), k = 0;
     for (int i = 0; i < n && i < nargs; i++) k += jvp_has_tangent(args[i].dt);
@@ -334,6 +337,7 @@ static IrFunc *derive_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs
 IrFunc *xform_instance(Ctx *cx, FuncDef *fd, const Type *args, int nargs, Span call) {
   if (!fd->target) return NULL;
   if (fd->xform == XF_TRANSPOSE) return transpose_instance(cx, fd, args, nargs, call);
+  if (fd->xform == XF_CUSTOM_JVP) return custom_instance(cx, fd, args, nargs, call);
   return derive_instance(cx, fd, args, nargs, call);
 }
 
@@ -342,9 +346,22 @@ void xform_define(Ctx *cx, FuncDef *fd) {
   int kind = -1;
   for (int k = 0; k < (int)(sizeof xform_names / sizeof *xform_names); k++)
     if (str_eqc(af->tprim, xform_names[k])) kind = k;
+  if (kind < 0 && str_eqc(af->tprim, "custom_vjp")) {
+    diag_error(span_join(af->sp, af->target_sp), "custom_vjp rules are not available: attach the rule as custom_jvp "
+               "(def f = custom_jvp g g_jvp, with g_jvp linear in the tangents: grad and vjp transpose it)");
+    return;
+  }
   if (kind < 0) {
     diag_error(span_join(af->sp, af->target_sp), "'%.*s' is not a function transformation shm knows (it knows "
-               "linear_transpose, jvp, vjp, grad and value_and_grad)", af->tprim.n, af->tprim.p);
+               "linear_transpose, jvp, vjp, grad, value_and_grad and custom_jvp)", af->tprim.n, af->tprim.p);
+    return;
+  }
+  if (af->nrules != (kind == XF_CUSTOM_JVP)) {
+    Span at = af->nrules ? af->rules_sp[af->nrules - 1] : af->target_sp;
+    if (kind == XF_CUSTOM_JVP)
+      diag_error(at, "custom_jvp takes two functions: the function, then its rule (def f = custom_jvp g g_jvp)");
+    else
+      diag_error(at, "%s takes one function", xform_names[kind]);
     return;
   }
   fd->xform = kind;
@@ -354,6 +371,10 @@ void xform_define(Ctx *cx, FuncDef *fd) {
     return;
   }
   fd->target = b->fn;
+  if (kind == XF_CUSTOM_JVP) {
+    if (!custom_define(cx, fd)) fd->target = NULL;
+    return;
+  }
   if (!xform_params(cx, fd)) { fd->target = NULL; return; }
   /* make g from the instance the target already has (an annotated
      function has one from its definition) */

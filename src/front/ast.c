@@ -444,6 +444,19 @@ AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok 
   return f;
 }
 
+AstFunc *ast_func_rules(Parser *P, AstFunc *f, const Tok *r1, const Tok *r2) {
+  (void)P;
+  const Tok *r[2] = {r1, r2};
+  for (int i = 0; i < 2 && r[i]; i++) {
+    f->rules[i] = r[i]->text;
+    f->rules_sp[i] = r[i]->sp;
+    f->nrules = i + 1;
+    f->whole = span_join(f->whole, r[i]->sp);
+    f->end_line = end_line(*r[i]);
+  }
+  return f;
+}
+
 AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names) {
   fn->nstatics = names->n;
   fn->statics = arena_alloc(P->arena, sizeof(Str) * (size_t)names->n);

@@ -201,6 +201,10 @@ typedef struct AstFunc {
   Str tprim;
   AstParam **tparams;
   int ntparams;
+  /* def f = custom_jvp g g_jvp (g_fwd g_bwd for custom_vjp): the rules */
+  Str rules[2];
+  Span rules_sp[2];
+  int nrules;
   int end_line;          /* last line, for `longlist` */
   /* static parameters `def f[axis, n](...)`, given at each call as f[axis=i, n=2] */
   Str *statics;
@@ -291,6 +295,8 @@ AstFunc *ast_func_named(Parser *P, Tok name, AstFunc *lambda);
 /* A jaxpr with the shared jaxprs printed before it. */
 AstFunc *ast_lets(Parser *P, AstList *lets, AstFunc *main);
 AstFunc *ast_func_transpose(Parser *P, Tok name, Tok prim, AstList *params, Tok target);
+/* The rules after the target (custom_jvp g g_jvp): r2 may be NULL. */
+AstFunc *ast_func_rules(Parser *P, AstFunc *f, const Tok *r1, const Tok *r2);
 AstFunc *ast_decorate(Parser *P, Tok at, Tok name, AstList *params, AstFunc *fn);
 
 void ast_syntax_error(Parser *P, Tok t);

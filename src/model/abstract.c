@@ -67,7 +67,9 @@ static bool eval_scalar(AFrame *F, const IrStmt *st, int64_t *out) {
     switch (st->prim) {
     case P_NEG: *out = -a; return true;
     case P_NOT: *out = st->out[0]->t.dt == DT_BOOL ? !a : ~a; return true;
-    case P_CONVERT_ELEMENT_TYPE: case P_COPY: case P_PBROADCAST: case P_PMAX: case P_PMIN: *out = a; return true;
+    case P_CONVERT_ELEMENT_TYPE: case P_COPY: case P_STOP_GRADIENT: case P_PBROADCAST: case P_PMAX: case P_PMIN:
+      *out = a;
+      return true;
     case P_ABS: *out = a < 0 ? -a : a; return true;
     default: return false;
     }

@@ -289,6 +289,7 @@ static void help_statements(void) {
        "  @shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]   before a def: a per-device body\n"
        "  def g = grad[argnums=(0, 1)] f   a transformed function: linear_transpose[linear=...],\n"
        "                                   jvp, vjp, grad[argnums=...], value_and_grad[argnums=...]\n"
+       "  def f = custom_jvp g g_jvp       g with a derivative rule (primals, tangents -> results, tangents)\n"
        "  @pmap[axis_name=i]  @xmap[in_axes=[b, ...], out_axes=[b, ...]]   pmap and xmap\n"
        "  def f[axis](x) { ... }           static parameters, given at each call: f[axis=i] x\n"
        "  mesh m = {i: 4, j: 2}            a mesh of devices\n"

@@ -119,13 +119,41 @@ bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *
   return true;
 }
 
-bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out) {
+/* A call of callee, emitted; the statement. */
+static IrStmt *call_stmt(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out) {
   Type *outt = ENEWN(&B->e, Type, callee->nouts);
   for (int i = 0; i < callee->nouts; i++) outt[i] = callee->outs[i].t;
   bld_captures(B, in, nin);
   IrStmt *st = bld_stmt(B, -1, in, nin, outt, callee->nouts, out);
   st->callee = callee;
   emit_stmt(&B->e, st);
+  return st;
+}
+
+bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out) {
+  call_stmt(B, callee, in, nin, out);
+  return true;
+}
+
+bool bld_call_as(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out, int via, Attrs *at, IrParam *ps,
+                 int np) {
+  IrStmt *c = call_stmt(B, callee, in, nin, out);
+  c->via = via;
+  c->at = at;
+  c->params = ps;
+  c->nparams = np;
+  return true;
+}
+
+/* A copy of call st: written as JAX's call primitive, it stays one (a
+   custom_jvp_call keeps its rule for the next differentiation). */
+static bool copy_call(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
+  IrStmt *c = call_stmt(B, st->callee, in, st->nin, out);
+  c->via = st->via;
+  c->via_name = st->via_name;
+  c->at = st->at;
+  c->params = st->params;
+  c->nparams = st->nparams;
   return true;
 }
 
@@ -289,7 +317,7 @@ void bld_set_where(Builder *B, Span where) { B->where = where; }
 
 bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
   bool ok;
-  if (st->prim < 0) ok = bld_call(B, st->callee, in, st->nin, out);
+  if (st->prim < 0) ok = copy_call(B, st, in, out);
   else if (st->prim == P_PBROADCAST) {
     out[0] = bld_lift(B, in[0], in[0].t.vma | st->out[0]->t.vma);
     if (out[0].var == in[0].var && out[0].lit == in[0].lit) return true;   /* nothing lifted: keep the name */

@@ -26,6 +26,10 @@ bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *
    out types are the callee's results (cond: the branches', widened by the
    index's variance; shard_map: `outt`). */
 bool bld_call(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out);
+/* A call written as JAX's call primitive `via` (a PrimId + 1, as
+   IrStmt.via), with its functions and parameters, for show. */
+bool bld_call_as(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom *out, int via, Attrs *at, IrParam *ps,
+                 int np);
 bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int nparams, IrAtom *in, int nin,
                 const Type *outt, int nout, IrAtom *out);
 /* Lift an atom to a larger variance set (a pbroadcast equation). */

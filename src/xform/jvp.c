@@ -51,7 +51,7 @@ static bool jv_lookup(Jv *J, const IrVar *v, IrAtom *p, IrAtom *t, bool *h) {
 }
 
 /* An operand: its primal and its tangent (h: whether it has one). */
-static IrAtom jv_atom(Jv *J, const IrAtom *a, IrAtom *t, bool *h) {
+IrAtom jv_atom(Jv *J, const IrAtom *a, IrAtom *t, bool *h) {
   IrAtom p = *a, tt;
   bool hh = false;
   memset(&tt, 0, sizeof tt);
@@ -62,7 +62,7 @@ static IrAtom jv_atom(Jv *J, const IrAtom *a, IrAtom *t, bool *h) {
 }
 
 /* Variable v (of J->src) is p, with tangent *t (or none when t is NULL). */
-static void jv_bind(Jv *J, IrVar *v, IrAtom p, const IrAtom *t) {
+void jv_bind(Jv *J, IrVar *v, IrAtom p, const IrAtom *t) {
   J->prim[v->slot] = p;
   J->has[v->slot] = t != NULL;
   if (t) J->tan[v->slot] = *t;
@@ -795,7 +795,7 @@ bool jvp_shard_map(JvpCx *cx) {
 /* ---- equations ------------------------------------------------------------------------------ */
 
 /* A call of g: its equations, differentiated in place. */
-static void jv_inline(Jv *J, const IrStmt *st, IrFunc *g) {
+void jv_inline(Jv *J, const IrStmt *st, IrFunc *g) {
   Jv *C = jv_new(J->R, J->B, g, J);
   for (int k = 0; k < st->nin && k < g->nparams; k++) {
     IrAtom t;
@@ -812,17 +812,31 @@ static void jv_inline(Jv *J, const IrStmt *st, IrFunc *g) {
   }
 }
 
-/* An equation: the primal copied, then its tangents from the rule. */
-/* JAX's call primitives (pjit, closed_call, checkpoint, the custom_jvp
-   and custom_vjp calls...): the checker makes them calls of their
-   function, which is inlined; a custom rule JAX would use is not part of
-   what shm reads, so the function itself is differentiated. */
+/* JAX's call primitives (pjit, closed_call, checkpoint...): the checker
+   makes them calls of their function, which is inlined.  The custom_jvp
+   and custom_vjp calls go to custom.c: JAX's rule where shm knows it, a
+   rule the program attached, else the function itself, with a warning. */
 bool jvp_call(JvpCx *cx) {
   jv_inline(cx->J, cx->st, cx->st->callee ? cx->st->callee : cx->st->at->fns[0]);
   return true;
 }
 
+bool jv_reads_locals(Jv *J, const IrStmt *st) {
+  Caps all;
+  memset(&all, 0, sizeof all);
+  if (st->callee) caps_collect(J->B, &all, st->callee);
+  for (int k = 0; st->at && k < st->at->nfns; k++) caps_collect(J->B, &all, st->at->fns[k]);
+  for (int i = 0; i < all.n; i++) {
+    IrAtom p, t;
+    bool h;
+    if (jv_lookup(J, all.v[i], &p, &t, &h)) return true;
+  }
+  return false;
+}
+
+/* An equation: the primal copied, then its tangents from the rule. */
 static void jv_eqn(Jv *J, const IrStmt *st) {
+  if (st->prim < 0 && cust_is_custom(st)) { cust_jvp(J, st); return; }
   if (st->prim < 0) { jv_inline(J, st, st->callee); return; }
   JvpCx cx;
   memset(&cx, 0, sizeof cx);

@@ -1,7 +1,8 @@
 /*
 ** jvp_int.h — the JVP's internals, shared by jvp.c (the transformation:
-** functions, calls, control flow, shard_map) and jvp_rules.c (the rule of
-** each primitive, the `jvp` column of prims.def).  Not for use outside
+** functions, calls, control flow, shard_map), jvp_rules.c (the rule of
+** each primitive, the `jvp` column of prims.def) and custom.c (custom
+** derivative rules).  Not for use outside
 ** them: jvp.h is the interface.
 */
 #ifndef SHM_JVP_INT_H
@@ -79,5 +80,25 @@ void jv_set(JvpCx *cx, int j, IrAtom t);
 void jv_name(Jv *J, IrAtom *t, Str primal);
 /* Fail with a diagnostic at the equation. */
 bool jv_error(JvpCx *cx, const char *fmt, ...) SHM_PRINTF(2, 3);
+/* An operand mapped: its primal; *t its tangent, *h whether it has one. */
+IrAtom jv_atom(Jv *J, const IrAtom *a, IrAtom *t, bool *h);
+/* Variable v (of J->src) is p, with tangent *t (none when t is NULL). */
+void jv_bind(Jv *J, IrVar *v, IrAtom p, const IrAtom *t);
+/* A call st of g: g's equations differentiated in place. */
+void jv_inline(Jv *J, const IrStmt *st, IrFunc *g);
+/* Do the functions of st read values of the functions being
+   differentiated (which a copy of st could not)? */
+bool jv_reads_locals(Jv *J, const IrStmt *st);
+/* ---- custom derivative rules (custom.c) ---------------------------------------- */
+/* Is st a call written as custom_jvp_call or custom_vjp_call (or made by
+   `def f = custom_jvp g g_jvp`)? */
+bool cust_is_custom(const IrStmt *st);
+/* The JVP of custom call st, in J: its results and their tangents bound. */
+void cust_jvp(Jv *J, const IrStmt *st);
+
+/* prim a b, prim a, and lax.select(pred, on_true, on_false). */
+IrAtom jv_bin(JvpCx *cx, int prim, IrAtom a, IrAtom b);
+IrAtom jv_un(JvpCx *cx, int prim, IrAtom a);
+IrAtom jv_sel(JvpCx *cx, IrAtom pred, IrAtom on_true, IrAtom on_false);
 
 #endif

@@ -83,6 +83,10 @@ static IrAtom sel(JvpCx *cx, IrAtom pred, IrAtom on_true, IrAtom on_false) {
   return jv_emit(cx, P_SELECT_N, NULL, 0, in, 3);
 }
 
+IrAtom jv_bin(JvpCx *cx, int prim, IrAtom a, IrAtom b) { return bin(cx, prim, a, b); }
+IrAtom jv_un(JvpCx *cx, int prim, IrAtom a) { return un(cx, prim, a); }
+IrAtom jv_sel(JvpCx *cx, IrAtom pred, IrAtom on_true, IrAtom on_false) { return sel(cx, pred, on_true, on_false); }
+
 /* JAX's _replace_zero: ones where x is zero. */
 static IrAtom replace_zero(JvpCx *cx, IrAtom x) { return sel(cx, EQ(x, cst(cx, x, 0)), cst(cx, x, 1), x); }
 

@@ -1204,7 +1204,9 @@ static void copy_forward(Tr *T, IrStmt *st) {
   IrAtom *out = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(st->nout + 1));
   for (int k = 0; k < st->nin; k++) in[k] = map_atom(T, &st->in[k]);
   bool ok;
-  if (st->prim < 0) ok = bld_call(T->B, st->callee, in, st->nin, out);
+  /* a custom_jvp_call stays one (it keeps its rule for a later derivative) */
+  if (st->prim < 0 && (st->via == P_CUSTOM_JVP_CALL + 1 || st->via == P_CUSTOM_VJP_CALL + 1)) ok = bld_copy(T->B, st, in, out);
+  else if (st->prim < 0) ok = bld_call(T->B, st->callee, in, st->nin, out);
   else if (prim_table[st->prim].vrule == VR_SPECIAL) {
     for (int k = 0; k < st->at->nfns; k++)
       if (captures_locals(T, st->at->fns[k])) {
