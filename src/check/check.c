@@ -480,6 +480,21 @@ bool check_resolve_args(Ctx *cx, AstStmt *s, IrAtom *in, bool *silent) {
   return ok;
 }
 
+/* Does an equation name an axis (a name or a string in its axes or
+   axis_name parameter)? */
+static bool names_axis(const AstStmt *s) {
+  for (int i = 0; i < s->nparams; i++) {
+    if (!str_eqc(s->params[i]->key, "axes") && !str_eqc(s->params[i]->key, "axis_name")) continue;
+    const PVal *v = pv_unparen(s->params[i]->v);
+    bool many = v && (v->k == PV_TUPLE || v->k == PV_LIST);
+    for (int k = 0; v && k < (many ? v->n : 1); k++) {
+      const PVal *e = many ? pv_unparen(v->items[k]) : v;
+      if (e && (e->k == PV_NAME || e->k == PV_STR)) return true;
+    }
+  }
+  return false;
+}
+
 static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   const PrimInfo *pi = &prim_table[prim];
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
@@ -501,6 +516,11 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   if (pi->vrule == VR_SPECIAL) {
     check_special(cx, s, prim, in);
+    return;
+  }
+  if (cx->C->open_axes && !cx->mesh && names_axis(s)) {
+    cx->C->deferred++;                 /* (check_def: the calls bind the axis) */
+    check_bind_bad(cx, s);
     return;
   }
   RuleCtx r;
@@ -638,9 +658,15 @@ static void check_show(Ctx *cx, AstStmt *s) {
   }
   FuncDef *fd = b->fn;
   if (!fd->latest) {
-    bool failed = false;
-    for (Instance *i = fd->inst; i; i = i->next) if (!i->ir) failed = true;
-    if (!failed)
+    bool failed = false, open = false;
+    for (Instance *i = fd->inst; i; i = i->next) {
+      failed |= !i->ir && !i->open;
+      open |= i->open;
+    }
+    if (!failed && open)
+      diag_error(s->name_sp, "cannot show '%.*s' yet: it names axes that only a call binds (a mesh's, an xmap's "
+                 "named axes), and it has not been called", s->name.n, s->name.p);
+    else if (!failed)
       diag_error(s->name_sp, "cannot show '%.*s' yet: its parameters are not all annotated and it has not been called",
                  s->name.n, s->name.p);
     return;
@@ -1012,7 +1038,7 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
   f->statics = skey;
   Ctx sub;
   check_ctx_init(&sub, C, f, stat_bind(C, fd->scope, af, statics), mesh, cx->ctrl, af->sp.file);
-  int errs = diag_count(), argerrs = 0;   /* argerrs: reported at the call itself */
+  int errs = diag_count(), argerrs = 0, deferred = C->deferred;   /* argerrs: reported at the call itself */
   sub.scope = jax_bind_lets(C, af, sub.scope, f);
   bool ok = bind_params(&sub, fd, f, args, nargs, call, &argerrs);
   if (ok) {
@@ -1022,6 +1048,8 @@ static IrFunc *instantiate(Ctx *cx, FuncDef *fd, const Type *args, int nargs, PV
       if (outvma[i] & ~f->outs[i].t.vma) f->outs[i] = emit_lift(EM(&sub), f->outs[i], outvma[i], f->outs[i].sp);
   }
   if (diag_count() != errs) ok = false;
+  inst->open = diag_count() == errs && C->deferred != deferred;   /* (left to the calls, which bind its axes) */
+  if (inst->open) ok = false;
   if (!ok && call.file >= 0 && (call.file != af->sp.file || call.off != af->sp.off) && diag_count() > errs + (argerrs > 0))
     check_call_note_s(call, fd, skey, args, nargs, mesh);
   inst->ir = ok ? f : NULL;
@@ -1077,7 +1105,12 @@ static void check_def(Ctx *cx, AstStmt *s) {
          check the function under a predicate whose variance excuses an
          annotation JAX printed (check_resolve.c releases or drops it). */
       int mark = diag_mark();
+      /* outside any mesh an axis name is bound where the function is
+         called (a mesh, an xmap's named axes): what names one is left to
+         the calls (check_prim_eqn), the rest is checked here */
+      if (!cx->mesh) cx->C->open_axes++;
       check_instantiate(cx, fd, args, af->nparams, af->sp);
+      if (!cx->mesh) cx->C->open_axes--;
       if (diag_mark() > mark) diag_hold_since(mark, fd->held = ++cx->C->nheld);
     }
   }

@@ -63,6 +63,7 @@ typedef struct Instance {
   IrFunc *ir;              /* NULL when the instance failed to check */
   bool lenient;            /* checked in a loop's trial round (Checker.lenient) */
   char *skey;              /* the static parameters' values, "axis=i, n=2", or NULL */
+  bool open;               /* failed only because it names axes that a call binds (Checker.open_axes) */
   struct Instance *next;
 } Instance;
 
@@ -104,8 +105,8 @@ struct Checker {
   int nheld;               /* tags given to held errors */
   AstList *later;          /* the top-level statements of the file being checked */
   int later_from;          /* the first of them not yet checked */
-  Str *map_axes;           /* the axes pmaps and xmaps of the program name (not meshes') */
-  int nmap_axes, capmap_axes;
+  int open_axes;           /* > 0 in a def's own check outside any mesh (check_def) */
+  int deferred;            /* equations such a check left to the calls: they name axes */
   ScopeSlot *slots;        /* the scope index (see Binding): open addressing */
   size_t nslots, usedslots;
   bool callback_noted;     /* the note that a debug_callback does nothing was printed */
@@ -405,9 +406,6 @@ void check_load(Ctx *cx, AstStmt *s);
 void check_save(Ctx *cx, AstStmt *s);
 
 /* ---- check_resolve.c: functions never checked ------------------------------ */
-/* Note an axis a pmap or an xmap defines: a function no statement calls
-   may name it, as it may name a mesh's axes. */
-void resolve_note_axis(Checker *C, Str name);
 /* Record a def, for resolve_unchecked. */
 void resolve_note_def(Checker *C, FuncDef *fd, const Mesh *mesh);
 /* Resolve the defs recorded since `from` that no check reached. */

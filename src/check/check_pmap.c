@@ -51,7 +51,8 @@ static bool axes_list(RuleCtx *r, const char *key, PVal *v, int n, int64_t *out)
   return true;
 }
 
-static bool read_spec_(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
+/* The parameters of a @pmap. */
+static bool read_spec(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
   memset(ps, 0, sizeof *ps);
   PVal *an = pv_unparen(rule_get(r, "axis_name"));
   if (an && an->k != PV_NAME && an->k != PV_STR && an->k != PV_NONE)
@@ -72,13 +73,6 @@ static bool read_spec_(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) 
     ps->size = sz->i;
   }
   return rule_unused(r, "axis_name in_axes out_axes axis_size");
-}
-
-/* The parameters of a @pmap; its axis noted for the resolver. */
-static bool read_spec(Ctx *cx, RuleCtx *r, int nargs, PmapSpec *ps, int depth) {
-  bool ok = read_spec_(cx, r, nargs, ps, depth);
-  if (ok) resolve_note_axis(cx->C, ps->axis);
-  return ok;
 }
 
 /* The size of the mapped axis: the mapped dimensions agree (and with
@@ -489,6 +483,5 @@ void pmap_nested_jax(Ctx *cx, AstStmt *s, FuncDef *fd, IrAtom *in, RuleCtx *r, S
   ps.in_axes = NEWN(cx->C, int64_t, s->nargs);
   for (int i = 0; i < s->nargs; i++) ps.in_axes[i] = in_axes[i] < 0 ? NONE_AXIS : in_axes[i];
   ps.out_axes = rule_get(r, "out_axes");
-  resolve_note_axis(cx->C, axis);
   nested_map(cx, s, fd, in, r, &ps);
 }

@@ -19,9 +19,11 @@
 ** must be a function or a primitive, with the right number of operands and
 ** known parameter names; a function parameter of control flow must name a
 ** function; a shard_map's mesh and specs must be right; and the axis names
-** of collectives must be axes of the enclosing shard_map's mesh, or, for a
-** function whose mesh is not known, of some mesh of the program (checked
-** only for a whole program, not the REPL, where a mesh may come later).
+** of collectives must be axes of the enclosing shard_map's mesh (or of the
+** enclosing @pmap's or @xmap's axes).  An axis name in a function whose
+** mesh is not known is bound where the function is instantiated -- by a
+** mesh, by an xmap's named axes, by a static parameter -- so it is not
+** judged here: the function is checked as far as it can be without it.
 ** These are the errors any call would report, with the same messages.
 */
 
@@ -31,7 +33,6 @@ typedef struct Res {
   const Mesh *mesh;        /* the enclosing shard_map's mesh, if known */
   const AstFunc *self;     /* the function resolved (it does not see itself) */
   bool failed;             /* this statement already has its error */
-  bool axes_known;         /* meshes are all known: check free axis names */
 } Res;
 
 static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh);
@@ -60,31 +61,6 @@ static void res_name(Res *R, Str name, Span sp) {
 
 static void res_arg(Res *R, const AstArg *a) {
   if (a->k == ARG_NAME) res_name(R, a->name, a->sp);
-}
-
-void resolve_note_axis(Checker *C, Str name) {
-  for (int i = 0; i < C->nmap_axes; i++)
-    if (str_eq(C->map_axes[i], name)) return;
-  if (C->nmap_axes == C->capmap_axes) {
-    int nc = C->capmap_axes ? C->capmap_axes * 2 : 16;
-    Str *n = NEWN(C, Str, nc);
-    if (C->nmap_axes) memcpy(n, C->map_axes, sizeof(Str) * (size_t)C->nmap_axes);
-    C->map_axes = n;
-    C->capmap_axes = nc;
-  }
-  C->map_axes[C->nmap_axes++] = name;
-}
-
-/* Is `name` an axis of some mesh the program has, or one a pmap or xmap
-   defines? */
-static bool res_axis_known(Res *R, Str name) {
-  for (int i = 0; i < R->C->nmap_axes; i++)
-    if (str_eq(R->C->map_axes[i], name)) return true;
-  for (Binding *b = R->C->top; b; b = b->next)
-    if (b->k == B_MESH)
-      for (int k = 0; k < b->mesh->naxes; k++)
-        if (str_eq(b->mesh->axis[k], name)) return true;
-  return false;
 }
 
 /* Does a parameter value name a static parameter of an enclosing
@@ -142,14 +118,10 @@ static void res_axes(Res *R, const PVal *v, Span sp) {
     const PVal *e = pv_unparen((PVal *)items[i]);
     if (e->k != PV_NAME && e->k != PV_STR) continue;     /* the rule's own error, at the call */
     Span at = e->sp.file >= 0 ? e->sp : sp;
-    if (R->mesh) {
-      bool found = false;
-      for (int k = 0; k < R->mesh->naxes; k++) found |= str_eq(R->mesh->axis[k], e->s);
-      char hint[256];
-      if (!found) res_error(R, at, "unbound axis name '%.*s'%s", e->s.n, e->s.p, rule_axis_hint(R->mesh, e->s, hint, sizeof hint));
-    } else if (R->axes_known && !res_axis_known(R, e->s)) {
-      res_error(R, at, "axis name '%.*s' is not an axis of any mesh of the program", e->s.n, e->s.p);
-    }
+    bool found = !R->mesh;           /* (no mesh known: bound where the function is instantiated) */
+    for (int k = 0; R->mesh && k < R->mesh->naxes; k++) found |= str_eq(R->mesh->axis[k], e->s);
+    char hint[256];
+    if (!found) res_error(R, at, "unbound axis name '%.*s'%s", e->s.n, e->s.p, rule_axis_hint(R->mesh, e->s, hint, sizeof hint));
   }
 }
 
@@ -485,10 +457,6 @@ void resolve_unchecked(Checker *C, int from) {
     Res R;
     memset(&R, 0, sizeof R);
     R.C = C;
-    /* a library imported into the program may name axes of meshes it
-       leaves to its callers: only the program's own file is held to its
-       meshes */
-    R.axes_known = C->whole_program && af->sp.file == C->main_file;
     res_func(&R, af, fd->scope, C->def_mesh[i]);
   }
 }

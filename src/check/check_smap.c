@@ -9,6 +9,7 @@
 #include "diag.h"
 #include "err.h"
 #include "show.h"
+#include "tiling.h"
 
 /* ---- shard_map ----------------------------------------------------------------------------- */
 
@@ -207,13 +208,6 @@ bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
   return true;
 }
 
-static int64_t spec_dim_factor(const Spec *sp, const Mesh *m, int d) {
-  int64_t f = 1;
-  if (d < sp->ndims)
-    for (int k = 0; k < sp->dim[d].naxes; k++) f *= m->size[sp->dim[d].axes[k]];
-  return f;
-}
-
 /* An error at a spec (or at `sp` when the spec has no place: a generated
    function's), with the spec's text as the first %s of fmt. */
 static void spec_error(Span sp, const PVal *v, const Spec *spc, const Mesh *m, const char *fmt, ...) {
@@ -245,7 +239,7 @@ static bool in_blocks(Ctx *cx, RuleCtx *r, Span sp, const Mesh *m, PVal **ins, S
       return !(r->failed = true);
     }
     for (int d = 0; d < spc->ndims; d++) {
-      int64_t f = spec_dim_factor(spc, m, d);
+      int64_t f = til_blocks_along(m, spc, d);
       if (args[i].shape[d] % f) {
         spec_error(sp, ins[i], spc, m,
                    "argument %d is %s, but its spec %%s splits its dimension %d into %lld blocks: %lld is not "
@@ -331,7 +325,7 @@ static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **out
     }
     gout[i] = o->t;
     gout[i].vma = 0;
-    for (int d = 0; d < spc->ndims; d++) gout[i].shape[d] *= spec_dim_factor(spc, m, d);
+    for (int d = 0; d < spc->ndims; d++) gout[i].shape[d] *= til_blocks_along(m, spc, d);
   }
   return true;
 }
@@ -540,7 +534,7 @@ void smap_define(Ctx *cx, FuncDef *fd) {
       buf_free(&b);
       return;
     }
-    for (int d = 0; d < spc.ndims; d++) args[i].shape[d] *= spec_dim_factor(&spc, m, d);
+    for (int d = 0; d < spc.ndims; d++) args[i].shape[d] *= til_blocks_along(m, &spc, d);
     args[i].vma = 0;
   }
   check_instantiate(cx, fd, args, af->nparams, af->sp);

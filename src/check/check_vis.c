@@ -18,6 +18,7 @@
 #include "shardpic.h"
 #include "rule.h"
 #include "show.h"
+#include "tiling.h"
 
 /* "name, f32[8,16] as P(i, j):" and the picture. */
 static void put_layout(Buf *b, const char *role, Str name, const Type *t, const Mesh *m, const Spec *spc, bool uni) {
@@ -105,8 +106,7 @@ static bool vis_array(Ctx *cx, AstStmt *s, Buf *out) {
     return false;
   }
   for (int d = 0; d < spc.ndims; d++) {
-    int64_t n = 1;
-    for (int k = 0; k < spc.dim[d].naxes; k++) n *= m->size[spc.dim[d].axes[k]];
+    int64_t n = til_blocks_along(m, &spc, d);
     if (t->shape[d] % n) {
       diag_error(specv->sp, "dimension %d of %.*s (size %lld) does not split into %lld blocks", d, s->name.n,
                  s->name.p, (long long)t->shape[d], (long long)n);

@@ -739,7 +739,6 @@ static bool build_xmap(Ctx *cx, RuleCtx *r, Span call, FuncDef *body, const Type
   if (!any_res) p->mesh = NULL;
   if (!check_divisible(cx, p, false)) return false;
   p->named = named_mesh(cx, p);
-  for (int k = 0; k < p->naxes; k++) resolve_note_axis(cx->C, p->ax[k].name);
   Type *block = NEWN(cx->C, Type, nargs);
   for (int i = 0; i < nargs; i++) block[i] = block_type(p, &p->in[i], &args[i]);
   Ctx sub = *cx;

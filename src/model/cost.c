@@ -198,7 +198,7 @@ static Cost torus_ppermute(const Hw *hw, const Mesh *mesh, const HwPlace *pl, co
   double maxhops = 0, maxload = 0;
   int64_t coords[SHM_MAXAXES];
   for (int64_t dev = 0; dev < mesh->ndev; dev++) {
-    val_coords(mesh, dev, coords);
+    til_coords(mesh, dev, coords);
     int64_t member = 0;
     for (int k = 0; k < at->naxes; k++) member = member * mesh->size[at->axes[k]] + coords[at->axes[k]];
     for (int i = 0; i < perm->n / 2; i++) {
@@ -249,7 +249,7 @@ static Cost switch_ppermute(const Hw *hw, const Mesh *mesh, const IrStmt *st, do
   bool cross = false, any = false;
   int64_t coords[SHM_MAXAXES];
   for (int64_t dev = 0; dev < mesh->ndev && !cross; dev++) {
-    val_coords(mesh, dev, coords);
+    til_coords(mesh, dev, coords);
     int64_t member = 0;
     for (int k = 0; k < at->naxes; k++) member = member * mesh->size[at->axes[k]] + coords[at->axes[k]];
     for (int i = 0; i < perm->n / 2; i++) {
@@ -263,7 +263,7 @@ static Cost switch_ppermute(const Hw *hw, const Mesh *mesh, const IrStmt *st, do
       for (int a = 0; a < mesh->naxes; a++) ddev = ddev * mesh->size[a] + coords[a];
       any = true;
       if (ddev / hw->node_size != dev / hw->node_size) cross = true;
-      val_coords(mesh, dev, coords);
+      til_coords(mesh, dev, coords);
     }
   }
   if (!any) return bound(0, 0, 0, n_in, true);

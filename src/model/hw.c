@@ -567,7 +567,7 @@ bool hw_place(const Hw *hw, const Mesh *mesh, const char *spec, HwPlace *pl, cha
 
 void hw_coords(const Hw *hw, const Mesh *mesh, const HwPlace *pl, int64_t dev, int64_t *coords) {
   int64_t mc[SHM_MAXAXES];
-  val_coords(mesh, dev, mc);
+  til_coords(mesh, dev, mc);
   for (int d = 0; d < HW_MAXDIMS; d++) coords[d] = 0;
   for (int a = 0; a < mesh->naxes && hw->topo == HW_TORUS; a++) {
     int64_t c = mc[a];

@@ -536,13 +536,13 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   Cost c = cost_of(T, st, m);
   LineStat *ls = line_of(T, st);
   uint32_t all = (m->naxes >= 32 ? 0u : (1u << m->naxes)) - 1u, outer = all & ~st->at->axmask;
-  int64_t ngroups = val_nblk(m, outer);
+  int64_t ngroups = til_nblk(m, outer);
   double *start = tl_get(T, sizeof(double) * (size_t)ngroups);
   for (int64_t g = 0; g < ngroups; g++) start[g] = -1;
   int32_t w;
   for (int64_t d = 0; d < F->nd; d++) {
     if (!on(F, d)) continue;
-    int64_t g = val_block_of(m, outer, d);
+    int64_t g = til_block_of(m, outer, d);
     double r = st->nin ? atom_ready(T, F, &st->in[0], d, &w) : 0;
     if (F->gate[d] > r) r = F->gate[d];
     if (T->mfree[d] > r) r = T->mfree[d];
@@ -554,7 +554,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   int64_t ev0 = T->nevents;
   for (int64_t d = 0; d < F->nd; d++) {
     if (!on(F, d)) continue;
-    double s = start[val_block_of(m, outer, d)], e = s + c.time;
+    double s = start[til_block_of(m, outer, d)], e = s + c.time;
     T->mfree[d] = e;
     T->busy_m[d] += c.time;
     out[d] = buf_new(T, d, obytes, e);
@@ -569,7 +569,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
     int64_t coords[SHM_MAXAXES];
     for (int64_t k = ev0; k < T->nevents; k++) {
       int64_t d = T->events[k].dev, member = 0;
-      val_coords(m, d, coords);
+      til_coords(m, d, coords);
       for (int a = 0; a < st->at->naxes; a++) member = member * m->size[st->at->axes[a]] + coords[st->at->axes[a]];
       for (int i = 0; i < perm->n / 2; i++) {
         if (perm->v[2 * i] != member) continue;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "err.h"
 #include "mem.h"
+#include "tiling.h"
 
 enum { LAYOUT_MAXH = 3 };
 
@@ -35,27 +36,14 @@ bool pic_unicode(void) {
 }
 
 /* The block index along each of (up to 2) picture dimensions that device
-   d holds: rows in *r, columns in *c. */
+   d holds: rows in *r, columns in *c (a block start, in blocks). */
 static void cell_of(const Mesh *m, const Spec *spc, int rank, int64_t d, int64_t *r, int64_t *c) {
+  static const int64_t one[2] = {1, 1};
   int64_t coords[SHM_MAXAXES], idx[2] = {0, 0};
-  int64_t rest = d;
-  for (int k = m->naxes - 1; k >= 0; k--) {
-    coords[k] = rest % m->size[k];
-    rest /= m->size[k];
-  }
-  for (int dim = 0; dim < rank && dim < 2; dim++)
-    for (int k = 0; dim < spc->ndims && k < spc->dim[dim].naxes; k++) {
-      int a = spc->dim[dim].axes[k];
-      idx[dim] = idx[dim] * m->size[a] + coords[a];
-    }
+  til_coords(m, d, coords);
+  til_block_start(m, spc, coords, one, rank < 2 ? rank : 2, idx);
   *r = rank == 2 ? idx[0] : 0;
   *c = rank == 2 ? idx[1] : idx[0];
-}
-
-static int64_t blocks_along(const Mesh *m, const Spec *spc, int dim) {
-  int64_t n = 1;
-  for (int k = 0; m && spc && dim < spc->ndims && k < spc->dim[dim].naxes; k++) n *= m->size[spc->dim[dim].axes[k]];
-  return n;
 }
 
 /* "CPU 0,2,4,6" (runs of three or more as 0-3): the devices holding cell. */
@@ -109,8 +97,8 @@ bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *s
     buf_printf(b, "a picture shows arrays of rank 1 or 2, not %d", rank);
     return false;
   }
-  int64_t nrows = rank == 2 ? blocks_along(m, spc, 0) : 1, ncols = rank == 2 ? blocks_along(m, spc, 1)
-                                                                   : rank == 1 ? blocks_along(m, spc, 0) : 1;
+  int64_t nrows = rank == 2 ? til_blocks_along(m, spc, 0) : 1, ncols = rank == 2 ? til_blocks_along(m, spc, 1)
+                                                                   : rank == 1 ? til_blocks_along(m, spc, 0) : 1;
   Labels L = {mem_calloc(sizeof(Buf) * (size_t)(nrows * ncols)), nrows * ncols};
   Buf *labels = L.b;
   err_defer(labels_free, &L);

@@ -8,9 +8,9 @@
 #include "err.h"
 #include "eval.h"
 #include "fabmpi.h"
-#include "gather.h"
 #include "ew.h"
 #include "rule.h"
+#include "split.h"
 #include "valprint.h"
 #include "npy.h"
 #include "npprint.h"
@@ -121,7 +121,7 @@ void eval_jump(Frame *F, int index) { F->jump = index; }
 static Val *value_of(Frame *F, IrVar *v) {
   Val *x = eval_lookup(F, v);
   if (!x) err_throw("'%.*s' has no value: the statement that sets it failed", v->name.n, v->name.p);
-  if (x->split) gat_realize(x);
+  if (x->split) spl_realize(x);
   return x;
 }
 
@@ -136,7 +136,6 @@ static Val *value_passed(Frame *F, IrVar *v) {
 
 static bool released_here(Frame *F, IrVar *v);
 static void release_arr(void *a) { arr_unref(a); }
-static void release_val(void *v) { val_unref(v); }
 static bool dies_here(Frame *F, const IrAtom *a);
 
 /* Scratch memory that a runtime error releases too (err.h cleanups). */
@@ -177,7 +176,7 @@ static void vals_free(Val **v) {
 static Array *atom_block(Frame *F, const IrAtom *a, uint32_t R, int64_t b) {
   if (a->lit) return a->lit;
   Val *v = value_of(F, a->var);
-  return v->blk[val_project(F->space.mesh, R, b, v->mask)];
+  return v->blk[til_project(F->space.mesh, R, b, v->mask)];
 }
 
 /* Which blocks of mask R some running instance needs; NULL: all of them.
@@ -286,7 +285,7 @@ static bool exec_ew_slab(Frame *F, IrStmt *st) {
   }
   const Type *t = &st->out[0]->t;
   uint32_t R = t->vma;
-  int64_t nb = val_nblk(F->space.mesh, R);
+  int64_t nb = til_nblk(F->space.mesh, R);
   int donor = -1;
   for (int i = 0; i < nin && donor < 0; i++)
     if (opv[i] && dies_here(F, &st->in[i]) && val_ew_donor(opv[i], t, R)) donor = i;
@@ -391,7 +390,7 @@ static void exec_local(Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
   const Mesh *mesh = sp->mesh;
   uint32_t R = st->nout ? st->out[0]->t.vma : 0;
-  int64_t nb = val_nblk(mesh, R);
+  int64_t nb = til_nblk(mesh, R);
   Type outt[8];
   Val *outs[8];
   Array *res[8];
@@ -422,7 +421,7 @@ static void exec_local(Frame *F, IrStmt *st) {
     if (need && !need[b]) continue;
     for (int i = 0; i < nin; i++) {
       Val *v = opv[i];
-      if (v) ins[i] = v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(mesh, R, b, v->mask)];
+      if (v) ins[i] = v->blk[v->mask == R ? b : v->mask == 0 ? 0 : til_project(mesh, R, b, v->mask)];
       refc[i] = ins[i]->refc;
     }
     if (give && (res[0] = donate(st, give, ins, ot))) {
@@ -448,28 +447,12 @@ static void exec_local(Frame *F, IrStmt *st) {
 
 /* Whether operand i of shard_map st dies there, its array g held by its
    value alone, and no other operand is the same variable: then splitting
-   it may give its memory back as it goes (split_plan). */
+   it may give its memory back as it goes (split.c). */
 static bool split_dies(Frame *F, IrStmt *st, int i, const Array *g) {
   if (st->in[i].lit || g->refc != 1 || g->slab || !dies_here(F, &st->in[i])) return false;
   for (int k = 0; k < st->nin; k++)
     if (k != i && st->in[k].var == st->in[i].var) return false;
   return true;
-}
-
-/* For splitting a dying operand g into nb blocks in block order:
-   after[b] = the byte offset in g's elements below which no block after b
-   reads, so that the bytes below it can be discarded (mem_discard) once
-   block b is copied: a row band of P(i, j) blocks is let go when its last
-   block is out, and the whole array and its blocks are never both held.
-   A scratch array (scratch_free). */
-static int64_t *split_plan(const Mesh *m, const Spec *spc, const Type *bt, const Array *g, int64_t nb) {
-  int64_t *after = scratch(sizeof(int64_t) * (size_t)nb), low = (int64_t)arr_nbytes(g);
-  for (int64_t b = nb - 1; b >= 0; b--) {
-    after[b] = low;
-    int64_t lo = gat_block_offset(m, spc, bt, g, b) * (int64_t)dtype_sizes[g->dt];
-    if (lo < low) low = lo;
-  }
-  return after;
 }
 
 /* An operand of a shard_map that dies at it has been split into its
@@ -481,92 +464,17 @@ static void release_split(Frame *F, IrStmt *st) {
     if (dies_here(F, &st->in[i])) set_slot(F, st->in[i].var, NULL);
 }
 
-/* The global array of result i of shard_map st from the body's blocks v. */
-static Array *assemble_result(IrStmt *st, int i, Val *v) {
-  ShardMap *sm = st->at->ext;
-  const IrAtom *o = &st->at->fns[0]->outs[i];
-  Type bt;
-  if (o->var) {
-    bt = o->var->t;
-  } else {
-    memset(&bt, 0, sizeof bt);
-    bt.dt = o->lit->dt;
-    bt.rank = (uint8_t)o->lit->rank;
-    memcpy(bt.shape, o->lit->shape, sizeof(int64_t) * (size_t)o->lit->rank);
-  }
-  return gat_assemble(sm->mesh, &sm->out[i], &st->out[i]->t, &bt, sm->out_axis ? sm->out_axis[i] : -1, v);
-}
-
-/* Under several ranks a result of a shard_map called outside any body
-   (where every rank runs the same statements) stays as the blocks each
-   rank holds (Val.split) until a statement needs the whole array: calls
-   of functions pass it on as it is, and a shard_map that reads it with
-   the same tiling on the same mesh takes the blocks, so nothing is
-   assembled. */
-static bool keeps_split(Interp *I, Frame *F, IrStmt *st, int i) {
-  ShardMap *sm = st->at->ext;
-  return fmpi_size() > 1 && !F->space.mesh && !sm->out_axis && !st->out[i]->captured &&
-         st->at->fns[0]->outs[i].var && !I->hook && !I->obs.data;
-}
-
-/* Can operand j of statement st take x (a value kept split) as it is:
-   a call of a function, or a shard_map that reads its blocks? */
-static bool takes_split(IrStmt *st, int j, const Val *x) {
-  if (st->k == IS_EQN && st->prim < 0) return true;
-  if (st->k != IS_EQN || st->prim != P_SHARD_MAP) return false;
-  const ShardMap *to = st->at->ext;
-  return !to->in_axis && gat_same_mesh(to->mesh, x->split->mesh) && gat_same_tiling(&to->in[j], x->split->spec);
-}
-
 /* An elementwise primitive outside any body, under several ranks, whose
-   operands are values kept split, all tiled alike (and scalar literals):
-   computed on the blocks each rank holds, its result kept split too.
-   Whether st was such a statement (then it has run). */
+   operands are values kept split, all tiled alike: computed on the
+   blocks each rank holds (spl_ew).  Whether st was such a statement
+   (then it has run). */
 static bool ew_on_pieces(Interp *I, Frame *F, IrStmt *st) {
-  if (st->k != IS_EQN || st->prim < 0 || st->nout != 1 || st->nin > 8 || prim_ew_op(st->prim) < 0 ||
-      I->hook || I->obs.data || st->out[0]->captured)
-    return false;
-  const Type *ot = &st->out[0]->t;
-  const ValSplit *s0 = NULL;
-  Val *opv[8] = {0};
-  for (int j = 0; j < st->nin; j++) {
-    if (st->in[j].lit) {
-      if (st->in[j].lit->rank != 0) return false;
-      continue;
-    }
-    Val *x = eval_lookup(F, st->in[j].var);
-    const Type *t = &st->in[j].var->t;
-    if (!x || !x->split || t->rank != ot->rank || memcmp(t->shape, ot->shape, sizeof(int64_t) * t->rank)) return false;
-    if (s0 && (!gat_same_mesh(s0->mesh, x->split->mesh) || !gat_same_tiling(s0->spec, x->split->spec))) return false;
-    if (!s0) s0 = x->split;
-    opv[j] = x->split->blocks;
-  }
-  if (!s0) return false;
-  const Mesh *m = s0->mesh;
-  uint32_t R = s0->spec->mask;
-  int64_t nb = val_nblk(m, R);
-  Space sp = {m, m->ndev, NULL};
-  Type bt = gat_block_type(m, s0->spec, ot);
-  Val *out = val_new(R, nb);
-  err_defer(release_val, out);
-  uint8_t *need = needed_blocks(&sp, R, nb);
-  KernFn k = prim_table[st->prim].kernel;
-  Array *ins[8];
-  for (int64_t b = 0; b < nb; b++) {
-    if (need && !need[b]) continue;
-    for (int j = 0; j < st->nin; j++) {
-      Val *v = opv[j];
-      ins[j] = !v ? st->in[j].lit : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(m, R, b, v->mask)];
-    }
-    k(st->at, ins, st->nin, &out->blk[b], &bt);
-  }
-  scratch_free(need);
-  err_undefer(out);
-  Val *gv = val_new(0, 1);
-  gv->split = mem_alloc(sizeof *gv->split);
-  *gv->split = (ValSplit){out, m, s0->spec, *ot};
-  set_slot(F, st->out[0], gv);
-  return true;
+  if (I->hook || I->obs.data || st->k != IS_EQN || st->nin > 8) return false;
+  Val *ops[8];
+  for (int j = 0; j < st->nin; j++) ops[j] = st->in[j].var ? eval_lookup(F, st->in[j].var) : NULL;
+  Val *r = spl_ew(st, ops);
+  if (r) set_slot(F, st->out[0], r);
+  return r != NULL;
 }
 
 /* Before statement st outside any body under several ranks: the values
@@ -574,11 +482,11 @@ static bool ew_on_pieces(Interp *I, Frame *F, IrStmt *st) {
 static void realize_inputs(Frame *F, IrStmt *st) {
   for (int j = 0; j < st->nin; j++) {
     Val *x = st->in[j].var ? eval_lookup(F, st->in[j].var) : NULL;
-    if (x && x->split && !takes_split(st, j, x)) gat_realize(x);
+    if (x && x->split && !spl_takes(st, j, x)) spl_realize(x);
   }
   for (int j = 0; j < st->nitems; j++) {
     Val *x = st->items[j].atom.var ? eval_lookup(F, st->items[j].atom.var) : NULL;
-    if (x && x->split) gat_realize(x);
+    if (x && x->split) spl_realize(x);
   }
 }
 
@@ -597,43 +505,17 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
               (long long)m->ndev, fmpi_size(), (long long)m->ndev);
   Val **args = vals_new(nin + nout);
   Val **outs = args + nin;
-  int64_t coords[SHM_MAXAXES];
   for (int i = 0; i < nin; i++) {
-    const Spec *spc = &sm->in[i];
+    uint32_t mask = sm->in[i].mask;
     Val *x = st->in[i].var ? eval_lookup(F, st->in[i].var) : NULL;
-    if (x && x->split && takes_split(st, i, x)) {
-      args[i] = val_widen(m, val_ref(x->split->blocks), spc->mask);
+    if (x && x->split && spl_takes(st, i, x)) {
+      args[i] = spl_blocks(m, x, mask);
       continue;
     }
     Array *g = atom_block(F, &st->in[i], 0, 0);
-    Type bt = body->params[i]->t;
-    int d = sm->in_axis ? sm->in_axis[i] : -1;
-    if (d >= 0) bt = gat_pmap_view(&bt, d);    /* xla_pmap: the block with its mapped dimension */
-    int64_t nb = val_nblk(m, spc->mask);
-    Val *v = val_new(spc->mask, nb);
-    args[i] = v;
-    uint8_t *need = needed_blocks(&bs, spc->mask, nb);     /* (under ranks: this rank's blocks) */
-    if (spc->mask && d < 0 && !need &&
-        gat_share(m, spc, &bt, g, nb, !I->hook && !I->obs.data && gat_gemm_only(body, body->params[i]), v->blk))
-      continue;                                                                      /* shared */
-    bool dies = spc->mask && nb > 1 && split_dies(F, st, i, g);
-    if (dies && d < 0 && !need && gat_carve(m, spc, &bt, g, nb, v->blk)) continue;   /* in place */
-    int64_t *after = dies ? split_plan(m, spc, &bt, g, nb) : NULL;
-    size_t done = 0;
-    for (int64_t b = 0; b < nb; b++) {
-      if (spc->mask == 0) { v->blk[b] = arr_ref(g); break; }
-      if (need && !need[b]) continue;
-      val_coords(m, val_first_inst(m, spc->mask, b), coords);
-      int64_t start[SHM_MAXRANK];
-      vp_block_start(m, spc, coords, bt.shape, bt.rank, start);
-      v->blk[b] = arr_block(g, start, bt.shape);
-      if (d >= 0) arr_drop_dim(v->blk[b], d);
-      if (after && (size_t)after[b] > done) {
-        mem_discard(g, (size_t)((char *)g->data - (char *)g) + done, (size_t)after[b] - done);
-        done = (size_t)after[b];
-      }
-    }
-    scratch_free(after);
+    uint8_t *need = needed_blocks(&bs, mask, til_nblk(m, mask));     /* (under ranks: this rank's blocks) */
+    SplitWay w = {need, split_dies(F, st, i, g), I->hook || I->obs.data};
+    args[i] = spl_operand(st, i, g, &w);
     scratch_free(need);
   }
   release_split(F, st);
@@ -642,21 +524,11 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   } else {                 /* a rank owning none of the mesh's instances */
     for (int i = 0; i < nout; i++) {
       uint32_t R = body->outs[i].var ? body->outs[i].var->t.vma : 0;
-      outs[i] = val_new(R, val_nblk(m, R));
+      outs[i] = val_new(R, til_nblk(m, R));
     }
   }
-  for (int i = 0; i < nout; i++) {
-    if (keeps_split(I, F, st, i)) {     /* (under ranks, at the top level) */
-      Val *gv = val_new(0, 1);
-      gv->split = mem_alloc(sizeof *gv->split);
-      *gv->split = (ValSplit){val_ref(outs[i]), m, &sm->out[i], st->out[i]->t};
-      set_slot(F, st->out[i], gv);
-      continue;
-    }
-    Val *gv = val_new(0, 1);
-    set_slot(F, st->out[i], gv);
-    gv->blk[0] = assemble_result(st, i, outs[i]);
-  }
+  bool may_keep = !F->space.mesh && !I->hook && !I->obs.data;   /* (kept split under ranks, at the top level) */
+  for (int i = 0; i < nout; i++) set_slot(F, st->out[i], spl_result(st, i, outs[i], may_keep));
   vals_free(args);
 }
 
@@ -680,7 +552,7 @@ static void step(Interp *I, const Space *sp) {
 
 /* The integer at instance `inst` of a scalar Val. */
 static int64_t scalar_at(const Space *sp, Val *v, int64_t inst) {
-  return arr_geti(v->blk[val_block_of(sp->mesh, v->mask, inst)], 0);
+  return arr_geti(v->blk[til_block_of(sp->mesh, v->mask, inst)], 0);
 }
 
 /* A new active set: the running instances where keep(inst) holds. */
@@ -708,8 +580,8 @@ static uint8_t *narrow(const Space *sp, Val *v, int64_t want, bool is_pred, int6
 static void merge_into(const Space *sp, Val *dst, Val *src, const uint8_t *act) {
   for (int64_t i = 0; i < sp->ninst; i++) {
     if (!act[i]) continue;
-    int64_t b = val_block_of(sp->mesh, dst->mask, i);
-    Array *a = src->blk[val_block_of(sp->mesh, src->mask, i)];
+    int64_t b = til_block_of(sp->mesh, dst->mask, i);
+    Array *a = src->blk[til_block_of(sp->mesh, src->mask, i)];
     if (dst->blk[b] != a) {
       arr_unref(dst->blk[b]);
       dst->blk[b] = arr_ref(a);
@@ -747,9 +619,9 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
       /* widen to the result's mask (the index's variance) without copies */
       uint32_t R = st->out[j]->t.vma;
       if (res[j]->mask != R) {
-        int64_t n = val_nblk(sp->mesh, R);
+        int64_t n = til_nblk(sp->mesh, R);
         Val *w = val_new(R, n);
-        for (int64_t b = 0; b < n; b++) w->blk[b] = arr_ref(res[j]->blk[val_project(sp->mesh, R, b, res[j]->mask)]);
+        for (int64_t b = 0; b < n; b++) w->blk[b] = arr_ref(res[j]->blk[til_project(sp->mesh, R, b, res[j]->mask)]);
         val_unref(res[j]);
         res[j] = w;
       }
@@ -760,7 +632,7 @@ static void exec_cond(Interp *I, Frame *F, IrStmt *st) {
     Val **out = scratch(sizeof(Val *) * (size_t)(nout + 1));
     for (int j = 0; j < nout; j++) {
       uint32_t R = st->out[j]->t.vma;
-      out[j] = val_new(R, val_nblk(sp->mesh, R));
+      out[j] = val_new(R, til_nblk(sp->mesh, R));
       set_slot(F, st->out[j], out[j]);
     }
     for (int k = 0; k < nb; k++) {
@@ -823,7 +695,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   Val **pass = vals_new(n + 1);                             /* handed over */
   Val **args = scratch(sizeof(Val *) * (size_t)(n + 2));   /* borrowed */
   /* per block of the index's mask: its bounds (one block when invariant) */
-  int64_t ni = val_nblk(sp->mesh, it->vma);
+  int64_t ni = til_nblk(sp->mesh, it->vma);
   int64_t *lo = scratch(sizeof(int64_t) * (size_t)(2 * ni)), *hi = lo + ni;
   int64_t steps = 0;
   /* the bounds of a block, read at a running instance holding it (a
@@ -831,7 +703,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
   uint8_t *seen = scratch((size_t)ni);
   for (int64_t d = 0; d < sp->ninst; d++) {
     if (!fab_runs(sp, d)) continue;
-    int64_t b = val_block_of(sp->mesh, it->vma, d);
+    int64_t b = til_block_of(sp->mesh, it->vma, d);
     if (seen[b]) continue;
     seen[b] = 1;
     lo[b] = bound_at(F, st, 0, d);
@@ -847,7 +719,7 @@ static void exec_fori(Interp *I, Frame *F, IrStmt *st) {
       scratch_free(act);
       act = scratch((size_t)sp->ninst);
       for (int64_t d = 0; d < sp->ninst; d++) {
-        int64_t b = val_block_of(sp->mesh, it->vma, d);
+        int64_t b = til_block_of(sp->mesh, it->vma, d);
         act[d] = fab_runs(sp, d) && t < hi[b] - lo[b];
       }
       lsp.active = act;
@@ -992,7 +864,7 @@ static void exec_scan(Interp *I, Frame *F, IrStmt *st) {
   Val **ys = vals_new(nout + 1);         /* the stacked results, ys[k] for k >= ncar */
   for (int k = ncar; k < nout; k++) {
     const Type *t = &st->out[k]->t;
-    Val *v = ys[k] = val_new(t->vma, val_nblk(sp->mesh, t->vma));
+    Val *v = ys[k] = val_new(t->vma, til_nblk(sp->mesh, t->vma));
     uint8_t *need = needed_blocks(sp, t->vma, v->nblk);
     for (int64_t b = 0; b < v->nblk; b++)
       if (!need || need[b]) v->blk[b] = arr_new((DType)t->dt, t->rank, t->shape);
@@ -1089,7 +961,7 @@ const Spec *eval_result_spec(Frame *F, const IrVar *v) {
    (in *dflt). */
 static const Spec *global_spec(Frame *F, IrVar *var, const Spec *spc, uint32_t mask, Spec *dflt) {
   if (!spc) spc = eval_result_spec(F, var);
-  if (!spc) vp_default_spec(F->space.mesh, mask, dflt), spc = dflt;
+  if (!spc) til_default_spec(F->space.mesh, mask, dflt), spc = dflt;
   return spc;
 }
 
@@ -1100,7 +972,7 @@ static void put_global(Buf *b, Frame *F, IrVar *var, const Spec *spc) {
   Spec dflt;
   spc = global_spec(F, var, spc, v->mask, &dflt);
   char msg[256];
-  Array *a = vp_assemble(m, spc, v, msg, sizeof msg);
+  Array *a = spl_global(m, spc, v, msg, sizeof msg);
   if (!a) err_throw("print[global]: %s", msg);
   err_defer(release_arr, a);
   vp_global_text(b, m, spc, a);
@@ -1136,7 +1008,7 @@ static void print_event(Frame *F, IrStmt *st) {
     Spec dflt;
     const Spec *gs = st->print_global ? global_spec(F, it->atom.var, st->print_spec, v->mask, &dflt) : NULL;
     char msg[256];
-    if (gs && !vp_global_ok(m, gs, v->mask, var->t.rank, msg, sizeof msg)) err_throw("print[global]: %s", msg);
+    if (gs && !til_global_ok(m, gs, v->mask, var->t.rank, msg, sizeof msg)) err_throw("print[global]: %s", msg);
     if (gs && F->space.active)
       err_throw("print[global]: across ranks, a global view is printed only where every device runs "
                 "(not inside a branch that varies by device); run on one process to see it here");
@@ -1145,7 +1017,7 @@ static void print_event(Frame *F, IrStmt *st) {
     fmpi_out_value(b.p, b.n);
     for (int64_t d = 0; d < m->ndev; d++) {
       if (!fab_runs(&F->space, d)) continue;
-      Array *a = v->blk[val_block_of(m, v->mask, d)];
+      Array *a = v->blk[til_block_of(m, v->mask, d)];
       fmpi_out_device(d, a->data, arr_nbytes(a));
     }
   }

@@ -193,22 +193,6 @@ void fab_stats_print(FILE *out, bool explain) {
 
 /* ---- groups ---------------------------------------------------------------------------- */
 
-/* Coordinates of block b of `mask` (axes off the mask left untouched). */
-static void decode(const Mesh *m, uint32_t mask, int64_t b, int64_t *coords) {
-  for (int k = m->naxes - 1; k >= 0; k--)
-    if (mask & (1u << k)) {
-      coords[k] = b % m->size[k];
-      b /= m->size[k];
-    }
-}
-
-static int64_t encode(const Mesh *m, uint32_t mask, const int64_t *coords) {
-  int64_t b = 0;
-  for (int k = 0; k < m->naxes; k++)
-    if (mask & (1u << k)) b = b * m->size[k] + coords[k];
-  return b;
-}
-
 /* Set the coordinates of group member g (first listed axis major). */
 static void member_coords(const Mesh *m, const Attrs *at, int64_t g, int64_t *coords) {
   for (int k = at->naxes - 1; k >= 0; k--) {
@@ -234,7 +218,7 @@ uint8_t *fab_needed(const Space *sp, uint32_t mask, int64_t nb) {
   if (fab_all_here(sp)) return NULL;
   uint8_t *need = mem_calloc((size_t)nb);
   for (int64_t i = 0; i < sp->ninst; i++)
-    if (fab_runs(sp, i)) need[val_block_of(sp->mesh, mask, i)] = 1;
+    if (fab_runs(sp, i)) need[til_block_of(sp->mesh, mask, i)] = 1;
   return need;
 }
 
@@ -535,7 +519,7 @@ static void gather_one(void *ctx, int64_t g) {
   int64_t coords[SHM_MAXAXES];
   memcpy(coords, j->coords, sizeof coords);
   member_coords(j->m, j->at, g, coords);
-  Array *x = j->in->blk[encode(j->m, j->in->mask, coords)];
+  Array *x = j->in->blk[til_block_at(j->m, j->in->mask, coords)];
   Array *r = j->r;
   int d = (int)j->at->i[0];
   int64_t start[SHM_MAXRANK] = {0};
@@ -556,7 +540,7 @@ static void gather_one(void *ctx, int64_t g) {
 static Array *gather_group(const Mesh *m, const Attrs *at, Val *in, uint32_t outer, int64_t o, int64_t p,
                            const Type *outt) {
   int64_t coords[SHM_MAXAXES] = {0};
-  decode(m, outer, o, coords);
+  til_block_coords(m, outer, o, coords);
   Array *r = arr_new((DType)outt->dt, outt->rank, outt->shape);
   GatherJob gj = {m, at, in, coords, r};
   par_for(p, gather_one, &gj, (double)arr_nbytes(r));
@@ -581,7 +565,7 @@ static void a2a_receiver(void *ctx, int64_t k) {
   Array *r = a->rs[k];
   for (int64_t j = 0; j < a->p; j++) {
     member_coords(a->m, a->at, j, coords);
-    Array *x = a->in->blk[encode(a->m, a->in->mask, coords)];
+    Array *x = a->in->blk[til_block_at(a->m, a->in->mask, coords)];
     int64_t c = x->shape[a->sa] / a->p;
     int64_t box[SHM_MAXRANK], sst[SHM_MAXRANK] = {0}, dst[SHM_MAXRANK] = {0};
     for (int i = 0; i < x->rank; i++) box[i] = x->shape[i];
@@ -620,14 +604,14 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
   if (!sp->active) return;
   const Mesh *m = sp->mesh;
   uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~at->axmask;
-  int64_t ngroups = val_nblk(m, rest), g = -1;
+  int64_t ngroups = til_nblk(m, rest), g = -1;
   /* running members per group, and members per group (those of this
      rank: the others' paths are their own to check) */
   int64_t *count = mem_calloc(sizeof(int64_t) * (size_t)(2 * ngroups)), *here = count + ngroups;
   for (int64_t d = 0; d < sp->ninst; d++) {
     if (!fmpi_local(m->ndev, d)) continue;
-    if (sp->active[d]) count[val_block_of(m, rest, d)]++;
-    here[val_block_of(m, rest, d)]++;
+    if (sp->active[d]) count[til_block_of(m, rest, d)]++;
+    here[til_block_of(m, rest, d)]++;
   }
   for (int64_t k = 0; k < ngroups && g < 0; k++)
     if (count[k] && count[k] < here[k]) g = k;
@@ -640,7 +624,7 @@ static void check_groups(const Space *sp, int prim, const Attrs *at) {
       snprintf(axes + len, sizeof axes - len, "%s%.*s", k ? ", " : "", m->axis[at->axes[k]].n, m->axis[at->axes[k]].p);
     }
     for (int64_t e = 0; e < sp->ninst; e++)
-      if (val_block_of(m, rest, e) == g && fmpi_local(m->ndev, e)) {
+      if (til_block_of(m, rest, e) == g && fmpi_local(m->ndev, e)) {
         if (sp->active[e]) list_device(reached, sizeof reached, &nr, e);
         else list_device(missed, sizeof missed, &nm, e);
       }
@@ -678,14 +662,14 @@ static bool skip_group(const Coll *c, int64_t o) { return (c->need && !c->need[o
 
 /* Result block of group o's member k (k along the named axes). */
 static Array **member_slot(Coll *c, int64_t o, int64_t k) {
-  decode(c->m, c->outer, o, c->coords);
+  til_block_coords(c->m, c->outer, o, c->coords);
   member_coords(c->m, c->at, k, c->coords);
-  return &c->out->blk[encode(c->m, c->out->mask, c->coords)];
+  return &c->out->blk[til_block_at(c->m, c->out->mask, c->coords)];
 }
 
 static void exec_axis_index(Coll *c) {
   for (int64_t b = 0; b < c->out->nblk; b++) {
-    decode(c->m, c->out->mask, b, c->coords);
+    til_block_coords(c->m, c->out->mask, b, c->coords);
     int64_t idx = 0;
     for (int k = 0; k < c->at->naxes; k++) idx = idx * c->m->size[c->at->axes[k]] + c->coords[c->at->axes[k]];
     c->out->blk[b] = arr_scalar_i(DT_I32, idx);
@@ -696,7 +680,7 @@ static void exec_axis_index(Coll *c) {
 /* pbroadcast moves nothing: the result shares the operand's blocks. */
 static void exec_pbroadcast(Coll *c) {
   for (int64_t b = 0; b < c->out->nblk; b++)
-    c->out->blk[b] = arr_ref(c->in->blk[val_project(c->m, c->out->mask, b, c->in->mask)]);
+    c->out->blk[b] = arr_ref(c->in->blk[til_project(c->m, c->out->mask, b, c->in->mask)]);
   account(c->prim, c->devices, 0, 0);
 }
 
@@ -767,11 +751,11 @@ static void exec_pscatter(Coll *c) {
   uint32_t R = c->out->mask;
   uint8_t *need = fab_needed(c->sp, R, c->out->nblk);     /* (the caller's memory scope frees it on an error) */
   for (int64_t b = 0; b < c->out->nblk; b++) {
-    decode(c->m, R, b, c->coords);
+    til_block_coords(c->m, R, b, c->coords);
     if (need && !need[b]) continue;
     int64_t k = 0;
     for (int j = 0; j < c->at->naxes; j++) k = k * c->m->size[c->at->axes[j]] + c->coords[c->at->axes[j]];
-    Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
+    Array *x = c->in->blk[til_block_at(c->m, c->in->mask, c->coords)];
     int d = (int)c->at->i[0];
     Array *ch = chunk(x, d, k, c->at->b[0] ? x->shape[d] / c->p : 1);
     if (!c->at->b[0]) squeeze_dim(ch, d);
@@ -788,9 +772,9 @@ static void exec_ppermute(Coll *c) {
     if (skip_group(c, o)) continue;
     bool *got = mem_calloc((size_t)c->p);
     for (int i = 0; i < np; i++) {
-      decode(c->m, c->outer, o, c->coords);
+      til_block_coords(c->m, c->outer, o, c->coords);
       member_coords(c->m, c->at, perm->v[2 * i], c->coords);
-      Array *x = c->in->blk[encode(c->m, c->in->mask, c->coords)];
+      Array *x = c->in->blk[til_block_at(c->m, c->in->mask, c->coords)];
       *member_slot(c, o, perm->v[2 * i + 1]) = arr_ref(x);
       got[perm->v[2 * i + 1]] = true;
     }
@@ -816,7 +800,7 @@ static void exec_all_to_all(Coll *c) {
         rs[k] = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
         *member_slot(c, o, k) = rs[k];
       }
-      decode(c->m, c->outer, o, c->coords);
+      til_block_coords(c->m, c->outer, o, c->coords);
       A2AJob aj = {c->m, c->at, c->in, c->coords, rs, c->p, sa, ca};
       par_for(c->p, a2a_receiver, &aj, (double)arr_nbytes(rs[0]) * (double)c->p);
       err_undefer(rs);
@@ -826,9 +810,9 @@ static void exec_all_to_all(Coll *c) {
     for (int64_t k = 0; k < c->p; k++) {          /* receiver */
       Array *r = arr_new((DType)c->outt->dt, c->outt->rank, c->outt->shape);
       for (int64_t j = 0; j < c->p; j++) {        /* sender */
-        decode(c->m, c->outer, o, c->coords);
+        til_block_coords(c->m, c->outer, o, c->coords);
         member_coords(c->m, c->at, j, c->coords);
-        Array *ch = chunk(c->in->blk[encode(c->m, c->in->mask, c->coords)], sa, k, 1);
+        Array *ch = chunk(c->in->blk[til_block_at(c->m, c->in->mask, c->coords)], sa, k, 1);
         int64_t start[SHM_MAXRANK] = {0};
         squeeze_dim(ch, sa);
         expand_dim(ch, ca);
@@ -904,14 +888,14 @@ static bool group_members(Coll *c, uint32_t rest, int64_t g, int64_t *inst, int 
   int me = fmpi_rank();
   bool runs = false;
   *nr = 0;
-  decode(m, rest, g, c->coords);
+  til_block_coords(m, rest, g, c->coords);
   for (int64_t k = 0; k < c->p; k++) {
     member_coords(m, c->at, k, c->coords);
-    inst[k] = encode(m, (1u << m->naxes) - 1u, c->coords);
+    inst[k] = til_block_at(m, (1u << m->naxes) - 1u, c->coords);
     int o = fmpi_owner(m->ndev, inst[k]);
     if (o == me && fab_runs(c->sp, inst[k])) {
       runs = true;
-      *like = c->in->blk[val_block_of(m, c->in->mask, inst[k])];
+      *like = c->in->blk[til_block_of(m, c->in->mask, inst[k])];
     }
     int at = 0;
     while (at < *nr && ranks[at] < o) at++;
@@ -957,7 +941,7 @@ static Array *reduce_spanning(Coll *c, int prim, const int64_t *inst, const int 
   int n = 0;
   for (int64_t k = 0; k < p; k++) {      /* slice q of member k's block goes to ranks[q] */
     int from = fmpi_owner(c->m->ndev, inst[k]);
-    Array *b = from == me ? c->in->blk[val_block_of(c->m, c->in->mask, inst[k])] : NULL;
+    Array *b = from == me ? c->in->blk[til_block_of(c->m, c->in->mask, inst[k])] : NULL;
     if (from == me) s.src[k] = b;
     else {               /* viewed through a header indexed like the block */
       s.hdr[k] = *like;
@@ -996,7 +980,7 @@ static Array *reduce_spanning(Coll *c, int prim, const int64_t *inst, const int 
 static void reduce_remote(Coll *c) {
   const Mesh *m = c->m;
   uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~c->at->axmask;
-  int64_t ng = val_nblk(m, rest);
+  int64_t ng = til_nblk(m, rest);
   int64_t *inst = mem_alloc(sizeof(int64_t) * (size_t)c->p);
   int *ranks = mem_alloc(sizeof(int) * (size_t)c->p);
   c->done = mem_calloc((size_t)c->nouter);
@@ -1005,7 +989,7 @@ static void reduce_remote(Coll *c) {
     int nr;
     Array *like = NULL;
     if (!group_members(c, rest, g, inst, ranks, &nr, &like) || nr == 1) continue;
-    int64_t o = val_block_of(m, c->outer, inst[0]);
+    int64_t o = til_block_of(m, c->outer, inst[0]);
     Array *r = reduce_spanning(c, scatter ? P_PSUM : c->prim, inst, ranks, nr, like);
     if (c->done[o]) {            /* (another group of copies made it) */
       arr_unref(r);
@@ -1048,7 +1032,7 @@ static void fill_group(Coll *c, Val *full, uint32_t rest, int64_t g, int64_t *in
     for (int q = 0; q < nr; q++) {
       if (ranks[q] == from) continue;
       if (c->prim == P_PPERMUTE && !permute_sends_to(c, inst, k, ranks[q])) continue;
-      mv[nmv++] = (FabBlockMove){from, ranks[q], &full->blk[val_block_of(c->m, c->in->mask, inst[k])]};
+      mv[nmv++] = (FabBlockMove){from, ranks[q], &full->blk[til_block_of(c->m, c->in->mask, inst[k])]};
     }
   }
   fab_move_blocks(ranks, nr, mv, nmv, (DType)like->dt, like->rank, like->shape);
@@ -1063,7 +1047,7 @@ static Val *fill_remote(Coll *c) {
   for (int64_t b = 0; b < full->nblk; b++) full->blk[b] = arr_ref(c->in->blk[b]);
   err_defer(release_val, full);
   uint32_t rest = ((m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) & ~c->at->axmask;
-  int64_t ng = val_nblk(m, rest);
+  int64_t ng = til_nblk(m, rest);
   int64_t *inst = mem_alloc(sizeof(int64_t) * (size_t)c->p);
   int *ranks = mem_alloc(sizeof(int) * (size_t)c->p);
   FabBlockMove *mv = mem_alloc(sizeof(FabBlockMove) * (size_t)(c->p * c->p + 1));
@@ -1129,7 +1113,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
-  c.out = val_new(outt->vma, val_nblk(c.m, outt->vma));
+  c.out = val_new(outt->vma, til_nblk(c.m, outt->vma));
   /* on a runtime error, drop the references `out` took; the caller's
      memory scope (mem.h) frees the rest */
   err_defer(release_val, c.out);
@@ -1140,7 +1124,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     for (int64_t b = 0; b < in->nblk && c.n_in == 0; b++)
       if (in->blk[b]) c.n_in = (double)arr_nbytes(in->blk[b]);
     c.outer = in->mask & ~at->axmask;
-    c.nouter = val_nblk(c.m, c.outer);
+    c.nouter = til_nblk(c.m, c.outer);
     c.need = fab_needed(sp, c.outer, c.nouter);
   }
   c.n_out = nbytes_of(outt);

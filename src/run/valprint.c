@@ -8,6 +8,7 @@
 #include "npprint.h"
 #include "mem.h"
 #include "rule.h"
+#include "split.h"
 
 /* ---- device sets ------------------------------------------------------------------- */
 
@@ -62,7 +63,7 @@ void vp_devset(Buf *b, const uint8_t *set, int64_t n) {
 /* "On device 5 at mesh coordinates (i, j) = (1, 1):" */
 static void put_device_header(Buf *b, const Mesh *m, int64_t d) {
   int64_t coords[SHM_MAXAXES];
-  val_coords(m, d, coords);
+  til_coords(m, d, coords);
   buf_printf(b, "On device %lld at mesh coordinates (", (long long)d);
   for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%.*s", k ? ", " : "", m->axis[k].n, m->axis[k].p);
   buf_puts(b, m->naxes == 1 ? ",) = (" : ") = (");
@@ -78,7 +79,7 @@ static void list_devices(Buf *b, const Space *sp, Val *v) {
     if (!first) buf_putc(b, '\n');
     first = false;
     put_device_header(b, m, d);
-    fmt_array(b, v->blk[val_block_of(m, v->mask, d)]);
+    fmt_array(b, v->blk[til_block_of(m, v->mask, d)]);
   }
 }
 
@@ -133,14 +134,14 @@ static void groups_build(Groups *G, const Space *sp, Val *v) {
   err_defer(groups_free, G);
   for (int64_t d = 0; d < m->ndev; d++) {
     bool on = !sp->active || sp->active[d];
-    G->of_dev[d] = on ? group_of(G, v, val_block_of(m, v->mask, d)) : -1;
+    G->of_dev[d] = on ? group_of(G, v, til_block_of(m, v->mask, d)) : -1;
   }
 }
 
 /* "(1, *)": the coordinates of block bi, `*` along axes off the mask. */
 static void put_pattern(Buf *b, const Mesh *m, uint32_t mask, int64_t bi) {
   int64_t coords[SHM_MAXAXES];
-  val_coords(m, val_first_inst(m, mask, bi), coords);
+  til_coords(m, til_first_inst(m, mask, bi), coords);
   buf_putc(b, '(');
   for (int k = 0; k < m->naxes; k++) {
     if (k) buf_puts(b, ", ");
@@ -216,85 +217,6 @@ void vp_value(Buf *b, const Space *sp, Val *v, bool at_line_start) {
 }
 
 /* ---- the global view ---------------------------------------------------------------------- */
-
-void vp_default_spec(const Mesh *m, uint32_t mask, Spec *out) {
-  memset(out, 0, sizeof *out);
-  out->mask = mask;
-  if (!mask) return;
-  out->ndims = 1;
-  for (int k = 0; k < m->naxes; k++)
-    if (mask & (1u << k)) out->dim[0].axes[out->dim[0].naxes++] = (uint8_t)k;
-}
-
-void vp_block_start(const Mesh *m, const Spec *spc, const int64_t *coords, const int64_t *bshape, int rank,
-                    int64_t *start) {
-  for (int d = 0; d < rank; d++) {
-    int64_t idx = 0;
-    if (d < spc->ndims)
-      for (int k = 0; k < spc->dim[d].naxes; k++) {
-        int a = spc->dim[d].axes[k];
-        idx = idx * m->size[a] + coords[a];
-      }
-    start[d] = idx * bshape[d];
-  }
-}
-
-/* The names of the axes of mask, "{i, j}". */
-static void put_axes_of(char *out, size_t n, const Mesh *m, uint32_t mask) {
-  size_t len = (size_t)snprintf(out, n, "{");
-  for (int k = 0, c = 0; k < m->naxes && len < n; k++)
-    if (mask & (1u << k)) len += (size_t)snprintf(out + len, n - len, "%s%.*s", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
-  if (len < n) snprintf(out + len, n - len, "}");
-}
-
-bool vp_global_ok(const Mesh *m, const Spec *spc, uint32_t mask, int rank, char *err, size_t errlen) {
-  if (mask & ~spc->mask) {
-    char ax[128];
-    put_axes_of(ax, sizeof ax, m, mask & ~spc->mask);
-    snprintf(err, errlen, "the value varies over %s, which the spec does not mention: it has no one global view", ax);
-    return false;
-  }
-  if (rank == 0 && spc->mask) {
-    char ax[128];
-    put_axes_of(ax, sizeof ax, m, mask);
-    snprintf(err, errlen, "a scalar varying over %s has no global view: an out_spec needs a dimension to split", ax);
-    return false;
-  }
-  if (spc->ndims > rank) {
-    snprintf(err, errlen, "the spec has %d entries for a value of rank %d", spc->ndims, rank);
-    return false;
-  }
-  return true;
-}
-
-Array *vp_assemble(const Mesh *m, const Spec *spc, Val *v, char *err, size_t errlen) {
-  const Array *b0 = NULL;
-  for (int64_t i = 0; i < v->nblk && !b0; i++) b0 = v->blk[i];
-  if (!b0 && !(v->mask & ~spc->mask)) {
-    snprintf(err, errlen, "no device on this path holds the value");
-    return NULL;
-  }
-  if (!vp_global_ok(m, spc, v->mask, b0 ? b0->rank : 0, err, errlen)) return NULL;
-  int64_t shape[SHM_MAXRANK], coords[SHM_MAXAXES], start[SHM_MAXRANK];
-  for (int d = 0; d < b0->rank; d++) {
-    shape[d] = b0->shape[d];
-    for (int k = 0; d < spc->ndims && k < spc->dim[d].naxes; k++) shape[d] *= m->size[spc->dim[d].axes[k]];
-  }
-  int64_t nb = val_nblk(m, spc->mask);
-  for (int64_t bi = 0; bi < nb; bi++)
-    if (!v->blk[val_block_of(m, v->mask, val_first_inst(m, spc->mask, bi))]) {
-      snprintf(err, errlen, "some devices are not on this path: their blocks are missing");
-      return NULL;
-    }
-  Array *g = arr_new((DType)b0->dt, b0->rank, shape);
-  for (int64_t bi = 0; bi < nb; bi++) {
-    int64_t inst = val_first_inst(m, spc->mask, bi);
-    val_coords(m, inst, coords);
-    vp_block_start(m, spc, coords, b0->shape, b0->rank, start);
-    arr_put_block(g, start, v->blk[val_block_of(m, v->mask, inst)]);
-  }
-  return g;
-}
 
 void vp_global_text(Buf *b, const Mesh *m, const Spec *spc, const Array *a) {
   buf_puts(b, "global, as ");
@@ -374,10 +296,10 @@ void vp_format_parts(Buf *out, const char *hdr, size_t n, const FmpiPart *parts,
   int64_t shape[SHM_MAXRANK];
   for (int d = 0; d < rank; d++) shape[d] = get_i64(&r);
   bool global = get_i64(&r) != 0;
-  Parts P = {val_new(mask, val_nblk(&m, mask)), mem_calloc((size_t)m.ndev), NULL};
+  Parts P = {val_new(mask, til_nblk(&m, mask)), mem_calloc((size_t)m.ndev), NULL};
   err_defer(parts_free, &P);
   for (int i = 0; i < nparts; i++) {
-    int64_t d = parts[i].dev, bi = val_block_of(&m, mask, d);
+    int64_t d = parts[i].dev, bi = til_block_of(&m, mask, d);
     P.active[d] = 1;
     if (P.v->blk[bi]) continue;
     Array *a = P.v->blk[bi] = arr_new(dt, rank, shape);
@@ -396,7 +318,7 @@ void vp_format_parts(Buf *out, const char *hdr, size_t n, const FmpiPart *parts,
       for (int k = 0; k < spc.dim[d].naxes; k++) spc.dim[d].axes[k] = (uint8_t)get_i64(&r);
     }
     char msg[256];
-    P.global = vp_assemble(&m, &spc, P.v, msg, sizeof msg);
+    P.global = spl_global(&m, &spc, P.v, msg, sizeof msg);
     if (P.global) vp_global_text(out, &m, &spc, P.global);
     else buf_printf(out, "print[global]: %s", msg);   /* (the ranks check first: not reached) */
   }

@@ -16,7 +16,9 @@
 **     with a line counting those left out, as NumPy summarises elements.
 **
 ** The global view is the array an out_spec would assemble from the
-** blocks (what shard_map returns for that out_spec).
+** blocks (what shard_map returns for that out_spec): split.h's
+** spl_global assembles it, tiling.h's til_default_spec is the spec when
+** none is given.
 */
 #ifndef SHM_VALPRINT_H
 #define SHM_VALPRINT_H
@@ -34,21 +36,6 @@ void vp_value(Buf *b, const Space *sp, Val *v, bool at_line_start);
 /* "all 4 devices", "both devices", "device 3", "devices 0-5, 9"; more
    than 8 runs print as the first three and the last two with a count. */
 void vp_devset(Buf *b, const uint8_t *set, int64_t n);
-/* The out_spec that stacks v's blocks along dimension 0, the axes it
-   varies over in mesh order (P((i, j)) for {i, j}; P() if invariant). */
-void vp_default_spec(const Mesh *m, uint32_t mask, Spec *out);
-/* The global array spc assembles from the blocks of v (new reference), or
-   NULL with a message in err when it cannot: spc leaves out an axis v
-   varies over, or a block is missing (a device off the current path). */
-/* Whether a value of mask `mask` and rank `rank` has a global view
-   under spc (else why, in err). */
-bool vp_global_ok(const Mesh *m, const Spec *spc, uint32_t mask, int rank, char *err, size_t errlen);
-Array *vp_assemble(const Mesh *m, const Spec *spc, Val *v, char *err, size_t errlen);
-/* The start, per dimension, of the block of shape bshape that the
-   instance at mesh coordinates `coords` holds under spec spc. */
-void vp_block_start(const Mesh *m, const Spec *spc, const int64_t *coords, const int64_t *bshape, int rank,
-                    int64_t *start);
-
 /* Under several ranks (fabmpi.h) a print inside a body is formatted on
    rank 0 from every rank's blocks: vp_part_header describes the value
    (the mesh, the axes it varies over, the type of its blocks, and the

@@ -1,5 +1,5 @@
 /*
-** value.c — per-instance values and block arithmetic.
+** value.c — runtime values, and elementwise operations over all their blocks at once (see value.h).
 */
 #include "err.h"
 #include "ew.h"
@@ -23,9 +23,9 @@ Val *val_of(Array *a) {
 
 Val *val_widen(const Mesh *m, Val *v, uint32_t to) {
   if (!v || v->mask == to) return v;
-  int64_t n = val_nblk(m, to);
+  int64_t n = til_nblk(m, to);
   Val *w = val_new(to, n);
-  for (int64_t b = 0; b < n; b++) w->blk[b] = arr_ref(v->blk[val_project(m, to, b, v->mask)]);
+  for (int64_t b = 0; b < n; b++) w->blk[b] = arr_ref(v->blk[til_project(m, to, b, v->mask)]);
   val_unref(v);
   return w;
 }
@@ -37,55 +37,6 @@ void val_free_(Val *v) {
   }
   for (int64_t b = 0; b < v->nblk; b++) arr_unref(v->blk[b]);
   mem_free(v);
-}
-
-int64_t val_nblk(const Mesh *m, uint32_t mask) {
-  int64_t n = 1;
-  for (int k = 0; m && k < m->naxes; k++)
-    if (mask & (1u << k)) n *= m->size[k];
-  return n;
-}
-
-void val_coords(const Mesh *m, int64_t inst, int64_t *coords) {
-  for (int k = m ? m->naxes - 1 : -1; k >= 0; k--) {
-    coords[k] = inst % m->size[k];
-    inst /= m->size[k];
-  }
-}
-
-int64_t val_block_of(const Mesh *m, uint32_t mask, int64_t inst) {
-  /* an instance is the block of the mask of every axis */
-  return mask ? val_project(m, m->naxes >= 32 ? ~0u : (1u << m->naxes) - 1, inst, mask) : 0;
-}
-
-int64_t val_project_(const Mesh *m, uint32_t from, int64_t b, uint32_t to) {
-  int64_t r = 0, stride = 1;
-  for (int k = m->naxes - 1; k >= 0; k--) {
-    if (!(from & (1u << k))) continue;
-    int64_t c = b % m->size[k];
-    b /= m->size[k];
-    if (to & (1u << k)) {
-      r += c * stride;
-      stride *= m->size[k];
-    }
-  }
-  return r;
-}
-
-int64_t val_first_inst(const Mesh *m, uint32_t mask, int64_t b) {
-  if (!m) return 0;
-  int64_t coords[SHM_MAXAXES];
-  for (int k = m->naxes - 1; k >= 0; k--) {
-    if (mask & (1u << k)) {
-      coords[k] = b % m->size[k];
-      b /= m->size[k];
-    } else {
-      coords[k] = 0;
-    }
-  }
-  int64_t inst = 0;
-  for (int k = 0; k < m->naxes; k++) inst = inst * m->size[k] + coords[k];
-  return inst;
 }
 
 /* ---- elementwise operations over all blocks ----------------------------------------- */
@@ -146,7 +97,7 @@ void val_ew_run(const Mesh *m, int op, const Type *t, Val *const *opv, Array *co
       if (flat & (1 << i)) continue;
       Val *v = opv[i];
       for (int64_t b = 0; b < nb; b++) {
-        const Array *x = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(m, R, b, v->mask)];
+        const Array *x = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : til_project(m, R, b, v->mask)];
         memcpy(run[i] + (size_t)b * bsz, x->data, bsz);
       }
     }
@@ -155,7 +106,7 @@ void val_ew_run(const Mesh *m, int op, const Type *t, Val *const *opv, Array *co
       const Array *x[2] = {NULL, NULL};
       for (int i = 0; i < nin; i++) {
         Val *v = opv[i];
-        x[i] = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : val_project(m, R, b, v->mask)];
+        x[i] = !v ? lit[i] : v->blk[v->mask == R ? b : v->mask == 0 ? 0 : til_project(m, R, b, v->mask)];
       }
       ew_apply_small(op, x[0], x[1], out->blk[b]);
     }

@@ -10,7 +10,8 @@
 ** any shard_map, mask is 0 and the one block is the whole array.
 **
 ** Block numbering: the coordinates of the mask's axes, in mesh order,
-** row-major.  An instance's block is val_block_of(mesh, mask, instance).
+** row-major (tiling.h).  An instance's block is til_block_of(mesh, mask,
+** instance).
 ** Vals are reference counted and immutable once built, like their arrays;
 ** a block may be NULL only where no running instance needs it (inside a
 ** branch taken by some instances only).
@@ -20,6 +21,7 @@
 
 #include "array.h"
 #include "ir.h"
+#include "tiling.h"
 
 /* A result of a shard_map under several ranks (fabmpi.h), outside any
    body, is kept as the blocks each rank holds until a statement needs
@@ -52,20 +54,6 @@ static inline void val_unref(Val *v) { if (v && --v->refc == 0) val_free_(v); }
 /* v seen with the larger mask `to` (a superset of v->mask): the blocks
    are shared, not copied.  Consumes v; returns a new reference. */
 Val *val_widen(const Mesh *m, Val *v, uint32_t to);
-/* Number of blocks of a mask on a mesh (1 when mesh is NULL). */
-int64_t val_nblk(const Mesh *m, uint32_t mask);
-/* The block of `mask` that instance `inst` holds. */
-int64_t val_block_of(const Mesh *m, uint32_t mask, int64_t inst);
-/* Block `b` of mask `from` seen through mask `to` (to a subset of from):
-   the block of `to` held by the instances holding block b of `from`. */
-int64_t val_project_(const Mesh *m, uint32_t from, int64_t b, uint32_t to);
-static inline int64_t val_project(const Mesh *m, uint32_t from, int64_t b, uint32_t to) {
-  return from == to ? b : !to ? 0 : val_project_(m, from, b, to);   /* (the common answers without a call) */
-}
-/* Coordinates of an instance along every mesh axis. */
-void val_coords(const Mesh *m, int64_t inst, int64_t *coords);
-/* An instance holding block b of mask (its coordinates off-mask are 0). */
-int64_t val_first_inst(const Mesh *m, uint32_t mask, int64_t b);
 
 /* Elementwise operations (ew.h) over all blocks at once, for small
    blocks.  The result's blocks are one slab (array.h) and the operation

@@ -523,7 +523,7 @@ static int bp_condition(Insp *in, Bp *bp, Frame *F, IrStmt *st, uint8_t *held, B
     for (int64_t d = 0; d < sp->mesh->ndev; d++) {
       held[d] = 0;
       if (!insp_on_path(sp, d)) continue;
-      held[d] = truthy(v->blk[val_block_of(sp->mesh, v->mask, d)]);
+      held[d] = truthy(v->blk[til_block_of(sp->mesh, v->mask, d)]);
       any |= held[d];
     }
   }

@@ -121,7 +121,7 @@ static void put_path_note(Buf *b, Frame *G) {
       int64_t here = 0;
       for (int64_t d = 0; d < n; d++) {
         if (!other[d]) continue;
-        int64_t x = arr_geti(idx->blk[val_block_of(m, idx->mask, d)], 0);
+        int64_t x = arr_geti(idx->blk[til_block_of(m, idx->mask, d)], 0);
         if (x < 0) x = 0;
         if (x >= nb) x = nb - 1;
         if (x == k) { set[d] = 1; here++; }
@@ -162,7 +162,7 @@ static void put_iteration(Buf *b, Frame *G) {
   if (!v) return;
   int64_t d = 0;
   while (G->space.active && d < G->space.ninst && !G->space.active[d]) d++;
-  Array *a = v->blk[G->space.mesh ? val_block_of(G->space.mesh, v->mask, d) : 0];
+  Array *a = v->blk[G->space.mesh ? til_block_of(G->space.mesh, v->mask, d) : 0];
   if (!a || a->size != 1) return;
   buf_printf(b, ", iteration %.*s = %lld", p->name.n, p->name.p, (long long)arr_geti(a, 0));
   if (v->mask) buf_printf(b, " on device %lld (it differs between devices)", (long long)d);
@@ -216,7 +216,7 @@ static bool communicates(IrStmt *st) {
 /* Device d's index in its group along the collective's axes. */
 static int64_t index_in_group(const Mesh *m, const Attrs *at, int64_t d) {
   int64_t c[SHM_MAXAXES], g = 0;
-  val_coords(m, d, c);
+  til_coords(m, d, c);
   for (int k = 0; k < at->naxes; k++) g = g * m->size[at->axes[k]] + c[at->axes[k]];
   return g;
 }
@@ -224,7 +224,7 @@ static int64_t index_in_group(const Mesh *m, const Attrs *at, int64_t d) {
 /* The device of index g in device d's group. */
 static int64_t dev_in_group(const Mesh *m, const Attrs *at, int64_t d, int64_t g) {
   int64_t c[SHM_MAXAXES];
-  val_coords(m, d, c);
+  til_coords(m, d, c);
   for (int k = at->naxes - 1; k >= 0; k--) {
     int a = at->axes[k];
     c[a] = g % m->size[a];

@@ -16,6 +16,7 @@
 #include "rule.h"
 #include "shardpic.h"
 #include "show.h"
+#include "split.h"
 #include "prims.h"
 
 /* The most names one `!` statement binds. */
@@ -119,7 +120,7 @@ void insp_put_axis(Buf *b, const Mesh *m, int k) { buf_put(b, m->axis[k].p, (siz
 
 void insp_put_coords(Buf *b, const Mesh *m, int64_t d) {
   int64_t c[SHM_MAXAXES];
-  val_coords(m, d, c);
+  til_coords(m, d, c);
   buf_putc(b, '(');
   for (int k = 0; k < m->naxes; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)c[k]);
   buf_puts(b, m->naxes == 1 ? ",)" : ")");
@@ -189,7 +190,7 @@ static int64_t parse_device(const Mesh *m, const char *s) {
 static void put_value(Buf *b, const Space *sp, Val *v, int64_t dev) {
   if (!sp->mesh) { fmt_array(b, v->blk[0]); return; }
   if (dev >= 0) {
-    Array *a = insp_on_path(sp, dev) ? v->blk[val_block_of(sp->mesh, v->mask, dev)] : NULL;
+    Array *a = insp_on_path(sp, dev) ? v->blk[til_block_of(sp->mesh, v->mask, dev)] : NULL;
     if (a) fmt_array(b, a);
     else buf_printf(b, "(device %lld is not on this path)", (long long)dev);
     return;
@@ -343,9 +344,9 @@ static bool put_global(Buf *out, Frame *G, const char *expr, Val *v, Buf *err) {
   if (!m) { fmt_array(out, v->blk[0]); buf_putc(out, '\n'); return true; }
   Spec dflt;
   const Spec *spc = result_spec(G, expr);
-  if (!spc) vp_default_spec(m, v->mask, &dflt), spc = &dflt;
+  if (!spc) til_default_spec(m, v->mask, &dflt), spc = &dflt;
   char msg[256];
-  Array *a = vp_assemble(m, spc, v, msg, sizeof msg);
+  Array *a = spl_global(m, spc, v, msg, sizeof msg);
   if (!a) { buf_puts(err, msg); return false; }
   buf_puts(out, "global, as ");
   rule_spec_text(out, spc, m);
@@ -365,7 +366,7 @@ static bool put_layout(Buf *out, Frame *G, const char *expr, Val *v, Buf *err) {
   if (!b0) { buf_puts(err, "no device on this path holds the value"); return false; }
   Spec dflt;
   const Spec *spc = m ? result_spec(G, expr) : NULL;
-  if (m && !spc) vp_default_spec(m, v->mask, &dflt), spc = &dflt;
+  if (m && !spc) til_default_spec(m, v->mask, &dflt), spc = &dflt;
   if (m && b0->rank == 0 && v->mask) {
     buf_puts(err, "a scalar that varies between devices has no global layout to draw");
     return false;

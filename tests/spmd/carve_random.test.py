@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # timeout: 300
-"""Splitting a dying operand in place (src/run/gather.c gat_carve): random
+"""Splitting a dying operand in place (src/run/split.c, carve): random
 shard_maps over arrays of 1 MiB and more, whose operand dies at the call,
 against NumPy.
 
@@ -129,7 +129,7 @@ def expected(c):
 
 
 def in_place(c):
-    """Whether gat_carve splits this case in place: the first dimension is
+    """Whether split.c carve splits this case in place: the first dimension is
     split by the leading ones, in mesh order, of the mesh axes the spec
     names (blocks are numbered over those, the first mesh axis major), so
     that each row band of blocks is consecutive in block order."""
@@ -171,7 +171,7 @@ def main():
         print(m)
     print("%d random splits of arrays of 1 MiB and more (%d of them in place): %d problems" % (CASES, carved, len(bad)))
     if carved < CASES // 5:
-        print("too few splits in place (%d): the generator no longer exercises gat_carve" % carved)
+        print("too few splits in place (%d): the generator no longer exercises split.c carve" % carved)
         return 1
     return 1 if bad else 0
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # timeout: 300
-"""Splitting a shard_map operand by sharing its memory (src/run/gather.c
-gat_share, src/rules/dot.c dot_operand): random shard_maps against a NumPy model
+"""Splitting a shard_map operand by sharing its memory (src/run/split.c
+share, src/rules/dot.c dot_operand): random shard_maps against a NumPy model
 of every device, compared bit for bit.
 
 An operand whose blocks are each one contiguous run of it (tilings of the
@@ -775,7 +775,7 @@ def describe(c):
 
 
 def sharing(c, k):
-    """How gat_share splits operand k of a dot case (as this test expects it
+    """How split.c share splits operand k of a dot case (as this test expects it
     to): "pitched", "views", or None (copied, or not split)."""
     if c["srcs"][k] != "param" or not spec_axes(c["specs"][k]):
         return None
