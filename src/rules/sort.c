@@ -75,13 +75,31 @@ static uint64_t float_key(uint64_t u, FFmt f, int ord) {
   return (u & sign) ? ~u & width_mask(f.bits) : u | sign;
 }
 
-/* The key of component `part` of element i of a. */
-static uint64_t elem_key(const Array *a, int64_t i, int part, int ord) {
+/* How one operand's elements become keys: the kind of its dtype, its
+   float format, the order, and a mask that complements the key for a
+   descending order. */
+typedef struct KeyMap {
+  char kind;            /* 'F' float (or a complex part), 'I' signed, 'U' unsigned or bool */
+  FFmt f;
+  int ord;
+  uint64_t flip;
+} KeyMap;
+
+static KeyMap keymap_of(const Array *a, int ord, bool desc) {
   DType dt = (DType)a->dt;
-  uint64_t u = raw_bits(a, i, part);
-  if (dtype_is_float(dt) || dtype_is_complex(dt)) return float_key(u, float_fmt(dt), ord);
-  if (dtype_kinds[dt] == 'I') return u ^ (1ull << (8 * dtype_sizes[dt] - 1));
-  return u;
+  KeyMap m;
+  m.kind = dtype_is_float(dt) || dtype_is_complex(dt) ? 'F' : dtype_kinds[dt] == 'I' ? 'I' : 'U';
+  m.f = m.kind == 'F' ? float_fmt(dt) : (FFmt){8 * dtype_sizes[dt], 0};
+  m.ord = ord;
+  m.flip = desc ? width_mask(m.f.bits) : 0;
+  return m;
+}
+
+/* The key of an element's bits u. */
+static inline uint64_t key_of(const KeyMap *m, uint64_t u) {
+  if (m->kind == 'F') return float_key(u, m->f, m->ord) ^ m->flip;
+  if (m->kind == 'I') return (u ^ (1ull << (m->f.bits - 1))) ^ m->flip;
+  return u ^ m->flip;
 }
 
 /* The bytes of a key of a (one component). */
@@ -168,29 +186,77 @@ static void radix_rec(Rec *a, Rec *b, int64_t n, int width) {
   mem_free(hist);
 }
 
+/* Buffers of a row's length for the radix sorts, made when first needed
+   and kept for the next rows. */
+typedef struct Scratch {
+  int64_t n;
+  uint64_t *a, *b;
+  Rec *ra, *rb;
+} Scratch;
+
+static void scratch_packed(Scratch *s) {
+  if (!s->a) {
+    s->a = mem_alloc((size_t)s->n * sizeof *s->a);
+    s->b = mem_alloc((size_t)s->n * sizeof *s->b);
+  }
+}
+
+static void scratch_free(Scratch *s) {
+  mem_free(s->a);
+  mem_free(s->b);
+  mem_free(s->ra);
+  mem_free(s->rb);
+}
+
 /* perm = the indices 0..n-1 in the order of the keys, equal keys in index
    order. */
-static void sort_perm(const Keys *ks, int64_t n, uint32_t *perm) {
+static void sort_perm(const Keys *ks, int64_t n, uint32_t *perm, Scratch *sc) {
   for (int64_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
   if (n < 2) return;
   if (n <= 24) { insertion_perm(ks, n, perm); return; }
   if (ks->ncomp == 1 && ks->width[0] <= 4) {
-    uint64_t *a = mem_alloc((size_t)n * sizeof *a), *b = mem_alloc((size_t)n * sizeof *b);
+    scratch_packed(sc);
+    uint64_t *a = sc->a;
     for (int64_t i = 0; i < n; i++) a[i] = ks->k[0][i] << 32 | (uint64_t)i;
-    radix_packed(a, b, n, 8 * ks->width[0]);
+    radix_packed(a, sc->b, n, 8 * ks->width[0]);
     for (int64_t i = 0; i < n; i++) perm[i] = (uint32_t)a[i];
-    mem_free(a);
-    mem_free(b);
     return;
   }
-  Rec *a = mem_alloc((size_t)n * sizeof *a), *b = mem_alloc((size_t)n * sizeof *b);
+  if (!sc->ra) {
+    sc->ra = mem_alloc((size_t)n * sizeof *sc->ra);
+    sc->rb = mem_alloc((size_t)n * sizeof *sc->rb);
+  }
+  Rec *a = sc->ra, *b = sc->rb;
   for (int c = ks->ncomp - 1; c >= 0; c--) {       /* least significant component first */
     for (int64_t i = 0; i < n; i++) a[i] = (Rec){ks->k[c][perm[i]], perm[i]};
     radix_rec(a, b, n, ks->width[c]);
     for (int64_t i = 0; i < n; i++) perm[i] = (uint32_t)a[i].i;
   }
-  mem_free(a);
-  mem_free(b);
+}
+
+/* One operand of at most 32 bits sorted by itself, without indices: the
+   records are key << 32 | the element's own bits, so the sorted records
+   hold the result (equal keys keep their order, hence their bits' order:
+   -0.0 and 0.0, NaNs of other payloads, as the stable sort of indices
+   would place them), and nothing is gathered afterwards. */
+static void sort_row_values(const Array *x, Array *r, int64_t base, int64_t step, int64_t n, const KeyMap *m,
+                            Scratch *sc) {
+  scratch_packed(sc);
+  uint64_t *a = sc->a;
+  int w = dtype_sizes[x->dt];
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t u = raw_bits(x, base + i * step, 0);
+    a[i] = key_of(m, u) << 32 | u;
+  }
+  radix_packed(a, sc->b, n, 8 * w);
+  unsigned char *d = (unsigned char *)r->data;
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t v = (uint32_t)a[i];
+    int64_t e = base + i * step;
+    if (w == 4) memcpy(d + 4 * e, &v, 4);
+    else if (w == 2) { uint16_t h = (uint16_t)v; memcpy(d + 2 * e, &h, 2); }
+    else d[e] = (unsigned char)v;
+  }
 }
 
 /* ==========================================================================
@@ -215,10 +281,9 @@ static void row_keys(Keys *ks, Array *const *in, int nkeys, int64_t base, int64_
   int c = 0;
   for (int j = 0; j < nkeys; j++) {
     int parts = dtype_is_complex((DType)in[j]->dt) ? 2 : 1;
-    for (int p = 0; p < parts; p++, c++) {
-      uint64_t flip = desc ? width_mask(8 * key_width(in[j])) : 0;
-      for (int64_t i = 0; i < n; i++) ks->k[c][i] = elem_key(in[j], base + i * step, p, ord) ^ flip;
-    }
+    KeyMap m = keymap_of(in[j], ord, desc);
+    for (int p = 0; p < parts; p++, c++)
+      for (int64_t i = 0; i < n; i++) ks->k[c][i] = key_of(&m, raw_bits(in[j], base + i * step, p));
   }
 }
 
@@ -268,20 +333,32 @@ static void permute_row(Array *dst, int64_t dbase, const Array *src, int64_t sba
 static void sort_rows(Array *const *in, int nkeys, int nperm, int d, int ord, bool desc, int64_t m, Array **res,
                       Array *idx) {
   Rows r = rows_of(in[0], d);
-  Keys ks;
-  keys_alloc(&ks, in, nkeys, r.n);
-  uint32_t *perm = mem_alloc((size_t)(r.n ? r.n : 1) * sizeof *perm);
+  Scratch sc = {r.n, NULL, NULL, NULL, NULL};
+  bool values = nperm == 1 && nkeys == 1 && !idx && !dtype_is_complex((DType)in[0]->dt) &&
+                dtype_sizes[in[0]->dt] <= 4 && m == r.n && r.n > 24;
+  KeyMap km = keymap_of(in[0], ord, desc);
+  Keys ks = {0};
+  uint32_t *perm = NULL;
+  if (!values) {
+    keys_alloc(&ks, in, nkeys, r.n);
+    perm = mem_alloc((size_t)(r.n ? r.n : 1) * sizeof *perm);
+  }
   for (int64_t o = 0; o < r.outer; o++)
     for (int64_t j = 0; j < r.inner; j++) {
       int64_t sbase = o * r.n * r.inner + j, dbase = o * m * r.inner + j;
+      if (values) {
+        sort_row_values(in[0], res[0], sbase, r.inner, r.n, &km, &sc);
+        continue;
+      }
       row_keys(&ks, in, nkeys, sbase, r.inner, r.n, ord, desc);
-      sort_perm(&ks, r.n, perm);
+      sort_perm(&ks, r.n, perm, &sc);
       for (int k = 0; k < nperm; k++) permute_row(res[k], dbase, in[k], sbase, r.inner, perm, m);
       if (idx)
         for (int64_t i = 0; i < m; i++) ((int32_t *)idx->data)[dbase + i * r.inner] = (int32_t)perm[i];
     }
   mem_free(perm);
   keys_free(&ks);
+  scratch_free(&sc);
 }
 
 /* ==========================================================================
