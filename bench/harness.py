@@ -462,6 +462,27 @@ class Suite:
                  ref / med(shm), "≥ 40×", ref / med(shm) >= 40, max(rss),
                  f"{med(shm) / 1e5 * 1e9:.0f} ns/equation vs {ref / 1e5 * 1e9:.0f}")
 
+    # -- sort of f32[16M] vs np.sort
+    def sort_f32(self):
+        shm, refs, rss = [], [], []
+        text = out = ""
+        model = os.path.join(HERE, "ref", "sort_numpy.py")
+        for warm in self.rounds():
+            t, text, r, _ = self.shm_run("sort_f32.shm")
+            out = run_plain([sys.executable, model, "16777216"])
+            if warm:
+                continue
+            shm.append(t["begin"][0])
+            rss.append(r)
+            refs.append(float(out.split()[1]))
+        want = numbers(out.split("\n", 1)[1])
+        check("sort_f32", text, (want, 0))
+        ref = med(refs)
+        self.row("sort f32[16M] (lax.sort)", med(shm), "NumPy np.sort (default kind)", ref, ref / med(shm),
+                 "≥ 1×", ref / med(shm) >= 1, max(rss),
+                 f"{16777216 / med(shm) / 1e6:.0f} M elements/s vs {16777216 / ref / 1e6:.0f}; a stable LSD "
+                 "radix sort on order-preserving keys, one thread")
+
     # -- 65,536 instances
     def big_mesh(self):
         walls, body, rss = [], [], []
@@ -597,6 +618,7 @@ class Suite:
             self.guarded(name, lambda: self.collective(name, wl, r, w, e))
         self.guarded("page faults", self.page_faults)
         self.guarded("small_eqns", self.small)
+        self.guarded("sort_f32", self.sort_f32)
         self.guarded("big_mesh", self.big_mesh)
         self.guarded("replicated", self.replicated)
         self.guarded("model_70b", self.model_70b)
@@ -707,7 +729,7 @@ def main():
     ap.add_argument("--allreduce", help="bench/ref/allreduce.c built with mpicc (the ranks rows)")
     ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
                                   "nowhere with --only)")
-    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,collectives,small,big,replicated,model,startup,ranks")
+    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,collectives,small,sort,big,replicated,model,startup,ranks")
     a = ap.parse_args()
     started = time.time()
     s = Suite(a)
@@ -726,6 +748,8 @@ def main():
                 s.guarded(name, lambda: s.collective(name, wl, r, w, e))
         if "small" in names:
             s.guarded("small_eqns", s.small)
+        if "sort" in names:
+            s.guarded("sort_f32", s.sort_f32)
         if "big" in names:
             s.guarded("big_mesh", s.big_mesh)
         if "replicated" in names:

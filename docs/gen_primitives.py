@@ -156,6 +156,8 @@ def operands(p):
 def results(p):
     if p['nout'] < 0:
         return 'as many results as its function returns'
+    if p['nout'] == 0:
+        return 'one result per operand'
     return '%d result%s' % (p['nout'], '' if p['nout'] == 1 else 's')
 
 

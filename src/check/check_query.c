@@ -68,6 +68,7 @@ static int expr_nouts(Ctx *cx, AstStmt *s) {
     return f ? f->nouts : -1;
   }
   int prim = prim_lookup(s->callee);
+  if (prim >= 0 && prim_table[prim].nout == 0) return s->nargs;
   if (prim < 0 || prim_table[prim].nout > 0) return 1;
   int n = -1;
   for (int i = 0; i < s->nparams; i++) {

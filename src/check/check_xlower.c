@@ -387,7 +387,7 @@ static void low_dims(Low *L, IrStmt *st) {
   int p = x.nn, n = 0;
   IrParam *ps = NULL;
   switch (st->prim) {
-  case P_CUMSUM: case P_CUMPROD: case P_CUMMAX: case P_CUMMIN:
+  case P_CUMSUM: case P_CUMPROD: case P_CUMMAX: case P_CUMMIN: case P_CUMLOGSUMEXP:
     ps = with_param(L, st, "axis", bld_pv_int(L->B, param_v(st, "axis")->i + p), &n);
     break;
   case P_BROADCAST_IN_DIM: {
@@ -1001,10 +1001,14 @@ static void low_eqn(Low *L, IrStmt *st) {
   case P_CONCATENATE: case P_PAD: case P_DYNAMIC_SLICE: case P_DYNAMIC_UPDATE_SLICE: low_arrays(L, st); break;
   case P_REDUCE_SUM: case P_REDUCE_PROD: case P_REDUCE_MAX: case P_REDUCE_MIN: case P_REDUCE_AND: case P_REDUCE_OR:
   case P_REDUCE_XOR: case P_ARGMAX: case P_ARGMIN: case P_CUMSUM: case P_CUMPROD: case P_CUMMAX: case P_CUMMIN:
-  case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_REV:
+  case P_CUMLOGSUMEXP: case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_REV:
   case P_SLICE:
     low_dims(L, st);
     break;
+  case P_SORT: case P_TOP_K: case P_APPROX_TOP_K:
+    fail(L, st->sp, "%s is not supported in an xmap body: compute it outside the xmap, or in a shard_map",
+         prim_table[st->prim].name);
+    return;
   case P_ALLCLOSE: {
     XVal a = get(L, &st->in[0]), b = get(L, &st->in[1]);
     if (a.nn || b.nn) {

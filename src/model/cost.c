@@ -48,6 +48,18 @@ double cost_flops(const IrStmt *st) {
     double transforms = type_elems(big) / n, real = st->at->i[0] >= 2 ? 0.5 : 1;
     return transforms * real * 5 * n * (n > 1 ? log2(n) : 1);
   }
+  /* sorting: n log2 n comparisons per row of n, a comparison per key
+     (two for a complex key); selection sorts its rows the same way */
+  case P_SORT: case P_TOP_K: case P_APPROX_TOP_K: {
+    const Type *x = &st->in[0].t;
+    int d = (int)st->at->i[p == P_SORT ? 0 : 1], keys = p == P_SORT ? (int)st->at->i[1] : 1, c = 0;
+    for (int k = 0; k < keys; k++) c += dtype_is_complex((DType)st->in[k].t.dt) ? 2 : 1;
+    double n = (double)x->shape[d];
+    return n > 1 ? type_elems(x) * log2(n) * c : 0;
+  }
+  /* logaddexp per element: max, sub, abs, neg, exp, log1p, add, select */
+  case P_CUMLOGSUMEXP:
+    return type_elems(out) * 8;
   /* moving data, not computing */
   case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:

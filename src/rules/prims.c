@@ -35,6 +35,7 @@
 #include "par.h"
 #include "rng.h"
 #include "rule.h"
+#include "sort.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out

@@ -8,7 +8,8 @@
 **
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
-**   nout         result count (-1: decided by the rule, e.g. control flow)
+**   nout         result count (-1: decided by the rule, e.g. control flow;
+**                0: one result per operand, as sort gives)
 **   params       the parameter names, space-separated, in the order `show`
 **                prints them, for help and completion; after a `|`, the
 **                synonyms also accepted ("axes | axis_name"); a function
@@ -82,6 +83,13 @@ typedef struct PrimInfo {
 } PrimInfo;
 
 extern const PrimInfo prim_table[P_COUNT];
+
+/* How many results an equation of `prim` with nin operands gives (1 for
+   the rows whose count their special form decides). */
+static inline int prim_nout(int prim, int nin) {
+  int n = prim_table[prim].nout;
+  return n > 0 ? n : n == 0 ? nin : 1;
+}
 
 /* The length of the canonical part of a params column (before " |"). */
 static inline size_t prim_params_len(const char *params) {

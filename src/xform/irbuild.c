@@ -89,7 +89,6 @@ static IrStmt *bld_stmt(Builder *B, int prim, IrAtom *in, int nin, const Type *o
 }
 
 bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
-  const PrimInfo *pi = &prim_table[prim];
   AstParam **aps = ENEWN(&B->e, AstParam *, nparams);
   for (int i = 0; i < nparams; i++) {
     aps[i] = ENEW(&B->e, AstParam);
@@ -105,7 +104,7 @@ bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *
     ins[k] = in[k];
     intypes[k] = in[k].t;
   }
-  int nout = pi->nout > 0 ? pi->nout : 1;
+  int nout = prim_nout(prim, nin);
   Type *outt = ENEWN(&B->e, Type, nout);
   if (!emit_prim_shape(&B->e, &r, prim, B->where, aps, nparams, intypes, nin, at, outt) ||
       !emit_prim_vary(&B->e, prim, ins, nin, at, outt, nout, B->where))

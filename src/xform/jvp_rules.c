@@ -420,9 +420,26 @@ typedef struct Dual {
   IrAtom p, t;
 } Dual;
 
-/* mul, max or min of two duals, with its JVP. */
+/* JAX's _replace_inf: zeros where x is +inf. */
+static IrAtom replace_inf(JvpCx *cx, IrAtom x) { return sel(cx, EQ(x, cst(cx, x, INFINITY)), cst(cx, x, 0), x); }
+
+/* JAX's logaddexp of two duals, with its custom JVP:
+   max(a, b) + log1p(exp(-|a - b|)), or a + b where a - b is NaN; the
+   tangent a' exp(a - r) + b' exp(b - r), +inf read as 0 there. */
+static Dual logaddexp(JvpCx *cx, Dual a, Dual b) {
+  Dual r;
+  IrAtom delta = SUB(a.p, b.p);
+  IrAtom big = ADD(bin(cx, P_MAX, a.p, b.p), un(cx, P_LOG1P, un(cx, P_EXP, NEG(un(cx, P_ABS, delta)))));
+  r.p = sel(cx, bin(cx, P_NE, delta, delta), ADD(a.p, b.p), big);
+  IrAtom ro = replace_inf(cx, r.p);
+  r.t = ADD(MUL(a.t, un(cx, P_EXP, SUB(replace_inf(cx, a.p), ro))), MUL(b.t, un(cx, P_EXP, SUB(replace_inf(cx, b.p), ro))));
+  return r;
+}
+
+/* mul, max, min or logaddexp (P_CUMLOGSUMEXP) of two duals, with its JVP. */
 static Dual combine(JvpCx *cx, int prim, Dual a, Dual b) {
   Dual r;
+  if (prim == P_CUMLOGSUMEXP) return logaddexp(cx, a, b);
   r.p = bin(cx, prim, a.p, b.p);
   if (prim == P_MUL) r.t = ADD(MUL(a.t, b.p), MUL(a.p, b.t));
   else r.t = ADD(MUL(a.t, balanced_eq(cx, a.p, r.p, b.p)), MUL(b.t, balanced_eq(cx, b.p, r.p, a.p)));
@@ -503,10 +520,11 @@ static Dual scan(JvpCx *cx, int prim, Dual e, int d) {
   return r;
 }
 
-/* cumprod, cummax, cummin: JAX's _cumulative_jvp_rule, the JVP of the
-   parallel prefix scan of mul, max or min. */
+/* cumprod, cummax, cummin, cumlogsumexp: JAX's _cumulative_jvp_rule, the
+   JVP of the parallel prefix scan of mul, max, min or logaddexp. */
 bool jvp_cumulative(JvpCx *cx) {
-  int prim = cx->st->prim == P_CUMPROD ? P_MUL : cx->st->prim == P_CUMMAX ? P_MAX : P_MIN;
+  int p = cx->st->prim;
+  int prim = p == P_CUMPROD ? P_MUL : p == P_CUMMAX ? P_MAX : p == P_CUMMIN ? P_MIN : P_CUMLOGSUMEXP;
   Builder *B = cx->J->B;
   int64_t d = cx->st->at->i[0];
   bool rev = cx->st->at->b[0];
@@ -517,5 +535,54 @@ bool jvp_cumulative(JvpCx *cx) {
   Dual r = scan(cx, prim, e, (int)d);
   if (rev) r.t = jv_emit(cx, P_REV, rp, 1, &r.t, 1);
   jv_set(cx, 0, r.t);
+  return true;
+}
+
+/* ---- sorting and selection -------------------------------------------------------------- */
+
+/* sort: JAX's _sort_jvp permutes each tangent as its operand is permuted
+   (a gather at the sorting permutation).  Here the tangents ride along as
+   more operands of a sort by the same keys, which applies the same stable
+   permutation; that sort is linear in them, and tr_sort transposes it. */
+bool jvp_sort(JvpCx *cx) {
+  Builder *B = cx->J->B;
+  const IrStmt *st = cx->st;
+  int nk = (int)st->at->i[1], nin = st->nin, nt = 0;
+  IrAtom *ops = bld_alloc(B, sizeof(IrAtom) * (size_t)(nk + nin)), *res = bld_alloc(B, sizeof(IrAtom) * (size_t)(nk + nin));
+  int *which = bld_alloc(B, sizeof(int) * (size_t)nin);
+  for (int k = 0; k < nk; k++) ops[k] = primal(cx, k);
+  for (int k = 0; k < nin; k++)
+    if (cx->has[k]) { which[nt] = k; ops[nk + nt++] = tan_of(cx, k); }
+  if (!nt) return true;
+  IrParam ps[3] = {kv("dimension", bld_pv_int(B, st->at->i[0])), kv("is_stable", bld_pv_bool(B, st->at->b[0])),
+                   kv("num_keys", bld_pv_int(B, nk))};
+  if (!bld_prim(B, P_SORT, ps, 3, ops, nk + nt, res)) { cx->J->R->failed = true; return false; }
+  for (int m = 0; m < nt; m++) jv_set(cx, which[m], res[nk + m]);
+  return true;
+}
+
+/* top_k, approx_top_k: JAX's _top_k_jvp gathers the tangent at the
+   indices of the result along the axis.  Written as a one-hot selection:
+   with an axis of n inserted after the axis (the result's k along it),
+   where(indices == iota, tangent, 0) summed over the inserted axis, which
+   picks exactly one tangent element (never multiplies by zero, so a
+   non-finite tangent elsewhere stays out) and is linear in the tangent. */
+bool jvp_top_k(JvpCx *cx) {
+  if (!cx->has[0]) return true;
+  Builder *B = cx->J->B;
+  IrAtom t = tan_of(cx, 0), idx = cx->out[1];
+  int d = (int)cx->st->at->i[1], r = t.t.rank;
+  int64_t wide[SHM_MAXRANK + 1], di[SHM_MAXRANK], dt[SHM_MAXRANK], ax[1] = {d + 1};
+  for (int k = 0, w = 0; k <= r; k++) wide[w++] = k <= d ? idx.t.shape[k] : k == d + 1 ? t.t.shape[d] : idx.t.shape[k - 1];
+  for (int k = 0; k < r; k++) { di[k] = k <= d ? k : k + 1; dt[k] = k < d ? k : k + 1; }
+  if (r + 1 > SHM_MAXRANK) return jv_error(cx, "the derivative of %s needs rank %d, more than %d", prim_table[cx->st->prim].name, r + 1, SHM_MAXRANK);
+  IrParam bi[2] = {kv("shape", bld_pv_ints(B, wide, r + 1)), kv("broadcast_dimensions", bld_pv_ints(B, di, r))};
+  IrParam bt[2] = {kv("shape", bld_pv_ints(B, wide, r + 1)), kv("broadcast_dimensions", bld_pv_ints(B, dt, r))};
+  IrParam ip[3] = {kv("dtype", bld_pv_name(B, "int32")), kv("shape", bld_pv_ints(B, wide, r + 1)),
+                   kv("dimension", bld_pv_int(B, d + 1))};
+  IrAtom hit = EQ(jv_emit(cx, P_BROADCAST_IN_DIM, bi, 2, &idx, 1), jv_emit(cx, P_IOTA, ip, 3, &t, 0));
+  IrAtom picked = sel(cx, hit, jv_emit(cx, P_BROADCAST_IN_DIM, bt, 2, &t, 1), cst(cx, t, 0));
+  IrParam rp[1] = {kv("axes", bld_pv_ints(B, ax, 1))};
+  jv_set(cx, 0, jv_emit(cx, P_REDUCE_SUM, rp, 1, &picked, 1));
   return true;
 }

@@ -38,7 +38,7 @@ typedef struct TrCtx TrCtx;
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
-  X(cond) X(fori_loop) X(scan) X(shard_map)
+  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -468,6 +468,38 @@ static bool tr_cumsum(TrCtx *cx) {
   IrParam ps[2] = {kv("axis", bld_pv_int(B, pv_int(rule_stmt_param(cx->st, "axis"), 0))),
                    kv("reverse", bld_pv_bool(B, !pv_int(rule_stmt_param(cx->st, "reverse"), 0)))};
   tr_give(cx, 0, emit1(cx, P_CUMSUM, ps, 2, &ct, 1));
+  return true;
+}
+
+/* sort, linear in operands that are not keys (a permutation of them, as
+   jvp_sort makes): each cotangent goes back through the inverse
+   permutation.  The permutation is the sort of an iota by the same keys;
+   sorting the cotangent by the permutation inverts it. */
+static bool tr_sort(TrCtx *cx) {
+  const IrStmt *st = cx->st;
+  int nk = (int)st->at->i[1], nin = st->nin;
+  int64_t d = st->at->i[0];
+  if (cx->checking) {
+    for (int k = 0; k < nk; k++)
+      if (cx->lin_in[k]) return tr_error(cx, "sort is not linear in its keys (operand %d of %d is a key)", k + 1, nk);
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  const Type *t = tr_in_type(cx, 0);
+  IrParam ip[3] = {kv("dtype", bld_pv_name(B, "int32")), kv("shape", bld_pv_ints(B, t->shape, t->rank)),
+                   kv("dimension", bld_pv_int(B, d))};
+  IrAtom *ops = bld_alloc(B, sizeof(IrAtom) * (size_t)(nk + 1)), *res = bld_alloc(B, sizeof(IrAtom) * (size_t)(nk + 1));
+  for (int k = 0; k < nk; k++) ops[k] = tr_in(cx, k);
+  ops[nk] = emit1(cx, P_IOTA, ip, 3, ops, 0);
+  IrParam ps[3] = {kv("dimension", bld_pv_int(B, d)), kv("is_stable", bld_pv_bool(B, true)), kv("num_keys", bld_pv_int(B, nk))};
+  if (!tr_emit(cx, P_SORT, ps, 3, ops, nk + 1, res)) return false;
+  IrParam p1[3] = {kv("dimension", bld_pv_int(B, d)), kv("is_stable", bld_pv_bool(B, true)), kv("num_keys", bld_pv_int(B, 1))};
+  for (int j = nk; j < nin; j++) {
+    if (!cx->lin_in[j]) continue;
+    IrAtom pair[2] = {res[nk], tr_ct(cx, j)}, back[2];
+    if (!tr_emit(cx, P_SORT, p1, 3, pair, 2, back)) return false;
+    tr_give(cx, j, back[1]);
+  }
   return true;
 }
 

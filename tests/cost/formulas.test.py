@@ -169,6 +169,20 @@ def local_checks():
         n = 2 * N - 2
         local(f.name, fprog, 6, max(T * 2.5 * n * math.log2(n) / 1e11, (8 * T * N + 4 * T * n) / 1e12),
               'irfft: half of it')
+        # a sort counts n log2 n comparisons a row of n (a comparison a key);
+        # top_k sorts its rows the same way
+        sprog = ('mesh m = {i: 2}\n'
+                 'x = full[shape=(%d, %d), value=1.0, dtype=f32]\n'
+                 '@shard_map[mesh=m, in_specs=P(i), out_specs=P(i)]\n'
+                 'def g(b) {\n'
+                 '  i = iota[dtype=i32, shape=(%d, %d), dimension=1]\n'
+                 '  s, p = sort[dimension=1, num_keys=1] b i\n'
+                 '  v, j = top_k[k=8] s\n'
+                 '  return v\n'
+                 '}\n'
+                 'r = g x\n') % (2 * T, N, T, N)
+        local(f.name, sprog, 6, max(T * N * 16 / 1e11, 4 * 4 * T * N / 1e12), 'sort: n log2 n comparisons a row')
+        local(f.name, sprog, 7, max(T * N * 16 / 1e11, (4 * T * N + 8 * T * 8) / 1e12), 'top_k: the same')
     finally:
         os.unlink(f.name)
 
