@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include "err.h"
 #include "coll.h"
+#include "conv.h"
 #include "dot.h"
 #include "ew.h"
 #include "fft.h"
@@ -35,6 +36,7 @@
 #include "par.h"
 #include "rng.h"
 #include "rule.h"
+#include "window.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
