@@ -103,8 +103,8 @@ static bool read_spatial(RuleCtx *cx, const char *key, int ns, bool required, In
   }
   if (l->n != ns)
     return rule_param_error(cx, key,
-                            "conv_general_dilated %s %s has %d entries, and the window has %d spatial dimensions", key,
-                            rule_ls(&lb, l), l->n, ns);
+                            "conv_general_dilated %s %s has %d entr%s, and the window has %d spatial dimension%s", key,
+                            rule_ls(&lb, l), l->n, l->n == 1 ? "y" : "ies", ns, ns == 1 ? "" : "s");
   for (int d = 0; d < ns; d++)
     if (l->v[d] < 1) return rule_param_error(cx, key, "conv_general_dilated %s must be positive, got %s", key, rule_ls(&lb, l));
   return true;
@@ -165,11 +165,10 @@ static bool conv_spatial(RuleCtx *cx, const Type *L, const Type *R, const Attrs 
     int64_t n = L->shape[ls[2 + i]], k = R->shape[rs[2 + i]];
     int64_t dn = n > 0 ? (n - 1) * at->l[2].v[i] + 1 : 0, dk = k > 0 ? (k - 1) * at->l[3].v[i] + 1 : 0;
     int64_t padded = dn + at->l[1].v[2 * i] + at->l[1].v[2 * i + 1];
-    if (padded < 0) {
-      LsBuf lb;
-      return rule_param_error(cx, "padding", "%s negative padding %s is larger than spatial dimension %d of lhs (%lld)",
-                              rule_prim_name(cx), rule_ls(&lb, &at->l[1]), i, (long long)dn);
-    }
+    if (padded < 0)
+      return rule_param_error(cx, "padding", "%s padding (%lld, %lld) crops more than spatial dimension %d of lhs holds (%lld)",
+                              rule_prim_name(cx), (long long)at->l[1].v[2 * i], (long long)at->l[1].v[2 * i + 1], i,
+                              (long long)dn);
     sp[i] = padded < dk ? 0 : (padded - dk) / at->l[0].v[i] + 1;
   }
   return true;
@@ -192,8 +191,8 @@ bool conv_rule(RARGS) {
   if (!read_spatial(cx, "lhs_dilation", ns, false, &at->l[2])) return false;
   if (!rule_int_tuples(cx, "padding", true, 2, &at->l[1])) return false;
   if (at->l[1].n != 2 * ns)
-    return rule_param_error(cx, "padding", "conv_general_dilated padding has %d (lo, hi) pairs, and the window has %d spatial dimensions",
-                            at->l[1].n / 2, ns);
+    return rule_param_error(cx, "padding", "conv_general_dilated padding has %d (lo, hi) pair%s, and the window has %d spatial dimension%s",
+                            at->l[1].n / 2, at->l[1].n == 2 ? "" : "s", ns, ns == 1 ? "" : "s");
   (void)rule_has(cx, "precision");
   if (!rule_dtype(cx, "preferred_element_type", false, -1, &pt)) return false;
   if (!read_spatial(cx, "rhs_dilation", ns, false, &at->l[3])) return false;

@@ -35,8 +35,8 @@ static bool read_dims(RuleCtx *cx, const char *key, int rank, int64_t least, int
     rule_set_ints(cx, key, l);
   }
   if (l->n != rank)
-    return rule_param_error(cx, key, "%s %s %s has %d entries for an operand of rank %d", rule_prim_name(cx), key,
-                            rule_ls(&lb, l), l->n, rank);
+    return rule_param_error(cx, key, "%s %s %s has %d entr%s for an operand of rank %d", rule_prim_name(cx), key,
+                            rule_ls(&lb, l), l->n, l->n == 1 ? "y" : "ies", rank);
   for (int d = 0; d < rank; d++)
     if (l->v[d] < least)
       return rule_param_error(cx, key, "%s %s must be %s, got %s", rule_prim_name(cx), key,
@@ -52,8 +52,8 @@ static bool read_window(RuleCtx *cx, int rank, bool dil, bool sel, Attrs *at) {
   if (dil && !read_dims(cx, "base_dilation", rank, 1, 1, &l[3])) return false;
   if (!rule_int_tuples(cx, "padding", true, 2, &l[2])) return false;
   if (l[2].n != 2 * rank)
-    return rule_param_error(cx, "padding", "%s padding has %d (lo, hi) pairs for an operand of rank %d",
-                            rule_prim_name(cx), l[2].n / 2, rank);
+    return rule_param_error(cx, "padding", "%s padding has %d (lo, hi) pair%s for an operand of rank %d",
+                            rule_prim_name(cx), l[2].n / 2, l[2].n == 2 ? "" : "s", rank);
   if (sel) {
     PVal *v = rule_get(cx, "select_prim");
     if (!v) return rule_missing(cx, "select_prim");
