@@ -23,9 +23,7 @@
 ** Sections: elementwise rules and kernels; reductions and scans; shape
 ** ops; indexing; creation; the table; elementwise over many blocks.
 */
-#include <limits.h>
 #include <math.h>
-#include <stdio.h>
 #include "err.h"
 #include "coll.h"
 #include "conv.h"
