@@ -290,10 +290,15 @@ static char *field(const Geo *g, const int64_t *y, int i, int64_t base, const ch
   return dst;
 }
 
-/* im2col of one image x (its first feature the group's): P rows of KC. */
-static void im2col(const Geo *g, const char *x, char *col, size_t es) {
-  int64_t y[SHM_MAXRANK] = {0};
-  for (int64_t p = 0; p < g->P; p++) {
+/* im2col of rows p0 .. p0+m-1 of one image x (its first feature the
+   group's): m rows of KC. */
+static void im2col(const Geo *g, const char *x, char *col, size_t es, int64_t p0, int64_t m) {
+  int64_t y[SHM_MAXRANK], q = p0;
+  for (int i = g->ns - 1; i >= 0; i--) {
+    y[i] = q % g->Y[i];
+    q /= g->Y[i];
+  }
+  for (int64_t p = 0; p < m; p++) {
     col = field(g, y, 0, 0, x, col, es);
     for (int i = g->ns - 1; i >= 0; i--) {
       if (++y[i] < g->Y[i]) break;
@@ -355,10 +360,19 @@ static Array *laid_out(Array *a, const int *perm, DType dt) {
   return c;
 }
 
+/* Rows of the im2col matrix gathered at a time: enough for gemm to run
+   at speed, few enough that they are still in cache when it reads them. */
+static int64_t chunk_rows(const Geo *g, size_t es) {
+  int64_t rows = (int64_t)((size_t)1 << 20) / (int64_t)(es * (size_t)(g->KC > 0 ? g->KC : 1));
+  if (rows < 64) rows = 64;
+  return rows < g->P ? rows : g->P;
+}
+
 /* The convolution of the canonical operands into the canonical result. */
 static void conv_run(const Geo *g, DType dt, const Array *Lc, const Array *Rc, Array *Oc) {
   size_t es = dtype_sizes[dt];
-  char *col = g->direct ? NULL : mem_alloc(es * (size_t)(g->P * g->KC > 0 ? g->P * g->KC : 1));
+  int64_t rows = chunk_rows(g, es);
+  char *col = g->direct ? NULL : mem_alloc(es * (size_t)(rows * g->KC > 0 ? rows * g->KC : 1));
   for (int64_t gi = 0; gi < g->ng; gi++)
     for (int64_t n = 0; n < g->Nout; n++) {
       int64_t nb = g->B > 1 ? gi * g->Nout + n : n, coff = g->G > 1 ? gi * g->Cg : 0;
@@ -367,9 +381,12 @@ static void conv_run(const Geo *g, DType dt, const Array *Lc, const Array *Rc, A
       char *c = (char *)Oc->data + ((size_t)(n * g->P) * (size_t)g->O + (size_t)(gi * g->Og)) * es;
       if (g->direct) {
         gemm(dt, g->P, g->Og, g->Cg, x, g->C, w, g->O, c, g->O);
-      } else {
-        im2col(g, x, col, es);
-        gemm(dt, g->P, g->Og, g->KC, col, g->KC, w, g->O, c, g->O);
+        continue;
+      }
+      for (int64_t p0 = 0; p0 < g->P; p0 += rows) {
+        int64_t m = g->P - p0 < rows ? g->P - p0 : rows;
+        im2col(g, x, col, es, p0, m);
+        gemm(dt, m, g->Og, g->KC, col, g->KC, w, g->O, c + (size_t)(p0 * g->O) * es, g->O);
       }
     }
   mem_free(col);
@@ -397,7 +414,8 @@ void conv_kernel(const Attrs *at, Array *const *in, int nin, Array **out, const 
   cshape[0] = g.Nout;
   cshape[ns + 1] = g.O;
   for (int i = 0; i < ns; i++) cshape[1 + i] = g.Y[i];
-  Array *Oc = arr_zeros(dt, r, cshape);
+  /* every element is one gemm's (beta 0), unless nothing is summed */
+  Array *Oc = g.KC ? arr_new(dt, r, cshape) : arr_zeros(dt, r, cshape);
   if (Oc->size && g.KC) conv_run(&g, dt, Lc, Rc, Oc);
   geo_free(&g);
   arr_unref(Lc);
