@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# timeout: 300
 """Derivatives and transposes of conv_general_dilated and the window
 primitives, on random f64 cases (tests/prims/_winmodel.py draws them):
 

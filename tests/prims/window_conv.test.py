@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# timeout: 300
 """The windowed reductions and conv_general_dilated against direct NumPy
 models (tests/prims/_winmodel.py), on random cases.
 
@@ -9,6 +10,8 @@ lhs and rhs dilations, feature or batch groups; for reduce_window_sum,
 _max, _min, select_and_gather_add and select_and_scatter_add random
 window dimensions, strides, paddings and dilations over operands of rank
 1 to 3, whose values are often small integers so that windows hold ties.
+Three convolutions of 64x64 images with 32 features come last, big
+enough that the kernel gathers its im2col matrix in several chunks.
 One program loads every input, computes every case and saves the result;
 every fifth case runs inside a shard_map over a mesh {i: 2}, its operand
 split along a dimension the primitive maps elementwise (conv's batch,
@@ -131,6 +134,28 @@ def window_case(rng, i, tmp, lines, smap):
     return want, tol, "%s %s %s%s" % (prim, dt, stmt % tuple(ops), " in shard_map" if split is not None else "")
 
 
+def big_conv_case(rng, i, tmp, lines, k):
+    """A convolution whose im2col matrix is several MiB, which the kernel
+    gathers in chunks of rows: NHWC 64x64 images with 32 features, a 3x3
+    kernel, SAME padding; f32, f64 and (k == 2) stride 2 with a dilated
+    kernel."""
+    dt = ["float32", "float64", "float32"][k % 3]
+    lhs = rng.standard_normal((2, 64, 64, 32)).astype(dt)
+    rhs = rng.standard_normal((3, 3, 32, 8)).astype(dt)
+    specs = [[0, 3, 1, 2], [3, 2, 0, 1], [0, 3, 1, 2]]
+    strides, rd = ([2, 2], [2, 1]) if k == 2 else ([1, 1], [1, 1])
+    pad = [(rd[0], rd[0]), (rd[1], rd[1])]
+    want = M.conv(lhs, rhs, strides, pad, [1, 1], rd, specs, 1, 1)
+    np.save(os.path.join(tmp, "l%d.npy" % i), lhs)
+    np.save(os.path.join(tmp, "r%d.npy" % i), rhs)
+    params = "dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), " \
+             "out_spec=(0, 3, 1, 2)), padding=%s, rhs_dilation=%s, window_strides=%s" % (
+                 M.fmt_pairs(pad), M.fmt_ints(rd), M.fmt_ints(strides))
+    lines += ['l%d = load "l%d.npy"' % (i, i), 'r%d = load "r%d.npy"' % (i, i),
+              "y%d = conv_general_dilated[%s] l%d r%d" % (i, params, i, i)]
+    return want, 1e-5 if dt == "float32" else 1e-12, "big conv %s %s" % (dt, params)
+
+
 def compare(got, want, tol):
     if got.dtype != want.dtype or got.shape != want.shape:
         return False
@@ -158,6 +183,10 @@ def main():
             smap = i % 5 == 4
             maker = conv_case if i % 2 == 0 else window_case
             cases.append(maker(rng, i, tmp, lines, smap))
+            lines.append('save "y%d.npy" y%d' % (i, i))
+        for k in range(3):
+            i = len(cases)
+            cases.append(big_conv_case(rng, i, tmp, lines, k))
             lines.append('save "y%d.npy" y%d' % (i, i))
         prog = os.path.join(tmp, "prog.shm")
         with open(prog, "w") as f:
