@@ -134,6 +134,15 @@ def exp_matmul():
     return (a2.astype(np.float64) @ b.astype(np.float64))[:, :4].ravel(), 1e-4
 
 
+def exp_conv_resnet():
+    """y[0, 0, 0:2, 0:4] of bench/workloads/conv_resnet.shm, in float64."""
+    x = (np.arange(1605632, dtype=f32) * f32(6.1035156e-07)).reshape(8, 56, 56, 64).astype(np.float64)
+    w = (np.arange(36864, dtype=f32) * f32(2.7126736e-05)).reshape(3, 3, 64, 64).astype(np.float64)
+    xp = np.pad(x[0, :2, :3], ((1, 0), (1, 0), (0, 0)))          # rows -1..1, columns -1..2
+    out = [np.einsum("ijc,ijco->o", xp[:, j:j + 3], w)[:4] for j in range(2)]
+    return np.concatenate(out), 1e-4
+
+
 def exp_matmul_bf16():
     def bf16(x):                  # round f32 to bf16, nearest even
         u = x.astype(f32).view(np.uint32).astype(np.uint64)
@@ -396,6 +405,31 @@ class Suite:
         self.row("bf16 matmul_basic, 8 dev", a, refname, b, b / a, "≥ 0.8×", b / a >= 0.8, max(rss),
                  "the second call, as matmul_basic" + loads(load))
 
+    # -- a ResNet-50 3x3 convolution against im2col + sgemm in C
+    def conv_resnet(self):
+        shm, refs, rss, load = [], [], [], []
+        text = rerr = ""
+        argv = ["conv", "8", "56", "56", "64", "64", "1"]
+        for warm in self.rounds():
+            load.append(os.getloadavg()[0])
+            t, text, r, _ = self.shm_run("conv_resnet.shm")
+            p = subprocess.run([self.ref] + argv, capture_output=True, text=True, timeout=300)
+            if p.returncode:
+                raise Failure(f"ref {' '.join(argv)} exited {p.returncode}:\n{p.stderr.strip()[-800:]}")
+            if warm:
+                continue
+            if len(t["begin"]) != 2:
+                raise Failure("conv_resnet.shm: expected two calls of the layer")
+            shm.append(t["begin"][1])
+            rss.append(r)
+            refs.extend(float(x) for x in p.stdout.split())
+            rerr = p.stderr
+        check("conv_resnet", text, exp_conv_resnet())
+        check("conv_resnet (C reference)", rerr, exp_conv_resnet())
+        a, b = med(shm), med(refs)
+        self.row("conv 3x3, f32[8,56,56,64] NHWC", a, "im2col + sgemm in C (`ref conv`)", b, b / a, "≥ 0.8×",
+                 b / a >= 0.8, max(rss), "the second call of the layer" + loads(load))
+
     # -- collectives vs the memcpy floor
     def collective(self, name, wl, read_mib, write_mib, expected):
         """The first call of the collective against a memcpy into fresh
@@ -614,6 +648,7 @@ class Suite:
         self.guarded("whole matmul_basic", self.whole_matmul)
         self.guarded("whole ew_chain", self.whole_ew)
         self.guarded("matmul_bf16", self.matmul_bf16)
+        self.guarded("conv_resnet", self.conv_resnet)
         for name, wl, r, w, e in COLLECTIVES:
             self.guarded(name, lambda: self.collective(name, wl, r, w, e))
         self.guarded("page faults", self.page_faults)
@@ -729,7 +764,7 @@ def main():
     ap.add_argument("--allreduce", help="bench/ref/allreduce.c built with mpicc (the ranks rows)")
     ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
                                   "nowhere with --only)")
-    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,collectives,small,sort,big,replicated,model,startup,ranks")
+    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,conv,collectives,small,sort,big,replicated,model,startup,ranks")
     a = ap.parse_args()
     started = time.time()
     s = Suite(a)
@@ -743,6 +778,8 @@ def main():
             s.guarded("whole ew_chain", s.whole_ew)
         if "bf16" in names:
             s.guarded("matmul_bf16", s.matmul_bf16)
+        if "conv" in names:
+            s.guarded("conv_resnet", s.conv_resnet)
         if "collectives" in names:
             for name, wl, r, w, e in COLLECTIVES:
                 s.guarded(name, lambda: s.collective(name, wl, r, w, e))

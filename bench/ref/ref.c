@@ -30,6 +30,13 @@
 **       bench/workloads/ew_chain.shm, each a loop over THREADS threads
 **       (OpenMP) writing into one result buffer; the sum printed.  A whole
 **       process, like matmul-whole.
+**   ref conv N H W C O REPS
+**       a 3x3 convolution, stride 1, SAME padding, of an NHWC image
+**       x = arange * 6.1035156e-07 and an HWIO kernel w = arange *
+**       2.7126736e-05 (f32), as a C programmer writes it: for each image
+**       the im2col matrix (H*W rows of 3*3*C, zeros in the padding), then
+**       one OpenBLAS sgemm by w as a (9C x O) matrix.  The reference of
+**       bench/workloads/conv_resnet.shm; prints y[0, 0, 0:2, 0:4] once.
 **   ref spawn RSSFILE CMD [ARG...]
 **       run CMD, wait for it, write its peak RSS in KiB (ru_maxrss) and
 **       its minor page faults (ru_minflt) to RSSFILE and exit with its
@@ -137,6 +144,48 @@ static int gemm(char **argv) {
     if (r >= 0) printf("%.9f\n", t1 - t0);
   }
   checksum(S, nsum, M * N);
+  return 0;
+}
+
+/* im2col of one NHWC image (H x W x C) for a 3x3 window, stride 1, padding
+   1: row (i, j) holds the 9 positions' C features, zeros outside. */
+static void im2col3(const float *x, long H, long W, long C, float *col) {
+  for (long i = 0; i < H; i++)
+    for (long j = 0; j < W; j++)
+      for (long di = -1; di <= 1; di++)
+        for (long dj = -1; dj <= 1; dj++) {
+          long si = i + di, sj = j + dj;
+          if (si < 0 || si >= H || sj < 0 || sj >= W) memset(col, 0, sizeof(float) * (size_t)C);
+          else memcpy(col, x + (si * W + sj) * C, sizeof(float) * (size_t)C);
+          col += C;
+        }
+}
+
+static int conv(char **argv) {
+  long N = arg(argv, 2), H = arg(argv, 3), W = arg(argv, 4), C = arg(argv, 5), O = arg(argv, 6), reps = arg(argv, 7);
+  if (N <= 0 || H <= 0 || W <= 0 || C <= 0 || O <= 0 || reps <= 0) {
+    fprintf(stderr, "ref conv: bad arguments\n");
+    return 2;
+  }
+  long nx = N * H * W * C, nw = 9 * C * O, K = 9 * C, P = H * W;
+  float *x = xmalloc(sizeof(float) * (size_t)nx), *w = xmalloc(sizeof(float) * (size_t)nw);
+  float *col = xmalloc(sizeof(float) * (size_t)(P * K)), *y = xmalloc(sizeof(float) * (size_t)(N * P * O));
+  for (long i = 0; i < nx; i++) x[i] = (float)i * 6.1035156e-07f;
+  for (long i = 0; i < nw; i++) w[i] = (float)i * 2.7126736e-05f;
+  for (long r = -1; r < reps; r++) {
+    double t0 = now();
+    for (long n = 0; n < N; n++) {
+      im2col3(x + n * P * C, H, W, C, col);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)O, (int)K, 1.0f, col, (int)K, w, (int)O,
+                  0.0f, y + n * P * O, (int)O);
+    }
+    double t1 = now();
+    if (r >= 0) printf("%.9f\n", t1 - t0);
+  }
+  fprintf(stderr, "corner");
+  for (long j = 0; j < 2; j++)
+    for (long o = 0; o < 4; o++) fprintf(stderr, " %g", y[j * O + o]);
+  fprintf(stderr, "\n");
   return 0;
 }
 
@@ -322,12 +371,14 @@ int main(int argc, char **argv) {
   }
   if (argc == 8 && !strcmp(argv[1], "gemm")) return gemm(argv);
   if (argc == 8 && !strcmp(argv[1], "sbgemm")) return sbgemm(argv);
+  if (argc == 8 && !strcmp(argv[1], "conv")) return conv(argv);
   if (argc == 3 && !strcmp(argv[1], "matmul-whole")) return matmul_whole(argv);
   if (argc == 4 && !strcmp(argv[1], "ew-chain")) return ew_chain(argv);
   if (argc == 4 && !strcmp(argv[1], "memcpy")) return copy(argv, 0);
   if (argc == 4 && !strcmp(argv[1], "memcpy-fresh")) return copy(argv, 1);
   fprintf(stderr,
           "usage: ref config | ref gemm M K N NPROD GROUP REPS | ref sbgemm M K N NPROD GROUP REPS | "
+          "ref conv N H W C O REPS | "
           "ref matmul-whole THREADS | ref ew-chain N THREADS | ref memcpy BYTES REPS | "
           "ref memcpy-fresh BYTES REPS | ref spawn RSSFILE CMD [ARG...]\n");
   return 2;

@@ -3,9 +3,11 @@
 */
 #include <math.h>
 #include "coll.h"
+#include "conv.h"
 #include "cost.h"
 #include "prims.h"
 #include "value.h"
+#include "window.h"
 
 const char *cost_limit_name(CostLimit l) {
   switch (l) {
@@ -60,6 +62,16 @@ double cost_flops(const IrStmt *st) {
   /* logaddexp per element: max, sub, abs, neg, exp, log1p, add, select */
   case P_CUMLOGSUMEXP:
     return type_elems(out) * 8;
+  /* a convolution: a multiply and an add per output element, kernel
+     position and input feature of its group */
+  case P_CONV_GENERAL_DILATED:
+    return 2 * type_elems(out) * conv_macs_per_output(st->at, &st->in[1].t);
+  /* windows: one operation per window position (a select_and_scatter_add
+     compares over its source's windows, and adds once per one) */
+  case P_REDUCE_WINDOW_SUM: case P_REDUCE_WINDOW_MAX: case P_REDUCE_WINDOW_MIN: case P_SELECT_AND_GATHER_ADD:
+    return win_positions(st->at, out);
+  case P_SELECT_AND_SCATTER_ADD:
+    return win_positions(st->at, &st->in[0].t) + type_elems(&st->in[0].t);
   /* moving data, not computing */
   case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
@@ -104,8 +116,9 @@ Cost cost_local(const Hw *hw, const IrStmt *st) {
   Cost c = {0, 0, 0, LIM_NONE, 0};
   c.flops = cost_flops(st);
   c.bytes = cost_hbm_bytes(st);
-  int dt = st->nin && st->prim == P_DOT_GENERAL ? st->in[0].t.dt : st->nout ? st->out[0]->t.dt : DT_F32;
-  double peak = st->prim == P_DOT_GENERAL || !hw->vector_flops ? hw_peak(hw, dt, NULL) : hw->vector_flops;
+  bool mxu = st->prim == P_DOT_GENERAL || st->prim == P_CONV_GENERAL_DILATED;   /* matrix units */
+  int dt = st->nin && mxu ? st->in[0].t.dt : st->nout ? st->out[0]->t.dt : DT_F32;
+  double peak = mxu || !hw->vector_flops ? hw_peak(hw, dt, NULL) : hw->vector_flops;
   double tf = c.flops / peak, tm = c.bytes / hw->hbm_bw;
   c.time = tf > tm ? tf : tm;
   c.limit = c.time == 0 ? LIM_NONE : tf >= tm ? LIM_FLOPS : LIM_HBM;

@@ -23,11 +23,10 @@
 ** Sections: elementwise rules and kernels; reductions and scans; shape
 ** ops; indexing; creation; the table; elementwise over many blocks.
 */
-#include <limits.h>
 #include <math.h>
-#include <stdio.h>
 #include "err.h"
 #include "coll.h"
+#include "conv.h"
 #include "dot.h"
 #include "ew.h"
 #include "fft.h"
@@ -36,6 +35,7 @@
 #include "rng.h"
 #include "rule.h"
 #include "sort.h"
+#include "window.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out

@@ -353,6 +353,39 @@ static IrAtom dot_term(JvpCx *cx, int k, IrAtom g) {
 }
 bool jvp_dot_general(JvpCx *cx) { return by_terms(cx, dot_term); }
 
+/* ---- windows and convolutions ------------------------------------------------------------ */
+
+/* reduce_window_max and _min, JAX's _reduce_window_chooser_jvp_rule: the
+   tangent at each window's selected element (the first maximum, or
+   minimum), select_and_gather_add[select_prim=ge or le]. */
+bool jvp_reduce_window_chooser(JvpCx *cx) {
+  Builder *B = cx->J->B;
+  const IrStmt *st = cx->st;
+  const char *keys[5] = {"base_dilation", "padding", "window_dilation", "window_dimensions", "window_strides"};
+  IrParam ps[6];
+  for (int i = 0; i < 5; i++) ps[i + (i >= 2)] = kv(keys[i], rule_stmt_param(st, keys[i]));
+  ps[2] = kv("select_prim", bld_pv_name(B, st->prim == P_REDUCE_WINDOW_MAX ? "ge" : "le"));
+  IrAtom in[2] = {tan_of(cx, 0), primal(cx, 0)};
+  jv_set(cx, 0, jv_emit(cx, P_SELECT_AND_GATHER_ADD, ps, 6, in, 2));
+  return true;
+}
+
+/* select_and_gather_add and select_and_scatter_add: linear in the values
+   (operand 0), constant in what they select by (JAX's rules). */
+bool jvp_select_window(JvpCx *cx) {
+  if (!cx->has[0]) return true;
+  IrAtom in[2] = {tan_of(cx, 0), primal(cx, 1)};
+  jv_set(cx, 0, jv_emit(cx, cx->st->prim, cx->st->params, cx->st->nparams, in, 2));
+  return true;
+}
+
+/* conv_general_dilated: bilinear, conv(xdot, w) + conv(x, wdot). */
+static IrAtom conv_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom in[2] = {k == 0 ? g : primal(cx, 0), k == 1 ? g : primal(cx, 1)};
+  return jv_emit(cx, P_CONV_GENERAL_DILATED, cx->st->params, cx->st->nparams, in, 2);
+}
+bool jvp_conv_general_dilated(JvpCx *cx) { return by_terms(cx, conv_term); }
+
 /* ---- reductions ---------------------------------------------------------------------------- */
 
 /* Is x among l[0..n-1]? */

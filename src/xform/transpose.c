@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include "diag.h"
 #include "prims.h"
-#include "transpose.h"
+#include "transpose_int.h"
 
 typedef struct Tr {
   IrProg *P;
@@ -20,16 +20,6 @@ typedef struct Tr {
   bool failed;
 } Tr;
 
-struct TrCtx {
-  Tr *T;
-  IrStmt *st;
-  bool checking;
-  bool *lin_in;       /* per operand */
-  IrAtom *cts;        /* per result */
-  bool *has_ct;
-};
-
-typedef struct TrCtx TrCtx;
 
 /* ---- the rules: the transpose column of prims.def ---------------------------- */
 #define TR_RULES(X) \
@@ -285,11 +275,11 @@ static bool is_zero_lit(const IrAtom *a);
 
 /* ---- the rule context ------------------------------------------------------------- */
 
-static IrAtom tr_in(TrCtx *cx, int k) { return map_atom(cx->T, &cx->st->in[k]); }
+IrAtom tr_in(TrCtx *cx, int k) { return map_atom(cx->T, &cx->st->in[k]); }
 const Type *tr_in_type(TrCtx *cx, int k) { return &cx->st->in[k].t; }
 Builder *tr_builder(TrCtx *cx) { return cx->T->B; }
 
-static IrAtom tr_ct(TrCtx *cx, int j) {
+IrAtom tr_ct(TrCtx *cx, int j) {
   if (!cx->has_ct[j]) {
     cx->cts[j] = bld_zeros(cx->T->B, &cx->st->out[j]->t);
     cx->has_ct[j] = true;
@@ -297,7 +287,7 @@ static IrAtom tr_ct(TrCtx *cx, int j) {
   return cx->cts[j];
 }
 
-static void tr_give(TrCtx *cx, int k, IrAtom ct) {
+void tr_give(TrCtx *cx, int k, IrAtom ct) {
   const IrAtom *a = &cx->st->in[k];
   if (atom_lin(cx->T, a)) accumulate(cx->T, a->var, ct);
 }
@@ -310,7 +300,7 @@ static bool tr_emit(TrCtx *cx, int prim, const IrParam *params, int nparams, IrA
   return true;
 }
 
-static bool tr_error(TrCtx *cx, const char *fmt, ...) {
+bool tr_error(TrCtx *cx, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   diag_verror(cx->st->sp, fmt, ap);
@@ -327,6 +317,10 @@ static IrAtom emit1(TrCtx *cx, int prim, const IrParam *ps, int np, IrAtom *in, 
   return out;
 }
 
+IrAtom tr_emit1(TrCtx *cx, int prim, const IrParam *ps, int np, IrAtom *in, int nin) {
+  return emit1(cx, prim, ps, np, in, nin);
+}
+
 static IrParam kv(const char *k, PVal *v) {
   IrParam p = {k, v};
   return p;
@@ -340,6 +334,8 @@ static IrAtom lit_of(TrCtx *cx, const Type *t, double v) {
   a.sp = cx->st->sp;
   return a;
 }
+
+IrAtom tr_lit(TrCtx *cx, const Type *t, double v) { return lit_of(cx, t, v); }
 
 /* Sum a cotangent down to a scalar operand's shape (scalar broadcast). */
 static IrAtom unbroadcast(TrCtx *cx, IrAtom ct, int k) {
