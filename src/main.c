@@ -221,6 +221,21 @@ static bool model_output(Timeline *T, const ModelOpts *mo, const char *title) {
 
 static int run(int argc, char **argv);
 
+/* The REPL and the debugger, under a last boundary: running out of memory
+   before the REPL has its own ends it with the error. */
+static int repl(const char *file, const ReplOptions *ro) {
+  volatile int status = 1;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    status = repl_main(file, ro);
+    err_end(&j);
+  } else {
+    fflush(stdout);
+    diag_report(span_none(), "error", err_message());
+  }
+  return status;
+}
+
 /* --ranks R: the value, or -1 when absent (0 after a bad value); the
    option is taken out of argv. */
 static int take_ranks(int *argc, char **argv) {
@@ -315,8 +330,7 @@ static int run(int argc, char **argv) {
      that of rank 0's walk, which eval.c refuses where it would differ) */
 
   ReplOptions ro = {stats, max_steps, debug};
-  if (!file && !code && !save_only) return repl_main(NULL, &ro);
-  if (interactive || debug) return repl_main(file, &ro);
+  if ((!file && !code && !save_only) || interactive || debug) return repl(interactive || debug ? file : NULL, &ro);
 
   /* eval_run catches runtime errors of the program; this boundary catches
      those of the front end and the set-up (running out of memory). */

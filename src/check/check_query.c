@@ -278,7 +278,7 @@ static const char *scope_hint(Binding *scope, BindKind want, Str name, char *out
 }
 
 const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name) {
-  static char msg[256];
+  static _Thread_local char msg[256];      /* (per thread: two states may check at once) */
   char hint[128];
   if (want == B_VAR && check_lookup(scope, B_FUNC, name)) return "'%.*s' is a function, not a value";
   if (want == B_FUNC && check_lookup(scope, B_VAR, name))
