@@ -287,3 +287,15 @@ const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name) {
   snprintf(msg, sizeof msg, "unknown %s '%%.*s'%s", want == B_VAR ? "variable" : "function", hint);
   return msg;
 }
+
+IrVar *check_new_var(Checker *C, const char *name, const Type *t, bool bind) {
+  Ctx cx;
+  check_ctx_init(&cx, C, C->main, C->top, NULL, 0, -1);
+  const char *nm = arena_strndup(&C->prog.arena, name, strlen(name));
+  IrVar *v = emit_var(EM(&cx), str_c(nm), *t, span_none());
+  if (bind) {
+    C->top = check_bind(C, C->top, B_VAR, str_c(nm));
+    C->top->var = v;
+  }
+  return v;
+}
