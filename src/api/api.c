@@ -52,9 +52,15 @@ struct shm_State {
 
 /* ---- entering and leaving ------------------------------------------------- */
 
-/* Each entry point: `ENTER(S)` ... `return LEAVE(rc)`. */
+/* Each entry point: `ENTER(S)` ... `return LEAVE(rc)`: rc is computed
+   first, in S's state, then the caller's state is restored. */
 #define ENTER(S) ShmState *prev_state_ = state_enter((S)->st)
-#define LEAVE(rc) (state_enter(prev_state_), (rc))
+#define LEAVE(rc) leave(prev_state_, (rc))
+
+static int leave(ShmState *prev, int rc) {
+  state_enter(prev);
+  return rc;
+}
 
 const char *shm_version(void) { return SHM_VERSION; }
 
@@ -151,7 +157,8 @@ shm_State *shm_open(const shm_Limits *limits) {
     shm_close(S);
     return NULL;
   }
-  return LEAVE(S);
+  state_enter(prev_state_);
+  return S;
 }
 
 static void held_unlink(Held *h) {
@@ -401,7 +408,8 @@ int shm_set_global(shm_State *S, const char *name, const shm_Array *a, int flags
     memcpy(t.shape, arr->shape, sizeof(int64_t) * arr->rank);
     IrVar *v = check_new_var(S->C, name, &t, true);
     err_undefer(arr);
-    eval_assign(eval_top(S->I), v, val_of(arr));
+    eval_assign(eval_top(S->I), v, val_of(arr));     /* (val_of takes its own reference) */
+    arr_unref(arr);
     rc = SHM_OK;
     err_end(&j);
   } else {
@@ -466,11 +474,13 @@ static void capture_ret(void *data, Frame *F, IrStmt *site) {
   c->nvals = F->fn->nouts;
   for (int i = 0; i < F->fn->nouts; i++) {
     IrAtom *a = &F->fn->outs[i];
-    c->vals[i] = a->var ? val_ref(eval_lookup(F, a->var)) : a->lit ? val_of(arr_ref(a->lit)) : NULL;
+    c->vals[i] = a->var ? val_ref(eval_lookup(F, a->var)) : a->lit ? val_of(a->lit) : NULL;
   }
 }
 
 static void capture_release(void *c) { capture_drop(c); }
+static void ignore_call(void *data, Frame *F, IrStmt *site) { (void)data, (void)F, (void)site; }
+static void ignore_stmt(void *data, Frame *F, IrStmt *st, int index) { (void)data, (void)F, (void)st, (void)index; }
 
 /* The call's glue: `name a0 a1 ...` over new variables holding the
    arguments, checked for their types; then run.  outs get the results
@@ -492,6 +502,7 @@ static IrFunc *call_glue(shm_State *S, const char *name, const shm_Array *args, 
     vars[i] = check_new_var(S->C, vn, &t, false);
     err_undefer(arr);
     eval_assign(eval_top(S->I), vars[i], val_of(arr));
+    arr_unref(arr);
     buf_printf(&text, " %s", vn);
   }
   IrFunc *fn = check_expr(S->C, "<call>", buf_cstr(&text), check_main(S->C), vars, nargs, 0);
@@ -523,7 +534,7 @@ static int call(shm_State *S, const char *name, const shm_Array *args, int nargs
     err_defer(mem_free, res);
     S->st->interrupted = 0;
     eval_set_max_steps(S->I, (long)S->max_steps);
-    EvalObserver ob = {NULL, capture_ret, NULL, NULL, cap};
+    EvalObserver ob = {ignore_call, capture_ret, ignore_stmt, ignore_stmt, cap};
     if (cap) {
       eval_set_observer(S->I, &ob);
       err_defer(capture_release, cap);
