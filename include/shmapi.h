@@ -62,13 +62,16 @@ typedef struct shm_State shm_State;
 typedef struct shm_Limits {
   size_t max_memory;          /* bytes the program may hold at once */
   long long max_steps;        /* loop iterations in one statement or call */
+  long fail_alloc_after;      /* a test switch: the Nth allocation from now fails */
 } shm_Limits;
 
 /* A new state with those limits (NULL: none).  Returns NULL only when the
    system has no memory for it. */
 SHM_API shm_State *shm_open(const shm_Limits *limits);
-/* Release the state and everything it holds, arrays handed out included. */
-SHM_API void shm_close(shm_State *S);
+/* Release the state and everything it holds, arrays handed out included.
+   Returns the bytes that were still counted in use once everything was
+   released: 0, unless the library leaks (a check for tests). */
+SHM_API size_t shm_close(shm_State *S);
 /* Change the limits; they apply from the next call on. */
 SHM_API int shm_set_limits(shm_State *S, const shm_Limits *limits);
 /* Bytes the state holds now (its program, values and arrays handed out). */
@@ -91,9 +94,16 @@ SHM_API void shm_interrupt(shm_State *S);
    diagnostics give, "<string>" when NULL) or a file.  The text's top-level
    statements are added to the program but not run (shm_run runs them);
    its functions can be called once loaded.  On SHM_ERROR nothing of the
-   text is kept and the diagnostics list every error found. */
+   text is kept and the diagnostics list every error found; a file that
+   cannot be read is SHM_MISUSE (one diagnostic, at no place). */
 SHM_API int shm_load_string(shm_State *S, const char *name, const char *text, size_t len);
 SHM_API int shm_load_file(shm_State *S, const char *path);
+
+/* From now on, each top-level variable's value is released right after
+   its last use in the program loaded so far (as the shmapi program does
+   when it runs a script): less memory, but shm_get_global cannot read a
+   variable after its last use.  Call it after the last load. */
+SHM_API int shm_release_dead(shm_State *S);
 
 /* Run the top-level statements loaded and not yet run.  A runtime error
    stops at the failing statement: SHM_ERROR, one diagnostic; the

@@ -1,6 +1,7 @@
 /*
 ** main.c — the shmapi command line.
 */
+#include <shmapi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -221,6 +222,34 @@ static bool model_output(Timeline *T, const ModelOpts *mo, const char *title) {
 
 static int run(int argc, char **argv);
 
+/* A script run through the embedding API (include/shmapi.h): loading,
+   running, print output and the errors, as any client does it. */
+static void to_stdout(void *ud, const char *text, size_t n) {
+  (void)ud;
+  fwrite(text, 1, n, stdout);
+}
+
+static int run_script(const char *file, const char *code, const shm_Limits *lim) {
+  shm_State *S = shm_open(lim);
+  if (!S) {
+    fprintf(stderr, "shmapi: error: out of memory\n");
+    return 1;
+  }
+  shm_set_print(S, to_stdout, NULL);
+  int rc = code ? shm_load_string(S, "<command line>", code, strlen(code)) : shm_load_file(S, file);
+  if (rc == SHM_OK) rc = shm_release_dead(S);
+  if (rc == SHM_OK) rc = shm_run(S);
+  fflush(stdout);
+  for (int i = 0; i < shm_ndiags(S); i++) fputs(shm_diag(S, i)->text, stderr);
+  size_t left = shm_close(S);
+  /* under the allocation-failure switch, everything must be back */
+  if (lim->fail_alloc_after && left) {
+    fprintf(stderr, "shmapi: internal error: %zu bytes not released\n", left);
+    return 3;
+  }
+  return rc == SHM_OK ? 0 : rc == SHM_MISUSE ? 2 : 1;
+}
+
 /* The REPL and the debugger, under a last boundary: running out of memory
    before the REPL has its own ends it with the error. */
 static int repl(const char *file, const ReplOptions *ro) {
@@ -265,7 +294,8 @@ int main(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-  mem_set_limit(default_memory_limit());
+  shm_Limits lim = {default_memory_limit(), 0, 0};
+  mem_set_limit(lim.max_memory);
   /* Debug switch: make the Nth allocation fail (tests/limits/fail_alloc.test.sh). */
   const char *fail = getenv("SHMAPI_FAIL_ALLOC");
   if (fail && *fail) mem_fail_after(atol(fail));
@@ -309,7 +339,7 @@ static int run(int argc, char **argv) {
       break;
     case O_MAX_MEMORY: case O_MAX_STEPS:
       if (!parse_size(arg, &v)) return bad_usage("bad number '%s'", arg);
-      if (o == &opts[O_MAX_MEMORY]) mem_set_limit((size_t)v);
+      if (o == &opts[O_MAX_MEMORY]) mem_set_limit(lim.max_memory = (size_t)v);
       else max_steps = v;
       break;
     case O_RANKS: case O_SCRIPT: case O_REPL: break;      /* (taken by main; no option) */
@@ -328,6 +358,15 @@ static int run(int argc, char **argv) {
   /* (under ranks every rank models the program, rank 0's model is the
      one reported: --abstract walks it alike everywhere; a run's model is
      that of rank 0's walk, which eval.c refuses where it would differ) */
+
+  /* A plain script, in one process: a client of the API.  The rest (the
+     REPL and the debugger, --check, --stats, the cost model, ranks) uses
+     the layers directly. */
+  if ((file || code) && !check_only && !interactive && !debug && !stats && !model && fmpi_size() == 1) {
+    lim.max_steps = max_steps;
+    lim.fail_alloc_after = fail && *fail ? atol(fail) : 0;
+    return run_script(file, code, &lim);
+  }
 
   ReplOptions ro = {stats, max_steps, debug};
   if ((!file && !code && !save_only) || interactive || debug) return repl(interactive || debug ? file : NULL, &ro);

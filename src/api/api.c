@@ -99,7 +99,7 @@ static void diag_keep(void *ud, Span sp, const char *kind, const char *msg) {
     diag_linecol(sp.file, sp.off, &d->line, &d->col);
   }
   d->message = dup_c(msg);
-  d->text = diag_render(sp, kind ? kind : "error", msg);
+  d->text = diag_render(sp, kind, msg);      /* (kind NULL: "shmapi: msg") */
 }
 
 /* The error of a call that could not even start (a bad argument). */
@@ -124,6 +124,7 @@ static void process_init(void) { hw_json_init(); }     /* jansson's allocator: m
 
 static void apply_limits(shm_State *S, const shm_Limits *l) {
   mem_set_limit(l ? l->max_memory : 0);
+  mem_fail_after(l ? l->fail_alloc_after : 0);
   S->max_steps = l ? l->max_steps : 0;
   if (S->I) eval_set_max_steps(S->I, (long)S->max_steps);
 }
@@ -168,8 +169,8 @@ static void held_unlink(Held *h) {
 
 static void held_release(Held *h);
 
-void shm_close(shm_State *S) {
-  if (!S) return;
+size_t shm_close(shm_State *S) {
+  if (!S) return 0;
   ENTER(S);
   while (S->held.next != &S->held) held_release(S->held.next);
   eval_free(S->I);
@@ -179,8 +180,9 @@ void shm_close(shm_State *S) {
   diags_clear(S);
   free(S->diags);
   state_enter(prev_state_);
-  state_free(S->st);
+  size_t left = state_free(S->st);
   free(S);
+  return left;
 }
 
 int shm_set_limits(shm_State *S, const shm_Limits *limits) {
@@ -212,7 +214,7 @@ const shm_Diag *shm_diag(shm_State *S, int i) { return S && i >= 0 && i < S->ndi
 
 /* Check the file registered as f; on errors forget what it added. */
 static int check_loaded(shm_State *S, int f) {
-  if (f < 0) return SHM_ERROR;
+  if (f < 0) return SHM_MISUSE;          /* (parse_load reported it: diag_keep) */
   CheckMark m = check_mark(S->C);
   int errs = check_file(S->C, f);
   if (errs || diag_count()) {
@@ -265,6 +267,14 @@ static int run_rest(shm_State *S) {
     rc = caught(S);
   }
   return rc;
+}
+
+int shm_release_dead(shm_State *S) {
+  if (!S) return SHM_MISUSE;
+  ENTER(S);
+  diags_clear(S);
+  eval_release_top(S->I);
+  return LEAVE(SHM_OK);
 }
 
 int shm_run(shm_State *S) {

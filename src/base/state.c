@@ -19,16 +19,18 @@ ShmState *state_new(void) {
   return s;
 }
 
-void state_free(ShmState *s) {
-  if (!s) return;
+size_t state_free(ShmState *s) {
+  if (!s) return 0;
   ShmState *prev = state_enter(s);
   for (int k = 0; k < SLOT_COUNT; k++)
     if (s->slot[k] && s->slot_free[k]) s->slot_free[k](s->slot[k]);
   diag_state_release(s);
+  size_t left = s->in_use;
   mem_state_release(s);
   state_enter(prev == s ? NULL : prev);
   free(s->defers);
   free(s);
+  return left;
 }
 
 static void to_file(void *f, const char *text, size_t n) { fwrite(text, 1, n, f); }
@@ -46,7 +48,7 @@ static pthread_key_t implicit_key;
 static pthread_once_t implicit_once = PTHREAD_ONCE_INIT;
 
 static void implicit_end(void *s) {
-  state_free(s);
+  (void)state_free(s);
   state_tls = NULL;
 }
 

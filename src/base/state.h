@@ -87,10 +87,11 @@ typedef struct ShmState {
 } ShmState;
 
 /* A new state (memory from malloc: NULL when there is none), and its end:
-   everything it holds is released (the caller makes it current first if
-   the slots' release functions need it; state_free does). */
+   its slots, files and diagnostics and its cached blocks are released;
+   returns the bytes still counted in use before the caches went (0 when
+   whoever used the state released everything: a leak check). */
 ShmState *state_new(void);
-void state_free(ShmState *s);
+size_t state_free(ShmState *s);
 
 /* The thread's current state, and switching it (returns the previous one,
    to be restored). */
