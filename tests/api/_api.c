@@ -301,7 +301,7 @@ static void test_errors(void) {
 /* ---- limits ------------------------------------------------------------------------------ */
 
 static void test_limits(void) {
-  shm_Limits lim = {1 << 20, 0};
+  shm_Limits lim = {1 << 20, 0, 0};
   shm_State *S = shm_open(&lim);
   const char big[] =
       "def big(k) {\n"
@@ -342,7 +342,7 @@ static void test_limits(void) {
   check(ok, "after it, the same state calls a small function");
   if (rc == SHM_OK) shm_array_free(out[0]);
 
-  shm_Limits steps = {1 << 20, 100};
+  shm_Limits steps = {1 << 20, 100, 0};
   shm_set_limits(S, &steps);
   int32_t c0 = 999950;
   in = arr(SHM_I32, 0, NULL, &c0);
