@@ -229,25 +229,28 @@ static void to_stdout(void *ud, const char *text, size_t n) {
   fwrite(text, 1, n, stdout);
 }
 
-static int run_script(const char *file, const char *code, const shm_Limits *lim) {
-  shm_State *S = shm_open(lim);
+static int run_script(const char *file, const char *code, const shmapi_Limits *lim) {
+  shmapi_Limits open = *lim;
+  open.fail_alloc_after = 0;        /* (the switch counts from the state's first use) */
+  shmapi_State *S = shmapi_open(&open);
   if (!S) {
     fprintf(stderr, "shmapi: error: out of memory\n");
     return 1;
   }
-  shm_set_print(S, to_stdout, NULL);
-  int rc = code ? shm_load_string(S, "<command line>", code, strlen(code)) : shm_load_file(S, file);
-  if (rc == SHM_OK) rc = shm_release_dead(S);
-  if (rc == SHM_OK) rc = shm_run(S);
+  shmapi_set_limits(S, lim);
+  shmapi_set_print(S, to_stdout, NULL);
+  int rc = code ? shmapi_load_string(S, "<command line>", code, strlen(code)) : shmapi_load_file(S, file);
+  if (rc == SHMAPI_OK) rc = shmapi_release_dead(S);
+  if (rc == SHMAPI_OK) rc = shmapi_run(S);
   fflush(stdout);
-  for (int i = 0; i < shm_ndiags(S); i++) fputs(shm_diag(S, i)->text, stderr);
-  size_t left = shm_close(S);
+  for (int i = 0; i < shmapi_ndiags(S); i++) fputs(shmapi_diag(S, i)->text, stderr);
+  size_t left = shmapi_close(S);
   /* under the allocation-failure switch, everything must be back */
   if (lim->fail_alloc_after && left) {
     fprintf(stderr, "shmapi: internal error: %zu bytes not released\n", left);
     return 3;
   }
-  return rc == SHM_OK ? 0 : rc == SHM_MISUSE ? 2 : 1;
+  return rc == SHMAPI_OK ? 0 : rc == SHMAPI_MISUSE ? 2 : 1;
 }
 
 /* The REPL and the debugger, under a last boundary: running out of memory
@@ -294,7 +297,7 @@ int main(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-  shm_Limits lim = {default_memory_limit(), 0, 0};
+  shmapi_Limits lim = {default_memory_limit(), 0, 0};
   mem_set_limit(lim.max_memory);
   /* Debug switch: make the Nth allocation fail (tests/limits/fail_alloc.test.sh). */
   const char *fail = getenv("SHMAPI_FAIL_ALLOC");

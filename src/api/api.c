@@ -1,13 +1,13 @@
 /*
 ** api.c — the embedding API (include/shmapi.h) over the layers.
 **
-** A shm_State owns one interpreter state (state.h), the checker and the
+** A shmapi_State owns one interpreter state (state.h), the checker and the
 ** evaluator of its program, and the diagnostics of its last call.  Every
 ** entry point makes the state current for its thread (state_enter) and
 ** restores the previous one on return, and sets an error boundary (err.h)
 ** so that no runtime error, out-of-memory included, leaves the call.
 ** Arrays handed out share the state's elements (a reference on the
-** interpreter's Array) and are kept on a list, so that shm_close releases
+** interpreter's Array) and are kept on a list, so that shmapi_close releases
 ** those the caller forgot.
 */
 #include <pthread.h>
@@ -23,29 +23,29 @@
 #include "state.h"
 #include "timeline.h"
 
-_Static_assert((int)SHM_NDTYPES == (int)DT_COUNT, "shm_DType follows DType");
-_Static_assert(SHM_MAX_NDIM == SHM_MAXRANK && SHM_MAX_NDIM == SHM_MAXAXES, "the limits agree");
+_Static_assert((int)SHMAPI_NDTYPES == (int)DT_COUNT, "shmapi_DType follows DType");
+_Static_assert(SHMAPI_MAX_NDIM == SHM_MAXRANK && SHMAPI_MAX_NDIM == SHM_MAXAXES, "the limits agree");
 
-/* What is handed out (shm_Array, shm_Devices, shm_Cost), on the state's
+/* What is handed out (shmapi_Array, shmapi_Devices, shmapi_Cost), on the state's
    list of what the caller still holds. */
 typedef struct Held {
   struct Held *prev, *next;
-  shm_State *S;
+  shmapi_State *S;
   int kind;                   /* H_ARRAY, H_DEVICES, H_COST */
   Array *arr;                 /* H_ARRAY: the reference it holds */
 } Held;
 enum { H_ARRAY, H_DEVICES, H_COST };
 
-struct shm_State {
+struct shmapi_State {
   ShmState *st;
   Checker *C;
   Interp *I;
   int ran;                    /* top-level statements run so far */
   long long max_steps;
-  shm_Diag *diags;            /* the last call's (malloc'd, strings too) */
+  shmapi_Diag *diags;            /* the last call's (malloc'd, strings too) */
   int ndiags, capdiags;
   Held held;                  /* the list's head */
-  Array **borrowed;           /* SHM_BORROW arrays: their headers, kept until close */
+  Array **borrowed;           /* SHMAPI_BORROW arrays: their headers, kept until close */
   int nborrowed, capborrowed;
   int nargs_made;             /* variables made for calls' arguments */
 };
@@ -62,7 +62,7 @@ static int leave(ShmState *prev, int rc) {
   return rc;
 }
 
-const char *shm_version(void) { return SHM_VERSION; }
+const char *shmapi_version(void) { return SHM_VERSION; }
 
 static char *dup_c(const char *s) {
   if (!s) return NULL;
@@ -72,7 +72,7 @@ static char *dup_c(const char *s) {
   return r;
 }
 
-static void diags_clear(shm_State *S) {
+static void diags_clear(shmapi_State *S) {
   for (int i = 0; i < S->ndiags; i++) {
     free((char *)S->diags[i].file);
     free((char *)S->diags[i].message);
@@ -83,15 +83,15 @@ static void diags_clear(shm_State *S) {
 
 /* A diagnostic as a value (kind NULL: a plain message about no place). */
 static void diag_keep(void *ud, Span sp, const char *kind, const char *msg) {
-  shm_State *S = ud;
+  shmapi_State *S = ud;
   if (S->ndiags == S->capdiags) {
     int cap = S->capdiags ? 2 * S->capdiags : 8;
-    shm_Diag *d = realloc(S->diags, sizeof *d * (size_t)cap);
+    shmapi_Diag *d = realloc(S->diags, sizeof *d * (size_t)cap);
     if (!d) return;               /* no memory: the status still says it failed */
     S->diags = d;
     S->capdiags = cap;
   }
-  shm_Diag *d = &S->diags[S->ndiags++];
+  shmapi_Diag *d = &S->diags[S->ndiags++];
   memset(d, 0, sizeof *d);
   d->kind = kind && !strcmp(kind, "note") ? "note" : "error";
   if (sp.file >= 0) {
@@ -103,18 +103,18 @@ static void diag_keep(void *ud, Span sp, const char *kind, const char *msg) {
 }
 
 /* The error of a call that could not even start (a bad argument). */
-static int misuse(shm_State *S, const char *fmt, const char *arg) {
+static int misuse(shmapi_State *S, const char *fmt, const char *arg) {
   char msg[512];
   snprintf(msg, sizeof msg, fmt, arg ? arg : "(null)");
   diag_keep(S, span_none(), "error", msg);
-  return SHM_MISUSE;
+  return SHMAPI_MISUSE;
 }
 
 /* A runtime error caught at an entry point's boundary. */
-static int caught(shm_State *S) {
+static int caught(shmapi_State *S) {
   diag_clear();
   diag_keep(S, span_none(), "error", err_message());
-  return SHM_ERROR;
+  return SHMAPI_ERROR;
 }
 
 /* ---- states ------------------------------------------------------------------------ */
@@ -122,16 +122,16 @@ static int caught(shm_State *S) {
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 static void process_init(void) { hw_json_init(); }     /* jansson's allocator: mem.h's */
 
-static void apply_limits(shm_State *S, const shm_Limits *l) {
+static void apply_limits(shmapi_State *S, const shmapi_Limits *l) {
   mem_set_limit(l ? l->max_memory : 0);
   mem_fail_after(l ? l->fail_alloc_after : 0);
   S->max_steps = l ? l->max_steps : 0;
   if (S->I) eval_set_max_steps(S->I, (long)S->max_steps);
 }
 
-shm_State *shm_open(const shm_Limits *limits) {
+shmapi_State *shmapi_open(const shmapi_Limits *limits) {
   pthread_once(&process_once, process_init);
-  shm_State *S = calloc(1, sizeof *S);
+  shmapi_State *S = calloc(1, sizeof *S);
   if (!S) return NULL;
   S->st = state_new();
   if (!S->st) {
@@ -155,7 +155,7 @@ shm_State *shm_open(const shm_Limits *limits) {
   }
   if (!ok) {
     state_enter(prev_state_);
-    shm_close(S);
+    shmapi_close(S);
     return NULL;
   }
   state_enter(prev_state_);
@@ -169,7 +169,7 @@ static void held_unlink(Held *h) {
 
 static void held_release(Held *h);
 
-size_t shm_close(shm_State *S) {
+size_t shmapi_close(shmapi_State *S) {
   if (!S) return 0;
   ENTER(S);
   while (S->held.next != &S->held) held_release(S->held.next);
@@ -185,53 +185,53 @@ size_t shm_close(shm_State *S) {
   return left;
 }
 
-int shm_set_limits(shm_State *S, const shm_Limits *limits) {
-  if (!S) return SHM_MISUSE;
+int shmapi_set_limits(shmapi_State *S, const shmapi_Limits *limits) {
+  if (!S) return SHMAPI_MISUSE;
   ENTER(S);
   diags_clear(S);
   apply_limits(S, limits);
-  return LEAVE(SHM_OK);
+  return LEAVE(SHMAPI_OK);
 }
 
-size_t shm_memory_in_use(shm_State *S) { return S ? S->st->in_use : 0; }
+size_t shmapi_memory_in_use(shmapi_State *S) { return S ? S->st->in_use : 0; }
 
-int shm_set_print(shm_State *S, shm_Writer fn, void *ud) {
-  if (!S) return SHM_MISUSE;
+int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud) {
+  if (!S) return SHMAPI_MISUSE;
   S->st->out = fn;
   S->st->out_ud = ud;
-  return SHM_OK;
+  return SHMAPI_OK;
 }
 
-void shm_interrupt(shm_State *S) {
+void shmapi_interrupt(shmapi_State *S) {
   if (S) S->st->interrupted = 1;
 }
 
-int shm_ndiags(shm_State *S) { return S ? S->ndiags : 0; }
+int shmapi_ndiags(shmapi_State *S) { return S ? S->ndiags : 0; }
 
-const shm_Diag *shm_diag(shm_State *S, int i) { return S && i >= 0 && i < S->ndiags ? &S->diags[i] : NULL; }
+const shmapi_Diag *shmapi_diag(shmapi_State *S, int i) { return S && i >= 0 && i < S->ndiags ? &S->diags[i] : NULL; }
 
 /* ---- loading and running --------------------------------------------------------------- */
 
 /* Check the file registered as f; on errors forget what it added. */
-static int check_loaded(shm_State *S, int f) {
-  if (f < 0) return SHM_MISUSE;          /* (parse_load reported it: diag_keep) */
+static int check_loaded(shmapi_State *S, int f) {
+  if (f < 0) return SHMAPI_MISUSE;          /* (parse_load reported it: diag_keep) */
   CheckMark m = check_mark(S->C);
   int errs = check_file(S->C, f);
   if (errs || diag_count()) {
     diag_take(diag_keep, S);
     check_rollback(S->C, m);
-    return SHM_ERROR;
+    return SHMAPI_ERROR;
   }
-  return SHM_OK;
+  return SHMAPI_OK;
 }
 
-static int load(shm_State *S, const char *name, const char *text, size_t len, const char *path) {
-  if (!S) return SHM_MISUSE;
+static int load(shmapi_State *S, const char *name, const char *text, size_t len, const char *path) {
+  if (!S) return SHMAPI_MISUSE;
   ENTER(S);
   diags_clear(S);
-  if (!path && !text) return LEAVE(misuse(S, "shm_load_string: no text%s", ""));
-  if (path && !*path) return LEAVE(misuse(S, "shm_load_file: no path%s", ""));
-  volatile int rc = SHM_ERROR;
+  if (!path && !text) return LEAVE(misuse(S, "shmapi_load_string: no text%s", ""));
+  if (path && !*path) return LEAVE(misuse(S, "shmapi_load_file: no path%s", ""));
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     int f = path ? parse_load(path, span_none()) : parse_load_text(name ? name : "<string>", text, len);
@@ -243,14 +243,14 @@ static int load(shm_State *S, const char *name, const char *text, size_t len, co
   return LEAVE(rc);
 }
 
-int shm_load_string(shm_State *S, const char *name, const char *text, size_t len) {
+int shmapi_load_string(shmapi_State *S, const char *name, const char *text, size_t len) {
   return load(S, name, text, len, NULL);
 }
 
-int shm_load_file(shm_State *S, const char *path) { return load(S, NULL, NULL, 0, path ? path : ""); }
+int shmapi_load_file(shmapi_State *S, const char *path) { return load(S, NULL, NULL, 0, path ? path : ""); }
 
 /* Run what is loaded and not yet run (the state is entered). */
-static int run_rest(shm_State *S) {
+static int run_rest(shmapi_State *S) {
   int from = S->ran;
   S->ran = check_main(S->C)->nbody;
   S->st->interrupted = 0;
@@ -258,10 +258,10 @@ static int run_rest(shm_State *S) {
   /* eval_run sets its own boundary and reports a runtime error through
      the state's on_report (diag_keep); this one catches what fails
      around it */
-  volatile int rc = SHM_ERROR;
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    rc = eval_run(S->I, from) ? SHM_OK : SHM_ERROR;
+    rc = eval_run(S->I, from) ? SHMAPI_OK : SHMAPI_ERROR;
     err_end(&j);
   } else {
     rc = caught(S);
@@ -269,16 +269,16 @@ static int run_rest(shm_State *S) {
   return rc;
 }
 
-int shm_release_dead(shm_State *S) {
-  if (!S) return SHM_MISUSE;
+int shmapi_release_dead(shmapi_State *S) {
+  if (!S) return SHMAPI_MISUSE;
   ENTER(S);
   diags_clear(S);
   eval_release_top(S->I);
-  return LEAVE(SHM_OK);
+  return LEAVE(SHMAPI_OK);
 }
 
-int shm_run(shm_State *S) {
-  if (!S) return SHM_MISUSE;
+int shmapi_run(shmapi_State *S) {
+  if (!S) return SHMAPI_MISUSE;
   ENTER(S);
   diags_clear(S);
   return LEAVE(run_rest(S));
@@ -286,12 +286,12 @@ int shm_run(shm_State *S) {
 
 /* ---- arrays -------------------------------------------------------------------------------- */
 
-size_t shm_dtype_size(int dtype) { return dtype >= 0 && dtype < DT_COUNT ? dtype_sizes[dtype] : 0; }
+size_t shmapi_dtype_size(int dtype) { return dtype >= 0 && dtype < DT_COUNT ? dtype_sizes[dtype] : 0; }
 
-const char *shm_dtype_name(int dtype) { return dtype >= 0 && dtype < DT_COUNT ? dtype_names[dtype] : NULL; }
+const char *shmapi_dtype_name(int dtype) { return dtype >= 0 && dtype < DT_COUNT ? dtype_names[dtype] : NULL; }
 
 /* Whether a caller's array is well formed; else the reason. */
-static const char *array_problem(const shm_Array *a) {
+static const char *array_problem(const shmapi_Array *a) {
   if (!a) return "no array";
   if (a->dtype < 0 || a->dtype >= DT_COUNT) return "an unknown dtype";
   if (a->ndim < 0 || a->ndim > SHM_MAXRANK) return "a rank out of range (0 to 16)";
@@ -308,7 +308,7 @@ static const char *array_problem(const shm_Array *a) {
 /* The interpreter's array of a caller's: a copy, or (borrow) a header over
    the caller's elements, kept by the state until it closes (the caller
    keeps the buffer alive and unchanged that long). */
-static Array *array_in(shm_State *S, const shm_Array *a, bool borrow) {
+static Array *array_in(shmapi_State *S, const shmapi_Array *a, bool borrow) {
   if (borrow && (uintptr_t)a->data % dtype_sizes[a->dtype] == 0) {
     Array *r = mem_calloc(sizeof(Array));
     err_defer(mem_free, r);
@@ -328,7 +328,7 @@ static Array *array_in(shm_State *S, const shm_Array *a, bool borrow) {
   return r;
 }
 
-static Held *held_new(shm_State *S, int kind, size_t size) {
+static Held *held_new(shmapi_State *S, int kind, size_t size) {
   Held *h = calloc(1, size);
   if (!h) err_throw("out of memory: the system refused %zu bytes", size);
   h->S = S;
@@ -340,26 +340,26 @@ static Held *held_new(shm_State *S, int kind, size_t size) {
   return h;
 }
 
-/* Off the state's list: what a shm_Devices holds is released with it. */
+/* Off the state's list: what a shmapi_Devices holds is released with it. */
 static void held_adopt(Held *h) {
   held_unlink(h);
   h->next = h->prev = h;
 }
 
-/* A handed-out array: a Held followed by the shm_Array. */
+/* A handed-out array: a Held followed by the shmapi_Array. */
 typedef struct HeldArray {
   Held h;
-  shm_Array a;
+  shmapi_Array a;
 } HeldArray;
 
 /* An array handed out over (a new reference to) the interpreter's a. */
-static shm_Array *array_out(shm_State *S, Array *a) {
+static shmapi_Array *array_out(shmapi_State *S, Array *a) {
   Array *c = arr_contig(a);       /* (a pitched view is copied) */
   err_defer((void (*)(void *))arr_free_, c);
   HeldArray *ha = (HeldArray *)held_new(S, H_ARRAY, sizeof(HeldArray));
   err_undefer(c);
   ha->h.arr = c;
-  shm_Array *r = &ha->a;
+  shmapi_Array *r = &ha->a;
   r->dtype = c->dt;
   r->ndim = c->rank;
   memcpy(r->shape, c->shape, sizeof(int64_t) * c->rank);
@@ -374,7 +374,7 @@ static void held_release(Held *h) {
   held_unlink(h);
   if (h->kind == H_ARRAY) arr_unref(h->arr);
   if (h->kind == H_DEVICES) {
-    shm_Devices *d = (shm_Devices *)(h + 1);
+    shmapi_Devices *d = (shmapi_Devices *)(h + 1);
     for (int i = 0; i < d->nouts; i++)
       if (d->outs[i]) held_release(d->outs[i]->priv_);
     for (int64_t b = 0; b < d->nblocks; b++)
@@ -382,7 +382,7 @@ static void held_release(Held *h) {
     free(d->outs);
     free(d->blocks);
   }
-  if (h->kind == H_COST) free(((shm_Cost *)(h + 1))->report);
+  if (h->kind == H_COST) free(((shmapi_Cost *)(h + 1))->report);
   free(h);
 }
 
@@ -395,21 +395,21 @@ static void release_out(void *priv) {
   state_enter(prev);
 }
 
-void shm_array_free(shm_Array *a) {
+void shmapi_array_free(shmapi_Array *a) {
   if (a) release_out(a->priv_);
 }
 
-int shm_set_global(shm_State *S, const char *name, const shm_Array *a, int flags) {
-  if (!S) return SHM_MISUSE;
+int shmapi_set_global(shmapi_State *S, const char *name, const shmapi_Array *a, int flags) {
+  if (!S) return SHMAPI_MISUSE;
   ENTER(S);
   diags_clear(S);
   const char *why = array_problem(a);
-  if (why) return LEAVE(misuse(S, "shm_set_global: %s", why));
-  if (!name || !*name) return LEAVE(misuse(S, "shm_set_global: no name%s", ""));
-  volatile int rc = SHM_ERROR;
+  if (why) return LEAVE(misuse(S, "shmapi_set_global: %s", why));
+  if (!name || !*name) return LEAVE(misuse(S, "shmapi_set_global: no name%s", ""));
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    Array *arr = array_in(S, a, flags & SHM_BORROW);
+    Array *arr = array_in(S, a, flags & SHMAPI_BORROW);
     err_defer((void (*)(void *))arr_free_, arr);
     Type t;
     memset(&t, 0, sizeof t);
@@ -420,7 +420,7 @@ int shm_set_global(shm_State *S, const char *name, const shm_Array *a, int flags
     err_undefer(arr);
     eval_assign(eval_top(S->I), v, val_of(arr));     /* (val_of takes its own reference) */
     arr_unref(arr);
-    rc = SHM_OK;
+    rc = SHMAPI_OK;
     err_end(&j);
   } else {
     rc = caught(S);
@@ -428,8 +428,8 @@ int shm_set_global(shm_State *S, const char *name, const shm_Array *a, int flags
   return LEAVE(rc);
 }
 
-int shm_get_global(shm_State *S, const char *name, shm_Array **out) {
-  if (!S || !out) return SHM_MISUSE;
+int shmapi_get_global(shmapi_State *S, const char *name, shmapi_Array **out) {
+  if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
   ENTER(S);
   diags_clear(S);
@@ -438,11 +438,11 @@ int shm_get_global(shm_State *S, const char *name, shm_Array **out) {
   if (!v) return LEAVE(misuse(S, "no top-level variable '%s'", name));
   if (!val || val->nblk < 1 || !val->blk[0]) return LEAVE(misuse(S, "'%s' has no value (not run yet, or released)", name));
   if (val->nblk != 1) return LEAVE(misuse(S, "'%s' has a block per device: not a top-level array", name));
-  volatile int rc = SHM_ERROR;
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     *out = array_out(S, val->blk[0]);
-    rc = SHM_OK;
+    rc = SHMAPI_OK;
     err_end(&j);
   } else {
     rc = caught(S);
@@ -452,7 +452,7 @@ int shm_get_global(shm_State *S, const char *name, shm_Array **out) {
 
 /* ---- calls -------------------------------------------------------------------------------- */
 
-int shm_has_function(shm_State *S, const char *name) {
+int shmapi_has_function(shmapi_State *S, const char *name) {
   if (!S || !name) return 0;
   ENTER(S);
   bool has = check_has_func(S->C, str_c(name));
@@ -495,7 +495,7 @@ static void ignore_stmt(void *data, Frame *F, IrStmt *st, int index) { (void)dat
 /* The call's glue: `name a0 a1 ...` over new variables holding the
    arguments, checked for their types; then run.  outs get the results
    (new references), *nouts how many. */
-static IrFunc *call_glue(shm_State *S, const char *name, const shm_Array *args, int nargs, IrVar **vars) {
+static IrFunc *call_glue(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, IrVar **vars) {
   Buf text = {0};
   err_defer(buf_release, &text);
   buf_puts(&text, name);
@@ -521,7 +521,7 @@ static IrFunc *call_glue(shm_State *S, const char *name, const shm_Array *args, 
   return fn;
 }
 
-static int call(shm_State *S, const char *name, const shm_Array *args, int nargs, shm_Array **outs, int maxouts,
+static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, shmapi_Array **outs, int maxouts,
                 int *nouts, Capture *cap) {
   for (int i = 0; i < nargs; i++) {
     const char *why = array_problem(&args[i]);
@@ -531,14 +531,14 @@ static int call(shm_State *S, const char *name, const shm_Array *args, int nargs
   IrVar **vars = mem_calloc(sizeof(IrVar *) * (size_t)(nargs + 1));
   err_defer(mem_free, vars);
   IrFunc *fn = call_glue(S, name, args, nargs, vars);
-  int rc = SHM_ERROR;
+  int rc = SHMAPI_ERROR;
   if (!fn) {
     diag_take(diag_keep, S);
   } else if (fn->nouts > maxouts) {
     char msg[160];
     snprintf(msg, sizeof msg, "'%s' gives %d results; room was given for %d", name, fn->nouts, maxouts);
     diag_keep(S, span_none(), "error", msg);
-    rc = SHM_MISUSE;
+    rc = SHMAPI_MISUSE;
   } else {
     Val **res = mem_calloc(sizeof(Val *) * (size_t)(fn->nouts + 1));
     err_defer(mem_free, res);
@@ -567,7 +567,7 @@ static int call(shm_State *S, const char *name, const shm_Array *args, int nargs
         res[i] = NULL;
       }
       *nouts = k;
-      rc = SHM_OK;
+      rc = SHMAPI_OK;
     }
     err_undefer(res);
     mem_free(res);
@@ -579,40 +579,40 @@ static int call(shm_State *S, const char *name, const shm_Array *args, int nargs
   return rc;
 }
 
-int shm_call(shm_State *S, const char *name, const shm_Array *args, int nargs, shm_Array **outs, int maxouts,
+int shmapi_call(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, shmapi_Array **outs, int maxouts,
              int *nouts) {
-  if (!S) return SHM_MISUSE;
+  if (!S) return SHMAPI_MISUSE;
   ENTER(S);
   diags_clear(S);
   int dummy;
   int *volatile pn = nouts ? nouts : &dummy;
   *pn = 0;
   if (!name || nargs < 0 || (nargs && !args) || maxouts < 0 || (maxouts && !outs))
-    return LEAVE(misuse(S, "shm_call: bad arguments (function %s)", name));
-  volatile int rc = SHM_ERROR;
+    return LEAVE(misuse(S, "shmapi_call: bad arguments (function %s)", name));
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     rc = call(S, name, args, nargs, outs, maxouts, pn, NULL);
     err_end(&j);
   } else {
-    for (int i = 0; i < *pn; i++) shm_array_free(outs[i]);
+    for (int i = 0; i < *pn; i++) shmapi_array_free(outs[i]);
     *pn = 0;
     rc = caught(S);
   }
   return LEAVE(rc);
 }
 
-/* A shm_Devices: a Held followed by it. */
+/* A shmapi_Devices: a Held followed by it. */
 typedef struct HeldDevices {
   Held h;
-  shm_Devices d;
+  shmapi_Devices d;
   char axis_text[SHM_MAXAXES][64];
 } HeldDevices;
 
 /* The description of what cap saw, with the call's results outs. */
-static shm_Devices *devices_out(shm_State *S, Capture *cap, shm_Array **outs, int nouts) {
+static shmapi_Devices *devices_out(shmapi_State *S, Capture *cap, shmapi_Array **outs, int nouts) {
   HeldDevices *hd = (HeldDevices *)held_new(S, H_DEVICES, sizeof(HeldDevices));
-  shm_Devices *d = &hd->d;
+  shmapi_Devices *d = &hd->d;
   d->priv_ = hd;
   const Mesh *m = cap->mesh;
   d->naxes = m->naxes;
@@ -633,7 +633,7 @@ static shm_Devices *devices_out(shm_State *S, Capture *cap, shm_Array **outs, in
   d->nouts = nouts;
   for (int i = 0; i < cap->nvals; i++)
     for (int64_t dev = 0; dev < m->ndev; dev++) {
-      shm_Block *b = &d->blocks[d->nblocks++];
+      shmapi_Block *b = &d->blocks[d->nblocks++];
       b->output = i;
       b->device = dev;
       int64_t coords[SHM_MAXAXES];
@@ -649,34 +649,34 @@ static shm_Devices *devices_out(shm_State *S, Capture *cap, shm_Array **outs, in
   return d;
 }
 
-int shm_call_devices(shm_State *S, const char *name, const shm_Array *args, int nargs, shm_Devices **out) {
-  if (!S || !out) return SHM_MISUSE;
+int shmapi_call_devices(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, shmapi_Devices **out) {
+  if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
   ENTER(S);
   diags_clear(S);
-  if (!name || nargs < 0 || (nargs && !args)) return LEAVE(misuse(S, "shm_call_devices: bad arguments (function %s)", name));
-  shm_Array *outs[64] = {0};
+  if (!name || nargs < 0 || (nargs && !args)) return LEAVE(misuse(S, "shmapi_call_devices: bad arguments (function %s)", name));
+  shmapi_Array *outs[64] = {0};
   int nouts = 0;
   Capture cap = {0};
-  volatile int rc = SHM_ERROR;
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     rc = call(S, name, args, nargs, outs, 64, &nouts, &cap);
-    if (rc == SHM_OK && !cap.mesh) {
+    if (rc == SHMAPI_OK && !cap.mesh) {
       diag_keep(S, span_none(), "error", "the call ran no shard_map: no device held anything");
-      rc = SHM_MISUSE;
+      rc = SHMAPI_MISUSE;
     }
-    if (rc == SHM_OK) *out = devices_out(S, &cap, outs, nouts);
+    if (rc == SHMAPI_OK) *out = devices_out(S, &cap, outs, nouts);
     err_end(&j);
   } else {
     rc = caught(S);
   }
-  for (int i = 0; i < nouts; i++) shm_array_free(outs[i]);
+  for (int i = 0; i < nouts; i++) shmapi_array_free(outs[i]);
   capture_drop(&cap);
   return LEAVE(rc);
 }
 
-void shm_devices_free(shm_Devices *d) {
+void shmapi_devices_free(shmapi_Devices *d) {
   if (d) release_out(d->priv_);
 }
 
@@ -684,10 +684,10 @@ void shm_devices_free(shm_Devices *d) {
 
 typedef struct HeldCost {
   Held h;
-  shm_Cost c;
+  shmapi_Cost c;
 } HeldCost;
 
-static bool pick_hw(shm_State *S, const char *name, Hw *hw) {
+static bool pick_hw(shmapi_State *S, const char *name, Hw *hw) {
   const Hw *p = hw_preset(name ? name : "tpu-v5e");
   if (p) {
     *hw = *p;
@@ -711,13 +711,13 @@ static bool pick_hw(shm_State *S, const char *name, Hw *hw) {
   return ok;
 }
 
-int shm_run_cost(shm_State *S, const char *hardware, shm_Cost **out) {
-  if (!S || !out) return SHM_MISUSE;
+int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
+  if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
   ENTER(S);
   diags_clear(S);
   Timeline *volatile T = NULL;
-  volatile int rc = SHM_ERROR;
+  volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     Hw hw;
@@ -727,9 +727,9 @@ int shm_run_cost(shm_State *S, const char *hardware, shm_Cost **out) {
       eval_set_observer(S->I, &ob);
       rc = run_rest(S);
       eval_set_observer(S->I, NULL);
-      if (rc == SHM_OK) {
+      if (rc == SHMAPI_OK) {
         HeldCost *hc = (HeldCost *)held_new(S, H_COST, sizeof(HeldCost));
-        shm_Cost *c = &hc->c;
+        shmapi_Cost *c = &hc->c;
         c->priv_ = hc;
         size_t len = 0;
         FILE *f = open_memstream(&c->report, &len);
@@ -757,6 +757,6 @@ int shm_run_cost(shm_State *S, const char *hardware, shm_Cost **out) {
   return LEAVE(rc);
 }
 
-void shm_cost_free(shm_Cost *c) {
+void shmapi_cost_free(shmapi_Cost *c) {
   if (c) release_out(c->priv_);
 }

@@ -3,7 +3,7 @@
 **
 ** Everything a run changes lives in one ShmState, so that two programs can
 ** be loaded and run in one process, one after the other or side by side in
-** two threads (the embedding API, include/shmapi.h, makes one per shm_State).
+** two threads (the embedding API, include/shmapi.h, makes one per shmapi_State).
 ** The state of the base layer — the error chain (err.c), the memory
 ** accounting, limits, scopes and block caches (mem.c), the source files and
 ** diagnostics (diag.c) — is reached through the thread's current state,
@@ -72,7 +72,7 @@ typedef struct ShmState {
   int nfiles, capfiles;
   struct Diag *diags;
   int ndiags, capdiags, nheld;
-  /* a request to stop the running statement (the REPL's ^C, shm_interrupt) */
+  /* a request to stop the running statement (the REPL's ^C, shmapi_interrupt) */
   volatile sig_atomic_t interrupted;
   /* where print output and runtime errors go (NULL: dropped); a runtime
      error is handed to on_report when set (the API keeps it as a value),

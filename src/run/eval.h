@@ -111,6 +111,6 @@ void eval_jump(Frame *F, int index);
 
 /* (A request to stop the running statement at its next step is the
    current state's `interrupted`, state.h: set by the REPL's SIGINT handler,
-   or by shm_interrupt from another thread.) */
+   or by shmapi_interrupt from another thread.) */
 
 #endif

@@ -37,12 +37,12 @@ static void check(int ok, const char *fmt, ...) {
   if (!ok) nfailed++;
 }
 
-static void show_diags(shm_State *S) {
-  for (int i = 0; i < shm_ndiags(S); i++) fprintf(tap, "# %s", shm_diag(S, i)->text);
+static void show_diags(shmapi_State *S) {
+  for (int i = 0; i < shmapi_ndiags(S); i++) fprintf(tap, "# %s", shmapi_diag(S, i)->text);
 }
 
-static shm_Array arr(int dtype, int ndim, const int64_t *shape, void *data) {
-  shm_Array a;
+static shmapi_Array arr(int dtype, int ndim, const int64_t *shape, void *data) {
+  shmapi_Array a;
   memset(&a, 0, sizeof a);
   a.dtype = dtype;
   a.ndim = ndim;
@@ -80,11 +80,11 @@ typedef struct Job {
 } Job;
 
 static void *run_a(Job *J) {
-  shm_State *S = shm_open(NULL);
-  if (!S || shm_load_string(S, "a.shm", prog_a, strlen(prog_a))) {
+  shmapi_State *S = shmapi_open(NULL);
+  if (!S || shmapi_load_string(S, "a.shm", prog_a, strlen(prog_a))) {
     snprintf(J->why, sizeof J->why, "program A did not load");
     J->bad++;
-    shm_close(S);
+    shmapi_close(S);
     return NULL;
   }
   for (int r = 0; r < J->rounds && !J->bad; r++) {
@@ -93,10 +93,10 @@ static void *run_a(Job *J) {
     for (int i = 0; i < 12; i++) a[i] = (i % 5) - 2 + r;
     for (int i = 0; i < 8; i++) b[i] = 0.5 * i - r;
     int64_t sa[2] = {3, 4}, sb[2] = {4, 2};
-    shm_Array in[2] = {arr(SHM_F64, 2, sa, a), arr(SHM_F64, 2, sb, b)};
-    shm_Array *out[1];
+    shmapi_Array in[2] = {arr(SHMAPI_F64, 2, sa, a), arr(SHMAPI_F64, 2, sb, b)};
+    shmapi_Array *out[1];
     int n = 0;
-    if (shm_call(S, "mm", in, 2, out, 1, &n) || n != 1 || out[0]->dtype != SHM_F64 || out[0]->ndim != 2 ||
+    if (shmapi_call(S, "mm", in, 2, out, 1, &n) || n != 1 || out[0]->dtype != SHMAPI_F64 || out[0]->ndim != 2 ||
         out[0]->shape[0] != 3 || out[0]->shape[1] != 2) {
       snprintf(J->why, sizeof J->why, "mm failed in round %d", r);
       J->bad++;
@@ -112,13 +112,13 @@ static void *run_a(Job *J) {
           J->bad++;
         }
       }
-    shm_array_free(out[0]);
+    shmapi_array_free(out[0]);
     /* axpy on i32 */
     int32_t k = r + 2, x[5], y[5];
     for (int i = 0; i < 5; i++) x[i] = i - r, y[i] = 3 * i;
     int64_t s5[1] = {5};
-    shm_Array in3[3] = {arr(SHM_I32, 0, NULL, &k), arr(SHM_I32, 1, s5, x), arr(SHM_I32, 1, s5, y)};
-    if (shm_call(S, "axpy", in3, 3, out, 1, &n) || n != 1 || out[0]->dtype != SHM_I32) {
+    shmapi_Array in3[3] = {arr(SHMAPI_I32, 0, NULL, &k), arr(SHMAPI_I32, 1, s5, x), arr(SHMAPI_I32, 1, s5, y)};
+    if (shmapi_call(S, "axpy", in3, 3, out, 1, &n) || n != 1 || out[0]->dtype != SHMAPI_I32) {
       snprintf(J->why, sizeof J->why, "axpy failed in round %d", r);
       J->bad++;
       break;
@@ -128,28 +128,28 @@ static void *run_a(Job *J) {
         snprintf(J->why, sizeof J->why, "axpy[%d] wrong in round %d", i, r);
         J->bad++;
       }
-    shm_array_free(out[0]);
+    shmapi_array_free(out[0]);
   }
-  shm_close(S);
+  shmapi_close(S);
   return NULL;
 }
 
 static void *run_b(Job *J) {
-  shm_State *S = shm_open(NULL);
-  if (!S || shm_load_string(S, "b.shm", prog_b, strlen(prog_b))) {
+  shmapi_State *S = shmapi_open(NULL);
+  if (!S || shmapi_load_string(S, "b.shm", prog_b, strlen(prog_b))) {
     snprintf(J->why, sizeof J->why, "program B did not load");
     J->bad++;
-    shm_close(S);
+    shmapi_close(S);
     return NULL;
   }
   for (int r = 0; r < J->rounds && !J->bad; r++) {
     float x[8];
     for (int i = 0; i < 8; i++) x[i] = (float)(i * (r + 1));
     int64_t s8[1] = {8};
-    shm_Array in = arr(SHM_F32, 1, s8, x);
-    shm_Array *out[1];
+    shmapi_Array in = arr(SHMAPI_F32, 1, s8, x);
+    shmapi_Array *out[1];
     int n = 0;
-    if (shm_call(S, "total", &in, 1, out, 1, &n) || n != 1 || out[0]->shape[0] != 2) {
+    if (shmapi_call(S, "total", &in, 1, out, 1, &n) || n != 1 || out[0]->shape[0] != 2) {
       snprintf(J->why, sizeof J->why, "total failed in round %d", r);
       J->bad++;
       break;
@@ -163,9 +163,9 @@ static void *run_b(Job *J) {
         J->bad++;
       }
     }
-    shm_array_free(out[0]);
+    shmapi_array_free(out[0]);
   }
-  shm_close(S);
+  shmapi_close(S);
   return NULL;
 }
 
@@ -196,90 +196,90 @@ static const char prog_dt[] =
     "}\n";
 
 static void test_dtypes(void) {
-  shm_State *S = shm_open(NULL);
-  int rc = shm_load_string(S, "dt.shm", prog_dt, strlen(prog_dt));
-  check(rc == SHM_OK, "a program loads");
+  shmapi_State *S = shmapi_open(NULL);
+  int rc = shmapi_load_string(S, "dt.shm", prog_dt, strlen(prog_dt));
+  check(rc == SHMAPI_OK, "a program loads");
   int64_t s23[2] = {2, 3};
   /* f32, f64, i8, i64, u16, c64: twice, element by element */
-  struct { int dt; } cases[] = {{SHM_F32}, {SHM_F64}, {SHM_I8}, {SHM_I64}, {SHM_U16}, {SHM_C64}};
+  struct { int dt; } cases[] = {{SHMAPI_F32}, {SHMAPI_F64}, {SHMAPI_I8}, {SHMAPI_I64}, {SHMAPI_U16}, {SHMAPI_C64}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     int dt = cases[c].dt;
     unsigned char buf[6 * 16], want[6 * 16];
-    size_t es = shm_dtype_size(dt);
+    size_t es = shmapi_dtype_size(dt);
     for (int i = 0; i < 6; i++) {
-      double v = i * 3 - 4 + 0.25 * (dt == SHM_F32 || dt == SHM_F64 || dt == SHM_C64);
+      double v = i * 3 - 4 + 0.25 * (dt == SHMAPI_F32 || dt == SHMAPI_F64 || dt == SHMAPI_C64);
       switch (dt) {
-      case SHM_F32: ((float *)buf)[i] = (float)v; ((float *)want)[i] = (float)(2 * v); break;
-      case SHM_F64: ((double *)buf)[i] = v; ((double *)want)[i] = 2 * v; break;
-      case SHM_I8: ((int8_t *)buf)[i] = (int8_t)v; ((int8_t *)want)[i] = (int8_t)(2 * v); break;
-      case SHM_I64: ((int64_t *)buf)[i] = (int64_t)v << 33; ((int64_t *)want)[i] = ((int64_t)v << 33) * 2; break;
-      case SHM_U16: ((uint16_t *)buf)[i] = (uint16_t)(i * 1000 + 7); ((uint16_t *)want)[i] = (uint16_t)(2 * (i * 1000 + 7)); break;
-      case SHM_C64:
+      case SHMAPI_F32: ((float *)buf)[i] = (float)v; ((float *)want)[i] = (float)(2 * v); break;
+      case SHMAPI_F64: ((double *)buf)[i] = v; ((double *)want)[i] = 2 * v; break;
+      case SHMAPI_I8: ((int8_t *)buf)[i] = (int8_t)v; ((int8_t *)want)[i] = (int8_t)(2 * v); break;
+      case SHMAPI_I64: ((int64_t *)buf)[i] = (int64_t)v << 33; ((int64_t *)want)[i] = ((int64_t)v << 33) * 2; break;
+      case SHMAPI_U16: ((uint16_t *)buf)[i] = (uint16_t)(i * 1000 + 7); ((uint16_t *)want)[i] = (uint16_t)(2 * (i * 1000 + 7)); break;
+      case SHMAPI_C64:
         ((float *)buf)[2 * i] = (float)v, ((float *)buf)[2 * i + 1] = (float)-i;
         ((float *)want)[2 * i] = (float)(2 * v), ((float *)want)[2 * i + 1] = (float)(-2 * i);
         break;
       }
     }
-    shm_Array in = arr(dt, 2, s23, buf), *out[1];
+    shmapi_Array in = arr(dt, 2, s23, buf), *out[1];
     int n = 0;
-    rc = shm_call(S, "twice", &in, 1, out, 1, &n);
-    int ok = rc == SHM_OK && n == 1 && out[0]->dtype == dt && out[0]->ndim == 2 && out[0]->shape[0] == 2 &&
+    rc = shmapi_call(S, "twice", &in, 1, out, 1, &n);
+    int ok = rc == SHMAPI_OK && n == 1 && out[0]->dtype == dt && out[0]->ndim == 2 && out[0]->shape[0] == 2 &&
              out[0]->shape[1] == 3 && out[0]->nbytes == 6 * es && !memcmp(out[0]->data, want, 6 * es);
-    check(ok, "twice on %s[2,3]: dtype, shape and every element", shm_dtype_name(dt));
+    check(ok, "twice on %s[2,3]: dtype, shape and every element", shmapi_dtype_name(dt));
     if (!ok) show_diags(S);
-    if (rc == SHM_OK) shm_array_free(out[0]);
+    if (rc == SHMAPI_OK) shmapi_array_free(out[0]);
   }
   /* bool: not */
   uint8_t b[4] = {1, 0, 0, 1};
   int64_t s4[1] = {4};
-  shm_Array in = arr(SHM_BOOL, 1, s4, b), *out[1];
+  shmapi_Array in = arr(SHMAPI_BOOL, 1, s4, b), *out[1];
   int n = 0;
-  rc = shm_call(S, "negate", &in, 1, out, 1, &n);
-  int ok = rc == SHM_OK && out[0]->dtype == SHM_BOOL;
+  rc = shmapi_call(S, "negate", &in, 1, out, 1, &n);
+  int ok = rc == SHMAPI_OK && out[0]->dtype == SHMAPI_BOOL;
   for (int i = 0; ok && i < 4; i++) ok = ((uint8_t *)out[0]->data)[i] == !b[i];
   check(ok, "not on bool[4]");
-  if (rc == SHM_OK) shm_array_free(out[0]);
+  if (rc == SHMAPI_OK) shmapi_array_free(out[0]);
 
   /* a borrowed global and a copied one, used by text loaded after them */
   float w[4] = {1, 2, 3, 4}, v[4] = {10, 20, 30, 40};
-  shm_Array gw = arr(SHM_F32, 1, s4, w), gv = arr(SHM_F32, 1, s4, v);
-  rc = shm_set_global(S, "w", &gw, SHM_BORROW);
-  rc |= shm_set_global(S, "v", &gv, SHM_COPY);
+  shmapi_Array gw = arr(SHMAPI_F32, 1, s4, w), gv = arr(SHMAPI_F32, 1, s4, v);
+  rc = shmapi_set_global(S, "w", &gw, SHMAPI_BORROW);
+  rc |= shmapi_set_global(S, "v", &gv, SHMAPI_COPY);
   v[0] = -1;                       /* the copy does not see it */
   const char use[] = "z = mul w v\nprint z\n";
-  rc |= shm_load_string(S, "use.shm", use, strlen(use));
-  rc |= shm_run(S);
-  shm_Array *z = NULL;
-  rc |= shm_get_global(S, "z", &z);
-  ok = rc == SHM_OK && z && z->dtype == SHM_F32 && z->shape[0] == 4;
+  rc |= shmapi_load_string(S, "use.shm", use, strlen(use));
+  rc |= shmapi_run(S);
+  shmapi_Array *z = NULL;
+  rc |= shmapi_get_global(S, "z", &z);
+  ok = rc == SHMAPI_OK && z && z->dtype == SHMAPI_F32 && z->shape[0] == 4;
   for (int i = 0; ok && i < 4; i++) ok = ((float *)z->data)[i] == w[i] * 10 * (i + 1);
   check(ok, "globals in (borrowed and copied), a program over them run, its variable out");
   if (!ok) show_diags(S);
-  shm_array_free(z);
-  rc = shm_get_global(S, "nothere", &z);
-  check(rc == SHM_MISUSE && z == NULL && shm_ndiags(S) == 1 && strstr(shm_diag(S, 0)->message, "nothere"),
-        "an unknown variable is SHM_MISUSE, named in the diagnostic");
-  size_t left = shm_close(S);
+  shmapi_array_free(z);
+  rc = shmapi_get_global(S, "nothere", &z);
+  check(rc == SHMAPI_MISUSE && z == NULL && shmapi_ndiags(S) == 1 && strstr(shmapi_diag(S, 0)->message, "nothere"),
+        "an unknown variable is SHMAPI_MISUSE, named in the diagnostic");
+  size_t left = shmapi_close(S);
   check(left == 0, "closed, the state had released every byte (%zu left)", left);
 }
 
 /* ---- errors as values ----------------------------------------------------------------- */
 
 static void test_errors(void) {
-  shm_State *S = shm_open(NULL);
+  shmapi_State *S = shmapi_open(NULL);
   const char syn[] = "x = [1.0, 2.0]\ny = add x x x(\n";
-  int rc = shm_load_string(S, "syntax.shm", syn, strlen(syn));
-  const shm_Diag *d = shm_diag(S, 0);
-  int ok = rc == SHM_ERROR && shm_ndiags(S) >= 1 && d && d->file && !strcmp(d->file, "syntax.shm") &&
+  int rc = shmapi_load_string(S, "syntax.shm", syn, strlen(syn));
+  const shmapi_Diag *d = shmapi_diag(S, 0);
+  int ok = rc == SHMAPI_ERROR && shmapi_ndiags(S) >= 1 && d && d->file && !strcmp(d->file, "syntax.shm") &&
            d->line == 2 && d->col > 1 && !strcmp(d->kind, "error") && d->message[0] &&
            !strncmp(d->text, "syntax.shm:2:", 13) && strstr(d->text, "y = add x x x(") && strchr(d->text, '^');
   check(ok, "a syntax error: file, line 2, column, message and the caret text");
   if (!ok) show_diags(S);
 
   const char ty[] = "a = [1.0, 2.0, 3.0]\nb = [1.0, 2.0]\n\nc = add a b\n";
-  rc = shm_load_string(S, "types.shm", ty, strlen(ty));
-  d = shm_diag(S, 0);
-  ok = rc == SHM_ERROR && shm_ndiags(S) >= 1 && d && !strcmp(d->file, "types.shm") && d->line == 4 &&
+  rc = shmapi_load_string(S, "types.shm", ty, strlen(ty));
+  d = shmapi_diag(S, 0);
+  ok = rc == SHMAPI_ERROR && shmapi_ndiags(S) >= 1 && d && !strcmp(d->file, "types.shm") && d->line == 4 &&
        d->col >= 1 && strstr(d->message, "f32[3]") && strstr(d->message, "f32[2]");
   check(ok, "a type error: types.shm line 4, the message names both shapes");
   if (!ok) show_diags(S);
@@ -287,22 +287,22 @@ static void test_errors(void) {
 
   /* the state is still usable: what failed was not kept */
   const char good[] = "c = [1, 2]\n";
-  rc = shm_load_string(S, "good.shm", good, strlen(good));
-  rc |= shm_run(S);
-  check(rc == SHM_OK && shm_ndiags(S) == 0, "after the errors the state loads and runs a good program");
+  rc = shmapi_load_string(S, "good.shm", good, strlen(good));
+  rc |= shmapi_run(S);
+  check(rc == SHMAPI_OK && shmapi_ndiags(S) == 0, "after the errors the state loads and runs a good program");
 
-  rc = shm_load_file(S, "/nonexistent/dir/x.shm");
-  check(rc == SHM_MISUSE && shm_ndiags(S) == 1 && strstr(shm_diag(S, 0)->message, "cannot open"),
+  rc = shmapi_load_file(S, "/nonexistent/dir/x.shm");
+  check(rc == SHMAPI_MISUSE && shmapi_ndiags(S) == 1 && strstr(shmapi_diag(S, 0)->message, "cannot open"),
         "a missing file is an error value, not output");
 
-  shm_close(S);
+  shmapi_close(S);
 }
 
 /* ---- limits ------------------------------------------------------------------------------ */
 
 static void test_limits(void) {
-  shm_Limits lim = {1 << 20, 0, 0};
-  shm_State *S = shm_open(&lim);
+  shmapi_Limits lim = {1 << 20, 0, 0};
+  shmapi_State *S = shmapi_open(&lim);
   const char big[] =
       "def big(k) {\n"
       "  x = iota[dtype=f32, shape=(1048576,), dimension=0]\n"
@@ -326,45 +326,45 @@ static void test_limits(void) {
       "  w = while[cond_jaxpr=more, body_jaxpr=inc] c\n"
       "  return w\n"
       "}\n";
-  int rc = shm_load_string(S, "limits.shm", big, strlen(big));
-  check(rc == SHM_OK, "the limits program loads");
+  int rc = shmapi_load_string(S, "limits.shm", big, strlen(big));
+  check(rc == SHMAPI_OK, "the limits program loads");
   float k = 2;
-  shm_Array in = arr(SHM_F32, 0, NULL, &k), *out[1];
+  shmapi_Array in = arr(SHMAPI_F32, 0, NULL, &k), *out[1];
   int n = 0;
-  rc = shm_call(S, "big", &in, 1, out, 1, &n);
-  const shm_Diag *d = shm_diag(S, 0);
-  int ok = rc == SHM_ERROR && n == 0 && d && strstr(d->message, "out of memory") && strstr(d->message, "1.0 MiB") &&
+  rc = shmapi_call(S, "big", &in, 1, out, 1, &n);
+  const shmapi_Diag *d = shmapi_diag(S, 0);
+  int ok = rc == SHMAPI_ERROR && n == 0 && d && strstr(d->message, "out of memory") && strstr(d->message, "1.0 MiB") &&
            d->file && !strcmp(d->file, "limits.shm") && d->line == 2;
   check(ok, "the memory limit: an error at limits.shm line 2, the process goes on");
   if (!ok) show_diags(S);
-  rc = shm_call(S, "small", &in, 1, out, 1, &n);
-  ok = rc == SHM_OK && ((float *)out[0]->data)[3] == 6;
+  rc = shmapi_call(S, "small", &in, 1, out, 1, &n);
+  ok = rc == SHMAPI_OK && ((float *)out[0]->data)[3] == 6;
   check(ok, "after it, the same state calls a small function");
-  if (rc == SHM_OK) shm_array_free(out[0]);
+  if (rc == SHMAPI_OK) shmapi_array_free(out[0]);
 
-  shm_Limits steps = {1 << 20, 100, 0};
-  shm_set_limits(S, &steps);
+  shmapi_Limits steps = {1 << 20, 100, 0};
+  shmapi_set_limits(S, &steps);
   int32_t c0 = 999950;
-  in = arr(SHM_I32, 0, NULL, &c0);
-  rc = shm_call(S, "count", &in, 1, out, 1, &n);
-  ok = rc == SHM_OK && ((int32_t *)out[0]->data)[0] == 1000000;
+  in = arr(SHMAPI_I32, 0, NULL, &c0);
+  rc = shmapi_call(S, "count", &in, 1, out, 1, &n);
+  ok = rc == SHMAPI_OK && ((int32_t *)out[0]->data)[0] == 1000000;
   check(ok, "50 loop steps under a limit of 100 run");
-  if (rc == SHM_OK) shm_array_free(out[0]);
+  if (rc == SHMAPI_OK) shmapi_array_free(out[0]);
   c0 = 0;
-  rc = shm_call(S, "count", &in, 1, out, 1, &n);
-  d = shm_diag(S, 0);
-  ok = rc == SHM_ERROR && d && strstr(d->message, "100") && strstr(d->message, "step");
+  rc = shmapi_call(S, "count", &in, 1, out, 1, &n);
+  d = shmapi_diag(S, 0);
+  ok = rc == SHMAPI_ERROR && d && strstr(d->message, "100") && strstr(d->message, "step");
   check(ok, "the step limit: a million steps under a limit of 100 is an error");
   if (!ok) show_diags(S);
   if (d) fprintf(tap, "# %s", d->text);
-  size_t left = shm_close(S);
+  size_t left = shmapi_close(S);
   check(left == 0, "after the limits' errors, every byte was released (%zu left)", left);
 }
 
 /* ---- per-device values -------------------------------------------------------------------- */
 
 static void test_devices(void) {
-  shm_State *S = shm_open(NULL);
+  shmapi_State *S = shmapi_open(NULL);
   const char prog[] =
       "mesh m = {x: 2, y: 3}\n"
       "@shard_map[mesh=m, in_specs=P('x', 'y'), out_specs=P('x', 'y')]\n"
@@ -372,20 +372,20 @@ static void test_devices(void) {
       "  b = mul a 10.0\n"
       "  return b\n"
       "}\n";
-  int rc = shm_load_string(S, "dev.shm", prog, strlen(prog));
+  int rc = shmapi_load_string(S, "dev.shm", prog, strlen(prog));
   double a[4 * 6];
   for (int i = 0; i < 24; i++) a[i] = i;
   int64_t s[2] = {4, 6};
-  shm_Array in = arr(SHM_F64, 2, s, a);
-  shm_Devices *D = NULL;
-  rc |= shm_call_devices(S, "blocks", &in, 1, &D);
-  int ok = rc == SHM_OK && D && D->naxes == 2 && !strcmp(D->axis[0], "x") && !strcmp(D->axis[1], "y") &&
+  shmapi_Array in = arr(SHMAPI_F64, 2, s, a);
+  shmapi_Devices *D = NULL;
+  rc |= shmapi_call_devices(S, "blocks", &in, 1, &D);
+  int ok = rc == SHMAPI_OK && D && D->naxes == 2 && !strcmp(D->axis[0], "x") && !strcmp(D->axis[1], "y") &&
            D->axis_size[0] == 2 && D->axis_size[1] == 3 && D->ndevices == 6 && D->nouts == 1 && D->nblocks == 6;
   check(ok, "a shard_map call on a 2x3 mesh: 6 devices, axes x and y");
   if (!ok) show_diags(S);
   int good = ok;
   for (int64_t k = 0; ok && k < D->nblocks; k++) {
-    const shm_Block *b = &D->blocks[k];
+    const shmapi_Block *b = &D->blocks[k];
     int64_t cx = b->coords[0], cy = b->coords[1];
     good &= b->device == k && cx == k / 3 && cy == k % 3 && b->array && b->array->shape[0] == 2 &&
             b->array->shape[1] == 2;
@@ -397,8 +397,8 @@ static void test_devices(void) {
   ok = ok && D->outs[0]->shape[0] == 4 && D->outs[0]->shape[1] == 6;
   for (int i = 0; ok && i < 24; i++) ok = ((double *)D->outs[0]->data)[i] == 10 * a[i];
   check(ok, "the call's result put together from the blocks");
-  shm_devices_free(D);
-  shm_close(S);
+  shmapi_devices_free(D);
+  shmapi_close(S);
 }
 
 /* ---- print, the cost model ------------------------------------------------------------------- */
@@ -410,7 +410,7 @@ static void collect(void *ud, const char *text, size_t n) {
 }
 
 static void test_print_and_cost(void) {
-  shm_State *S = shm_open(NULL);
+  shmapi_State *S = shmapi_open(NULL);
   const char prog[] =
       "mesh m = {i: 4}\n"
       "@shard_map[mesh=m, in_specs=P('i'), out_specs=P(None)]\n"
@@ -423,29 +423,29 @@ static void test_print_and_cost(void) {
       "s = reduce_sum[axes=(0,)] y\n"
       "print \"sum:\", s\n";
   static char printed[4096];
-  shm_load_string(S, "cost.shm", prog, strlen(prog));
-  shm_run(S);
+  shmapi_load_string(S, "cost.shm", prog, strlen(prog));
+  shmapi_run(S);
   check(printed[0] == 0, "print with no writer set goes nowhere");
-  shm_close(S);
+  shmapi_close(S);
 
-  S = shm_open(NULL);
-  shm_set_print(S, collect, printed);
-  shm_load_string(S, "cost.shm", prog, strlen(prog));
-  shm_Cost *c = NULL;
-  int rc = shm_run_cost(S, "tpu-v5e", &c);
+  S = shmapi_open(NULL);
+  shmapi_set_print(S, collect, printed);
+  shmapi_load_string(S, "cost.shm", prog, strlen(prog));
+  shmapi_Cost *c = NULL;
+  int rc = shmapi_run_cost(S, "tpu-v5e", &c);
   /* the sum over 1024 positions of the 4 devices' sums: sum of 0..4095 */
-  int ok = rc == SHM_OK && !strcmp(printed, "sum: 8386560.0\n");
+  int ok = rc == SHMAPI_OK && !strcmp(printed, "sum: 8386560.0\n");
   check(ok, "print goes to the writer: %s", printed);
   if (!ok) show_diags(S);
-  ok = rc == SHM_OK && c && strstr(c->report, "modelled on") && strstr(c->report, "psum") && c->makespan > 0 &&
+  ok = rc == SHMAPI_OK && c && strstr(c->report, "modelled on") && strstr(c->report, "psum") && c->makespan > 0 &&
        c->devices == 4 && c->comm > 0 && c->bytes_sent > 0;
   check(ok, "the cost report: its text, makespan %g s, %lld devices, comm %g s, %g bytes sent", c ? c->makespan : 0,
         c ? (long long)c->devices : 0, c ? c->comm : 0, c ? c->bytes_sent : 0);
-  shm_cost_free(c);
-  rc = shm_run_cost(S, "no-such-chip", &c);
-  check(rc == SHM_ERROR && c == NULL && strstr(shm_diag(S, 0)->message, "no-such-chip"),
+  shmapi_cost_free(c);
+  rc = shmapi_run_cost(S, "no-such-chip", &c);
+  check(rc == SHMAPI_ERROR && c == NULL && strstr(shmapi_diag(S, 0)->message, "no-such-chip"),
         "an unknown hardware is an error value");
-  shm_close(S);
+  shmapi_close(S);
 }
 
 /* ---- the program ----------------------------------------------------------------------------- */
