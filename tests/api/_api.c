@@ -130,7 +130,11 @@ static void *run_a(Job *J) {
       }
     shmapi_array_free(out[0]);
   }
-  shmapi_close(S);
+  size_t left = shmapi_close(S);
+  if (left) {                        /* another thread's allocations counted here */
+    snprintf(J->why, sizeof J->why, "%zu bytes left in state A", left);
+    J->bad++;
+  }
   return NULL;
 }
 
@@ -165,7 +169,11 @@ static void *run_b(Job *J) {
     }
     shmapi_array_free(out[0]);
   }
-  shmapi_close(S);
+  size_t left = shmapi_close(S);
+  if (left) {
+    snprintf(J->why, sizeof J->why, "%zu bytes left in state B", left);
+    J->bad++;
+  }
   return NULL;
 }
 
