@@ -1,6 +1,7 @@
 /*
 ** main.c — the shmapi command line.
 */
+#include <shmapi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -221,6 +222,52 @@ static bool model_output(Timeline *T, const ModelOpts *mo, const char *title) {
 
 static int run(int argc, char **argv);
 
+/* A script run through the embedding API (include/shmapi.h): loading,
+   running, print output and the errors, as any client does it. */
+static void to_stdout(void *ud, const char *text, size_t n) {
+  (void)ud;
+  fwrite(text, 1, n, stdout);
+}
+
+static int run_script(const char *file, const char *code, const shmapi_Limits *lim) {
+  shmapi_Limits open = *lim;
+  open.fail_alloc_after = 0;        /* (the switch counts from the state's first use) */
+  shmapi_State *S = shmapi_open(&open);
+  if (!S) {
+    fprintf(stderr, "shmapi: error: out of memory\n");
+    return 1;
+  }
+  shmapi_set_limits(S, lim);
+  shmapi_set_print(S, to_stdout, NULL);
+  int rc = code ? shmapi_load_string(S, "<command line>", code, strlen(code)) : shmapi_load_file(S, file);
+  if (rc == SHMAPI_OK) rc = shmapi_release_dead(S);
+  if (rc == SHMAPI_OK) rc = shmapi_run(S);
+  fflush(stdout);
+  for (int i = 0; i < shmapi_ndiags(S); i++) fputs(shmapi_diag(S, i)->text, stderr);
+  size_t left = shmapi_close(S);
+  /* under the allocation-failure switch, everything must be back */
+  if (lim->fail_alloc_after && left) {
+    fprintf(stderr, "shmapi: internal error: %zu bytes not released\n", left);
+    return 3;
+  }
+  return rc == SHMAPI_OK ? 0 : rc == SHMAPI_MISUSE ? 2 : 1;
+}
+
+/* The REPL and the debugger, under a last boundary: running out of memory
+   before the REPL has its own ends it with the error. */
+static int repl(const char *file, const ReplOptions *ro) {
+  volatile int status = 1;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    status = repl_main(file, ro);
+    err_end(&j);
+  } else {
+    fflush(stdout);
+    diag_report(span_none(), "error", err_message());
+  }
+  return status;
+}
+
 /* --ranks R: the value, or -1 when absent (0 after a bad value); the
    option is taken out of argv. */
 static int take_ranks(int *argc, char **argv) {
@@ -250,7 +297,8 @@ int main(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-  mem_set_limit(default_memory_limit());
+  shmapi_Limits lim = {default_memory_limit(), 0, 0};
+  mem_set_limit(lim.max_memory);
   /* Debug switch: make the Nth allocation fail (tests/limits/fail_alloc.test.sh). */
   const char *fail = getenv("SHMAPI_FAIL_ALLOC");
   if (fail && *fail) mem_fail_after(atol(fail));
@@ -294,7 +342,7 @@ static int run(int argc, char **argv) {
       break;
     case O_MAX_MEMORY: case O_MAX_STEPS:
       if (!parse_size(arg, &v)) return bad_usage("bad number '%s'", arg);
-      if (o == &opts[O_MAX_MEMORY]) mem_set_limit((size_t)v);
+      if (o == &opts[O_MAX_MEMORY]) mem_set_limit(lim.max_memory = (size_t)v);
       else max_steps = v;
       break;
     case O_RANKS: case O_SCRIPT: case O_REPL: break;      /* (taken by main; no option) */
@@ -314,9 +362,17 @@ static int run(int argc, char **argv) {
      one reported: --abstract walks it alike everywhere; a run's model is
      that of rank 0's walk, which eval.c refuses where it would differ) */
 
+  /* A plain script, in one process: a client of the API.  The rest (the
+     REPL and the debugger, --check, --stats, the cost model, ranks) uses
+     the layers directly. */
+  if ((file || code) && !check_only && !interactive && !debug && !stats && !model && fmpi_size() == 1) {
+    lim.max_steps = max_steps;
+    lim.fail_alloc_after = fail && *fail ? atol(fail) : 0;
+    return run_script(file, code, &lim);
+  }
+
   ReplOptions ro = {stats, max_steps, debug};
-  if (!file && !code && !save_only) return repl_main(NULL, &ro);
-  if (interactive || debug) return repl_main(file, &ro);
+  if ((!file && !code && !save_only) || interactive || debug) return repl(interactive || debug ? file : NULL, &ro);
 
   /* eval_run catches runtime errors of the program; this boundary catches
      those of the front end and the set-up (running out of memory). */

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "diag.h"
 #include "err.h"
+#include "state.h"
 
 typedef struct SrcFile {
   char *name;
@@ -16,8 +17,6 @@ typedef struct SrcFile {
   uint32_t hide;     /* bytes of line 1 not shown (diag_hide_prefix) */
 } SrcFile;
 
-static SrcFile *files;
-static int nfiles, capfiles;
 
 typedef struct Diag {
   Span sp;
@@ -28,11 +27,12 @@ typedef struct Diag {
   int seq;           /* insertion order, to keep sorting stable */
 } Diag;
 
-static Diag *diags;
-static int ndiags, capdiags;
-static int nheld;            /* how many of them are held back */
+/* The files and the diagnostics are the current state's (state.h: files,
+   nfiles, capfiles; diags, ndiags, capdiags, and nheld: how many of them are
+   held back). */
 
 int diag_add_file(const char *name, char *text, size_t len) {
+  ShmState *s = state_cur();
   /* `text` is ours even if we run out of memory here (err.h cleanups);
      the entry is filled in only when everything is allocated. */
   err_defer(mem_free, text);
@@ -42,11 +42,11 @@ int diag_add_file(const char *name, char *text, size_t len) {
   err_defer(mem_free, lines);
   char *nm = mem_strndup(name, strlen(name));
   err_defer(mem_free, nm);
-  VEC_GROW(files, capfiles, nfiles + 1);
+  VEC_GROW(s->files, s->capfiles, s->nfiles + 1);
   err_undefer(nm);
   err_undefer(lines);
   err_undefer(text);
-  SrcFile *f = &files[nfiles];
+  SrcFile *f = &s->files[s->nfiles];
   f->name = nm;
   f->text = text;
   f->len = len;
@@ -57,28 +57,32 @@ int diag_add_file(const char *name, char *text, size_t len) {
   for (size_t i = 0; i < len; i++)
     if (text[i] == '\n') lines[n++] = (uint32_t)(i + 1);
   f->nlines = n;
-  return nfiles++;
+  return s->nfiles++;
 }
 
 const char *diag_file_name(int file) {
-  return file >= 0 && file < nfiles ? files[file].name : "<none>";
+  ShmState *s = state_cur();
+  return file >= 0 && file < s->nfiles ? s->files[file].name : "<none>";
 }
 
 const char *diag_file_text(int file, size_t *len) {
-  if (file < 0 || file >= nfiles) { if (len) *len = 0; return ""; }
-  if (len) *len = files[file].len;
-  return files[file].text;
+  ShmState *s = state_cur();
+  if (file < 0 || file >= s->nfiles) { if (len) *len = 0; return ""; }
+  if (len) *len = s->files[file].len;
+  return s->files[file].text;
 }
 
-int diag_file_count(void) { return nfiles; }
+int diag_file_count(void) { ShmState *s = state_cur(); return s->nfiles; }
 
 void diag_hide_prefix(int file, uint32_t n) {
-  if (file >= 0 && file < nfiles) files[file].hide = n;
+  ShmState *s = state_cur();
+  if (file >= 0 && file < s->nfiles) s->files[file].hide = n;
 }
 
 void diag_linecol(int file, uint32_t off, int *line, int *col) {
-  if (file < 0 || file >= nfiles) { *line = 0; *col = 0; return; }
-  SrcFile *f = &files[file];
+  ShmState *s = state_cur();
+  if (file < 0 || file >= s->nfiles) { *line = 0; *col = 0; return; }
+  SrcFile *f = &s->files[file];
   int lo = 0, hi = f->nlines - 1;
   while (lo < hi) {                    /* last line start <= off */
     int mid = (lo + hi + 1) / 2;
@@ -90,9 +94,10 @@ void diag_linecol(int file, uint32_t off, int *line, int *col) {
 }
 
 Str diag_line_text(int file, int line) {
+  ShmState *st = state_cur();
   Str s = {"", 0};
-  if (file < 0 || file >= nfiles || line < 1 || line > files[file].nlines) return s;
-  SrcFile *f = &files[file];
+  if (file < 0 || file >= st->nfiles || line < 1 || line > st->files[file].nlines) return s;
+  SrcFile *f = &st->files[file];
   uint32_t b = f->lines[line - 1];
   uint32_t e = b;
   while (e < f->len && f->text[e] != '\n') e++;
@@ -116,14 +121,15 @@ static char *vformat(const char *fmt, va_list ap) {
 }
 
 void diag_verror(Span sp, const char *fmt, va_list ap) {
-  VEC_GROW(diags, capdiags, ndiags + 1);
-  Diag *d = &diags[ndiags];
+  ShmState *s = state_cur();
+  VEC_GROW(s->diags, s->capdiags, s->ndiags + 1);
+  Diag *d = &s->diags[s->ndiags];
   d->sp = sp;
   d->msg = vformat(fmt, ap);
   d->note = NULL;
   d->hold = 0;
-  d->seq = ndiags;
-  ndiags++;
+  d->seq = s->ndiags;
+  s->ndiags++;
 }
 
 void diag_error(Span sp, const char *fmt, ...) {
@@ -141,8 +147,9 @@ bool diag_error_once(bool *reported, Span sp, const char *fmt, va_list ap) {
 }
 
 void diag_note(Span sp, const char *fmt, ...) {
-  if (!ndiags) return;
-  Diag *d = &diags[ndiags - 1];
+  ShmState *s = state_cur();
+  if (!s->ndiags) return;
+  Diag *d = &s->diags[s->ndiags - 1];
   if (d->note) return;
   va_list ap;
   va_start(ap, fmt);
@@ -151,21 +158,19 @@ void diag_note(Span sp, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* The places warned about (each is warned about once). */
-static Span *warned;
-static int nwarned, capwarned;
-
-/* Print a diagnostic of this kind now, unless this place had one. */
+/* Print a diagnostic of this kind now, to the state's errout sink, unless
+   this place had one (each place is warned about once). */
 static void say_once(Span sp, const char *kind, const char *fmt, va_list ap) {
-  for (int i = 0; i < nwarned; i++)
-    if (warned[i].file == sp.file && warned[i].off == sp.off) return;
-  VEC_GROW(warned, capwarned, nwarned + 1);
-  warned[nwarned++] = sp;
+  ShmState *s = state_cur();
+  for (int i = 0; i < s->nwarned; i++)
+    if (s->warned[i].file == sp.file && s->warned[i].off == sp.off) return;
+  VEC_GROW(s->warned, s->capwarned, s->nwarned + 1);
+  s->warned[s->nwarned++] = sp;
   char *msg = vformat(fmt, ap);
-  fflush(stdout);
-  diag_print(stderr, sp, kind, msg);
-  fflush(stderr);
+  char *text = diag_render(sp, kind, msg);
   mem_free(msg);
+  if (text) state_errout(text, strlen(text));
+  free(text);
 }
 
 void diag_warning(Span sp, const char *fmt, ...) {
@@ -182,8 +187,8 @@ void diag_remark(Span sp, const char *fmt, ...) {
   va_end(ap);
 }
 
-int diag_count(void) { return ndiags - nheld; }
-int diag_mark(void) { return ndiags; }
+int diag_count(void) { ShmState *s = state_cur(); return s->ndiags - s->nheld; }
+int diag_mark(void) { ShmState *s = state_cur(); return s->ndiags; }
 
 static void diag_free_one(Diag *d) {
   mem_free(d->msg);
@@ -191,31 +196,34 @@ static void diag_free_one(Diag *d) {
 }
 
 void diag_truncate(int mark) {
-  while (ndiags > mark) {
-    nheld -= diags[ndiags - 1].hold != 0;
-    diag_free_one(&diags[--ndiags]);
+  ShmState *s = state_cur();
+  while (s->ndiags > mark) {
+    s->nheld -= s->diags[s->ndiags - 1].hold != 0;
+    diag_free_one(&s->diags[--s->ndiags]);
   }
 }
 
 void diag_hold_since(int mark, int tag) {
-  for (int i = mark; i < ndiags; i++)
-    if (!diags[i].hold) {
-      diags[i].hold = tag;
-      nheld++;
+  ShmState *s = state_cur();
+  for (int i = mark; i < s->ndiags; i++)
+    if (!s->diags[i].hold) {
+      s->diags[i].hold = tag;
+      s->nheld++;
     }
 }
 
 void diag_release(int tag, bool report) {
+  ShmState *s = state_cur();
   int k = 0;
-  for (int i = 0; i < ndiags; i++) {
-    if (diags[i].hold == tag) {
-      nheld--;
-      if (!report) { diag_free_one(&diags[i]); continue; }
-      diags[i].hold = 0;
+  for (int i = 0; i < s->ndiags; i++) {
+    if (s->diags[i].hold == tag) {
+      s->nheld--;
+      if (!report) { diag_free_one(&s->diags[i]); continue; }
+      s->diags[i].hold = 0;
     }
-    diags[k++] = diags[i];
+    s->diags[k++] = s->diags[i];
   }
-  ndiags = k;
+  s->ndiags = k;
 }
 
 static int cmp_diag(const void *a, const void *b) {
@@ -252,38 +260,75 @@ void diag_print(FILE *out, Span sp, const char *kind, const char *msg) {
   print_excerpt(out, sp);
 }
 
-int diag_flush(FILE *out) {
-  if (ndiags) qsort(diags, (size_t)ndiags, sizeof(Diag), cmp_diag);   /* diags may be NULL */
+char *diag_render(Span sp, const char *kind, const char *msg) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  if (kind) diag_print(f, sp, kind, msg);
+  else fprintf(f, "shmapi: %s\n", msg);
+  if (fclose(f)) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+void diag_report(Span sp, const char *kind, const char *msg) {
+  ShmState *s = state_cur();
+  if (s->on_report) {
+    s->on_report(s->on_report_ud, sp, kind, msg);
+    return;
+  }
+  if (!s->errout) return;
+  char *text = diag_render(sp, kind, msg);
+  if (text) state_errout(text, strlen(text));
+  free(text);
+}
+
+int diag_take(DiagFn fn, void *ud) {
+  ShmState *s = state_cur();
+  if (s->ndiags) qsort(s->diags, (size_t)s->ndiags, sizeof(Diag), cmp_diag);   /* (diags may be NULL) */
   const Diag *last = NULL;
-  for (int i = 0; i < ndiags; i++) {
-    const Diag *d = &diags[i];
+  for (int i = 0; i < s->ndiags; i++) {
+    const Diag *d = &s->diags[i];
     /* one error per place: a body checked for several calls fails once */
     if (d->hold || (last && d->sp.file == last->sp.file && d->sp.off == last->sp.off)) continue;
-    diag_print(out, d->sp, "error", d->msg);
-    if (d->note) diag_print(out, d->note_sp, "note", d->note);
+    fn(ud, d->sp, "error", d->msg);
+    if (d->note) fn(ud, d->note_sp, "note", d->note);
     last = d;
   }
-  int n = ndiags - nheld;
+  int n = s->ndiags - s->nheld;
   diag_clear();
   return n;
 }
 
+static void print_one(void *out, Span sp, const char *kind, const char *msg) { diag_print(out, sp, kind, msg); }
+
+int diag_flush(FILE *out) { return diag_take(print_one, out); }
+
 void diag_clear(void) { diag_truncate(0); }
 
+void diag_state_release(ShmState *s) {
+  (void)s;                       /* (the current state: state_free entered it) */
+  diag_reset();
+}
+
 void diag_reset(void) {
+  ShmState *s = state_cur();
   diag_clear();
-  mem_free(diags);
-  diags = NULL;
-  capdiags = 0;
-  mem_free(warned);
-  warned = NULL;
-  nwarned = capwarned = 0;
-  for (int i = 0; i < nfiles; i++) {
-    mem_free(files[i].name);
-    mem_free(files[i].text);
-    mem_free(files[i].lines);
+  mem_free(s->diags);
+  s->diags = NULL;
+  s->capdiags = 0;
+  mem_free(s->warned);
+  s->warned = NULL;
+  s->nwarned = s->capwarned = 0;
+  for (int i = 0; i < s->nfiles; i++) {
+    mem_free(s->files[i].name);
+    mem_free(s->files[i].text);
+    mem_free(s->files[i].lines);
   }
-  mem_free(files);
-  files = NULL;
-  nfiles = capfiles = 0;
+  mem_free(s->files);
+  s->files = NULL;
+  s->nfiles = s->capfiles = 0;
 }

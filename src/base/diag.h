@@ -61,13 +61,25 @@ void diag_hold_since(int mark, int tag);
 void diag_release(int tag, bool report);
 /* Sort, print to `out` and forget the collected diagnostics; returns how many. */
 int diag_flush(FILE *out);
+/* The same, each handed to fn instead of printed (in the same order, the
+   same ones, each error followed by its note); returns how many errors. */
+typedef void (*DiagFn)(void *ud, Span sp, const char *kind, const char *msg);
+int diag_take(DiagFn fn, void *ud);
 /* Drop collected diagnostics without printing. */
 void diag_clear(void);
 /* Forget every diagnostic and every registered file, releasing their
    memory (fuzzers and leak checks start each run from nothing). */
 void diag_reset(void);
 
-/* Print one diagnostic right away (runtime errors use this). */
+/* Print one diagnostic right away. */
 void diag_print(FILE *out, Span sp, const char *kind, const char *msg);
+/* Report a runtime error (or, kind NULL, a plain "shmapi: msg" about the
+   command, such as a file that cannot be opened): to the current state's
+   on_report hook when it has one, else rendered as diag_print does to its
+   errout sink (state.h). */
+void diag_report(Span sp, const char *kind, const char *msg);
+/* The text diag_print would print, in a new malloc'd string (NULL when
+   the system has no memory). */
+char *diag_render(Span sp, const char *kind, const char *msg);
 
 #endif

@@ -1,71 +1,81 @@
 /*
 ** err.c — raising runtime errors to the nearest boundary.
+**
+** The boundaries, the cleanups and the message are the current state's
+** (state.h): each thread raises to its own boundaries.
 */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "err.h"
+#include "state.h"
 
-ErrJmp *err_top;
-Span err_where = {-1, 0, 0};
-const char *err_devices;
-static char message[1024];
-
-/* The cleanup stack.  Fixed in size so that registering never allocates;
-   it only needs to be as deep as the nesting of calls that hold scratch
-   memory at once. */
-#define MAX_DEFER 8192
-typedef struct Defer {
-  void (*fn)(void *);
-  void *p;
-} Defer;
-static Defer defers[MAX_DEFER];
-int err_ndefer;
-
-void err_end(ErrJmp *j) {
-  err_ndefer = j->ndefer;
-  err_top = j->prev;
+void err_push(ErrJmp *j) {
+  ShmState *s = state_cur();
+  j->prev = s->err_top;
+  j->ndefer = s->err_ndefer;
+  s->err_top = j;
 }
 
+void err_end(ErrJmp *j) {
+  ShmState *s = state_cur();
+  s->err_ndefer = j->ndefer;
+  s->err_top = j->prev;
+}
+
+bool err_protected(void) { return state_cur()->err_top != NULL; }
+
+/* The cleanup stack (state.h's defers) is fixed in size so that
+   registering never allocates; it only needs to be as deep as the nesting
+   of calls that hold scratch memory at once. */
 void err_defer(void (*fn)(void *), void *p) {
-  if (err_ndefer == MAX_DEFER) {
+  ShmState *s = state_cur();
+  if (s->err_ndefer == STATE_MAX_DEFER) {
     fn(p);
     err_throw("evaluation nested too deeply");
   }
-  defers[err_ndefer].fn = fn;
-  defers[err_ndefer].p = p;
-  err_ndefer++;
+  s->defers[s->err_ndefer].fn = fn;
+  s->defers[s->err_ndefer].p = p;
+  s->err_ndefer++;
 }
 
 void err_undefer(void *p) {
-  if (err_ndefer && defers[err_ndefer - 1].p == p) {     /* the newest, as a rule */
-    err_ndefer--;
+  ShmState *s = state_cur();
+  StateDefer *defers = s->defers;
+  int n = s->err_ndefer;
+  if (n && defers[n - 1].p == p) {     /* the newest, as a rule */
+    s->err_ndefer--;
     return;
   }
-  for (int i = err_ndefer - 1; i >= 0; i--)
+  for (int i = n - 1; i >= 0; i--)
     if (defers[i].p == p) {
-      memmove(&defers[i], &defers[i + 1], sizeof(Defer) * (size_t)(err_ndefer - 1 - i));
-      err_ndefer--;
+      memmove(&defers[i], &defers[i + 1], sizeof(StateDefer) * (size_t)(n - 1 - i));
+      s->err_ndefer--;
       return;
     }
 }
 
-const char *err_message(void) { return message; }
+const char *err_message(void) { return state_cur()->message; }
 
 void err_throw(const char *fmt, ...) {
+  ShmState *s = state_cur();
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(message, sizeof message, fmt, ap);
+  vsnprintf(s->message, sizeof s->message, fmt, ap);
   va_end(ap);
-  ErrJmp *j = err_top;
+  ErrJmp *j = s->err_top;
   if (!j) {
-    fprintf(stderr, "shmapi: fatal: %s\n", message);
-    exit(1);
+    /* no boundary: only code that uses the layers without one (a test
+       driver) gets here; the library and the program always set one */
+    char line[1100];
+    int n = snprintf(line, sizeof line, "shmapi: fatal: %s\n", s->message);
+    state_errout(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    abort();
   }
-  while (err_ndefer > j->ndefer) {
-    Defer d = defers[--err_ndefer];
+  while (s->err_ndefer > j->ndefer) {
+    StateDefer d = s->defers[--s->err_ndefer];
     d.fn(d.p);
   }
-  err_top = j->prev;
+  s->err_top = j->prev;
   longjmp(j->jb, 1);
 }

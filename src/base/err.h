@@ -24,12 +24,13 @@ typedef struct ErrJmp {
   int ndefer;                       /* cleanups pending when it was set */
 } ErrJmp;
 
-extern ErrJmp *err_top;
-extern int err_ndefer;
-
-/* Usage:  ErrJmp j; if (ERR_TRY(&j)) { ...; err_end(&j); } else { handle; } */
-#define ERR_TRY(j) ((j)->prev = err_top, (j)->ndefer = err_ndefer, err_top = (j), setjmp((j)->jb) == 0)
+/* Usage:  ErrJmp j; if (ERR_TRY(&j)) { ...; err_end(&j); } else { handle; }
+   The boundaries are those of the thread's current state (state.h). */
+#define ERR_TRY(j) (err_push(j), setjmp((j)->jb) == 0)
+void err_push(ErrJmp *j);           /* (ERR_TRY's first half) */
 void err_end(ErrJmp *j);            /* leave the protected region normally */
+/* Whether a boundary is set (a throw would be caught). */
+bool err_protected(void);
 
 /* Cleanups: what a function holds only in local variables while it calls
    something that may throw (a scratch buffer, a value not yet stored in a
@@ -42,9 +43,7 @@ void err_undefer(void *p);
 
 SHM_NORETURN void err_throw(const char *fmt, ...) SHM_PRINTF(1, 2);
 
-/* The message of the last error thrown, and where (set by the evaluator). */
+/* The message of the last error thrown. */
 const char *err_message(void);
-extern Span err_where;              /* statement being run, or span_none() */
-extern const char *err_devices;     /* "devices 0, 3" suffix or NULL */
 
 #endif

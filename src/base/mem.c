@@ -9,7 +9,8 @@
 ** back to malloc, and the next request of that class takes it, so the
 ** interpreter's many small arrays and values cost no malloc/free.  Cached
 ** blocks are not in use (mem_in_use does not count them), at most
-** CACHE_BYTES of them are kept, and they go back to malloc at exit.  Under
+** CACHE_BYTES of them are kept, and they go back to malloc when the state
+** ends.  Under
 ** AddressSanitizer nothing is cached (so it sees every use after free);
 ** under Valgrind a cached block is marked inaccessible.
 **
@@ -26,6 +27,7 @@
 ** block comes from malloc, where their checks of out-of-bounds accesses
 ** and leaks work.
 */
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -33,6 +35,7 @@
 #include "mem.h"
 #include <stdio.h>
 #include "err.h"
+#include "state.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MEM_CACHE 0
@@ -62,40 +65,41 @@ typedef struct MemHdr {
   struct MemHdr *prev, *next;   /* the scope list; the header stays 32 bytes */
 } MemHdr;
 
-static size_t in_use;
-static size_t peak_in_use;     /* the most ever in use at once (the pool's bound) */
-static size_t limit;
-static long fail_countdown;
+/* The accounting, the limit, the failure switch, the scopes and the block
+   caches are the current state's (state.h: in_use, peak_in_use -- the most
+   ever in use at once, the pool's bound --, limit, fail_countdown,
+   scope_list -- the blocks allocated while a scope is open, newest first
+   --, cache, pool).  The caches are per state rather than process-wide:
+   a block is freed by the state that allocated it, the hot path takes no
+   lock, and a state's cached blocks go back to the system when it ends. */
 
-/* Blocks allocated while a scope is open, newest first. */
-static MemHdr *scope_list;
-static int scope_depth;
-
-static void scope_link(MemHdr *h) {
+static void scope_link(ShmState *s, MemHdr *h) {
   h->scoped = 1;
   h->prev = NULL;
-  h->next = scope_list;
-  if (scope_list) scope_list->prev = h;
-  scope_list = h;
+  h->next = s->scope_list;
+  if (s->scope_list) s->scope_list->prev = h;
+  s->scope_list = h;
 }
 
-static void scope_unlink(MemHdr *h) {
+static void scope_unlink(ShmState *s, MemHdr *h) {
   if (!h->scoped) return;
   if (h->prev) h->prev->next = h->next;
-  else scope_list = h->next;
+  else s->scope_list = h->next;
   if (h->next) h->next->prev = h->prev;
   h->scoped = 0;
 }
 
-size_t mem_in_use(void) { return in_use; }
-void mem_set_limit(size_t bytes) { limit = bytes; }
-void mem_fail_after(long n) { fail_countdown = n; }
+size_t mem_in_use(void) { return state_cur()->in_use; }
+size_t mem_limit(void) { return state_cur()->limit; }
+void mem_set_limit(size_t bytes) { state_cur()->limit = bytes; }
+void mem_fail_after(long n) { state_cur()->fail_countdown = n; }
 
-static void check_request(size_t n) {
-  if (fail_countdown > 0 && --fail_countdown == 0)
+static void check_request(ShmState *s, size_t n) {
+  size_t limit = s->limit;
+  if (s->fail_countdown > 0 && --s->fail_countdown == 0)
     err_throw("out of memory (injected failure)");
   if (n > ((size_t)1 << 62)) err_throw("out of memory: request of %zu bytes", n);
-  if (limit && in_use + n > limit) {
+  if (limit && s->in_use + n > limit) {
     char a[32], b[32];
     err_throw("out of memory: %s more would pass the limit of %s (%zu and %zu bytes; see --max-memory)",
               mem_human(a, sizeof a, (double)n), mem_human(b, sizeof b, (double)limit), n, limit);
@@ -115,43 +119,31 @@ const char *mem_human(char *out, size_t n, double bytes) {
 /* Every block is allocated with its size rounded up to a multiple of 16
    (its class), so any block of a class can serve any request of it. */
 #define CACHE_MAX 4096
-#define CACHE_CLASSES (CACHE_MAX / 16 + 1)
+#define CACHE_CLASSES MEM_CACHE_CLASSES    /* (CACHE_MAX / 16 + 1) */
 #define CACHE_BYTES ((size_t)8 << 20)
 
-static MemHdr *cache[CACHE_CLASSES];     /* linked through ->next */
-static size_t cached_bytes;
-static bool cache_ready;      /* cache_on and on_valgrind are set */
-static bool cache_on;         /* blocks are cached: the exit handler is registered */
+/* Whether the program runs under Valgrind, and the page size: facts of the
+   process, found once (pthread_once) and only read afterwards. */
 static bool on_valgrind;
+static size_t page_size;
+static pthread_once_t facts_once = PTHREAD_ONCE_INIT;
 
-static inline size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
-
-static void cache_release(void) {
-  for (int c = 0; c < CACHE_CLASSES; c++)
-    while (cache[c]) {
-      MemHdr *h = cache[c];
-      cache[c] = h->next;
-      free(h);
-    }
-  cached_bytes = 0;
-}
-
-/* Before the first block is allocated. */
-static void cache_init(void) {
-  cache_ready = true;
-  cache_on = MEM_CACHE && atexit(cache_release) == 0;
+static void facts_init(void) {
 #ifdef RUNNING_ON_VALGRIND
   on_valgrind = RUNNING_ON_VALGRIND != 0;
 #endif
+  page_size = (size_t)sysconf(_SC_PAGESIZE);
 }
 
+static inline size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
 /* Keep a block whose user part is no longer needed; false: free it. */
-static inline bool cache_put(MemHdr *h) {
+static inline bool cache_put(ShmState *s, MemHdr *h) {
   size_t c = (h->size + 15) >> 4;
-  if (!cache_on || c >= CACHE_CLASSES || cached_bytes + c * 16 > CACHE_BYTES) return false;
-  h->next = cache[c];
-  cache[c] = h;
-  cached_bytes += c * 16;
+  if (!MEM_CACHE || c >= CACHE_CLASSES || s->cached_bytes + c * 16 > CACHE_BYTES) return false;
+  h->next = s->cache[c];
+  s->cache[c] = h;
+  s->cached_bytes += c * 16;
   if (on_valgrind) VALGRIND_MAKE_MEM_NOACCESS(h + 1, c * 16);
   return true;
 }
@@ -160,15 +152,10 @@ static inline bool cache_put(MemHdr *h) {
 
 #define LARGE_MIN ((size_t)1 << 20)   /* psum_scatter's 2 MiB results of 8 x 16 MiB reuse pooled pages */
 #define POOL_MAX ((size_t)256 << 20)
-#define POOL_SLOTS 64
+#define POOL_SLOTS MEM_POOL_SLOTS
 
-static size_t page_size;
-
-/* Freed large blocks kept mapped (their pages already faulted in), best
-   fit first; ->size is what each can hold. */
-static MemHdr *pool[POOL_SLOTS];
-static int npool;
-static size_t pool_bytes;
+/* The state's pool: freed large blocks kept mapped (their pages already
+   faulted in), best fit first; ->size is what each can hold. */
 
 /* The mapping of a large block of n bytes: a header page, then the data. */
 static size_t large_span(size_t n) { return page_size + ((n + page_size - 1) & ~(page_size - 1)); }
@@ -178,25 +165,25 @@ static unsigned char *large_base(MemHdr *h) { return (unsigned char *)(h + 1) - 
    when that is more (a loop whose arrays were all live together at its
    peak -- the blocks of an all_gather and its result -- finds them all
    again at the next step), and a quarter of --max-memory when set. */
-static size_t pool_max(void) {
-  size_t m = peak_in_use > POOL_MAX ? peak_in_use : POOL_MAX;
-  return limit && limit / 4 < m ? limit / 4 : m;
+static size_t pool_max(const ShmState *s) {
+  size_t m = s->peak_in_use > POOL_MAX ? s->peak_in_use : POOL_MAX;
+  return s->limit && s->limit / 4 < m ? s->limit / 4 : m;
 }
 
 /* A large block, or NULL when it should come from malloc instead. */
-static MemHdr *large_alloc(size_t n) {
+static MemHdr *large_alloc(ShmState *s, size_t n) {
   if (!MEM_CACHE || on_valgrind || n < LARGE_MIN) return NULL;
-  if (!page_size) page_size = (size_t)sysconf(_SC_PAGESIZE);
   if (page_size < sizeof(MemHdr) || page_size > LARGE_MIN) return NULL;
   size_t span = large_span(n);
+  MemHdr **pool = s->pool;
   int best = -1;
-  for (int i = 0; i < npool; i++)
+  for (int i = 0; i < s->npool; i++)
     if (pool[i]->size >= n && (best < 0 || pool[i]->size < pool[best]->size)) best = i;
   if (best >= 0) {
     MemHdr *h = pool[best];
-    pool[best] = pool[--npool];
+    pool[best] = pool[--s->npool];
     size_t had = large_span(h->size);
-    pool_bytes -= had;
+    s->pool_bytes -= had;
     if (had > span) munmap(large_base(h) + span, had - span);   /* the rest goes back */
     return h;
   }
@@ -207,11 +194,11 @@ static MemHdr *large_alloc(size_t n) {
   return h;
 }
 
-static void large_free(MemHdr *h) {
+static void large_free(ShmState *s, MemHdr *h) {
   size_t span = large_span(h->size);
-  if (npool < POOL_SLOTS && pool_bytes + span <= pool_max()) {
-    pool[npool++] = h;
-    pool_bytes += span;
+  if (s->npool < POOL_SLOTS && s->pool_bytes + span <= pool_max(s)) {
+    s->pool[s->npool++] = h;
+    s->pool_bytes += span;
     return;
   }
   munmap(large_base(h), span);
@@ -219,8 +206,8 @@ static void large_free(MemHdr *h) {
 
 /* A new block for n bytes, from the system: large ones mapped (or from the
    pool), the others from malloc. */
-static MemHdr *block_new(size_t n) {
-  MemHdr *h = large_alloc(n);
+static MemHdr *block_new(ShmState *s, size_t n) {
+  MemHdr *h = large_alloc(s, n);
   if (h) return h;
   h = malloc(sizeof(MemHdr) + round16(n));
   if (!h) err_throw("out of memory: the system refused %zu bytes", n);
@@ -228,29 +215,30 @@ static MemHdr *block_new(size_t n) {
   return h;
 }
 
-static void block_free(MemHdr *h) {
-  if (h->mapped) large_free(h);
+static void block_free(ShmState *s, MemHdr *h) {
+  if (h->mapped) large_free(s, h);
   else free(h);
 }
 
 void *mem_alloc(size_t n) {
-  check_request(n);
+  ShmState *s = state_cur();
+  check_request(s, n);
   MemHdr *h;
   size_t c = (n + 15) >> 4;
-  if (c < CACHE_CLASSES && cache[c]) {
-    h = cache[c];
-    cache[c] = h->next;
-    cached_bytes -= c * 16;
+  if (c < CACHE_CLASSES && s->cache[c]) {
+    h = s->cache[c];
+    s->cache[c] = h->next;
+    s->cached_bytes -= c * 16;
     if (on_valgrind) VALGRIND_MAKE_MEM_UNDEFINED(h + 1, c * 16);
   } else {
-    if (!cache_ready) cache_init();
-    h = block_new(n);
+    pthread_once(&facts_once, facts_init);
+    h = block_new(s, n);
   }
   h->size = n;
   h->scoped = 0;
-  if (scope_depth) scope_link(h);
-  in_use += n;
-  if (in_use > peak_in_use) peak_in_use = in_use;
+  if (s->scope_depth) scope_link(s, h);
+  s->in_use += n;
+  if (s->in_use > s->peak_in_use) s->peak_in_use = s->in_use;
   return h + 1;
 }
 
@@ -262,32 +250,34 @@ void *mem_calloc(size_t n) {
 
 void *mem_realloc(void *p, size_t n) {
   if (!p) return mem_alloc(n);
+  ShmState *s = state_cur();
   MemHdr *h = (MemHdr *)p - 1;
   size_t old = h->size;
-  if (n > old) check_request(n - old);
+  if (n > old) check_request(s, n - old);
   if (h->mapped || n >= LARGE_MIN) {
     /* Into or out of a mapping of its own: a new block and a copy. */
-    MemHdr *nh = block_new(n);
+    pthread_once(&facts_once, facts_init);
+    MemHdr *nh = block_new(s, n);
     memcpy(nh + 1, h + 1, old < n ? old : n);
     bool was_scoped = h->scoped;
-    scope_unlink(h);
-    block_free(h);
+    scope_unlink(s, h);
+    block_free(s, h);
     nh->size = n;
     nh->scoped = 0;
-    if (was_scoped) scope_link(nh);
-    in_use = in_use - old + n;
+    if (was_scoped) scope_link(s, nh);
+    s->in_use = s->in_use - old + n;
     return nh + 1;
   }
   bool scoped = h->scoped;
-  scope_unlink(h);
+  scope_unlink(s, h);
   MemHdr *nh = realloc(h, sizeof(MemHdr) + round16(n));
   if (!nh) {
-    if (scoped) scope_link(h);
+    if (scoped) scope_link(s, h);
     err_throw("out of memory: the system refused %zu bytes", n);
   }
-  if (scoped) scope_link(nh);
+  if (scoped) scope_link(s, nh);
   nh->size = n;
-  in_use = in_use - old + n;
+  s->in_use = s->in_use - old + n;
   return nh + 1;
 }
 
@@ -295,13 +285,31 @@ size_t mem_size(const void *p) { return p ? ((const MemHdr *)p - 1)->size : 0; }
 
 void mem_free(void *p) {
   if (!p) return;
+  ShmState *s = state_cur();
   MemHdr *h = (MemHdr *)p - 1;
-  scope_unlink(h);
-  in_use -= h->size;
-  if (h->mapped || !cache_put(h)) block_free(h);
+  scope_unlink(s, h);
+  s->in_use -= h->size;
+  if (h->mapped || !cache_put(s, h)) block_free(s, h);
+}
+
+/* A state ends: its cached and pooled blocks go back to the system. */
+void mem_state_release(ShmState *s) {
+  for (int c = 0; c < CACHE_CLASSES; c++)
+    while (s->cache[c]) {
+      MemHdr *h = s->cache[c];
+      s->cache[c] = h->next;
+      free(h);
+    }
+  s->cached_bytes = 0;
+  while (s->npool) {
+    MemHdr *h = s->pool[--s->npool];
+    munmap(large_base(h), large_span(h->size));
+  }
+  s->pool_bytes = 0;
 }
 
 void mem_discard(void *p, size_t off, size_t len) {
+  pthread_once(&facts_once, facts_init);
   MemHdr *h = p ? (MemHdr *)p - 1 : NULL;
   if (!h || !h->mapped || !page_size || off >= h->size) return;
   if (len > h->size - off) len = h->size - off;
@@ -320,26 +328,28 @@ char *mem_strndup(const char *s, size_t n) {
 
 /* ---- scopes -------------------------------------------------------------- */
 
-static int scope_token;
-
 /* A runtime error unwinds through an open scope: every block it allocated
-   and did not free is garbage. */
+   and did not free is garbage.  (The cleanup's token is the state's
+   scope_token.) */
 static void scope_abort(void *token) {
   (void)token;
-  while (scope_list) mem_free(scope_list + 1);
-  scope_depth = 0;
+  ShmState *s = state_cur();
+  while (s->scope_list) mem_free(s->scope_list + 1);
+  s->scope_depth = 0;
 }
 
 void mem_scope_begin(void) {
-  scope_depth++;
-  err_defer(scope_abort, &scope_token);
+  ShmState *s = state_cur();
+  s->scope_depth++;
+  err_defer(scope_abort, &s->scope_token);
 }
 
 void mem_scope_end(void) {
-  err_undefer(&scope_token);
-  if (--scope_depth > 0) return;
-  for (MemHdr *h = scope_list; h; h = h->next) h->scoped = 0;   /* off the list */
-  scope_list = NULL;
+  ShmState *s = state_cur();
+  err_undefer(&s->scope_token);
+  if (--s->scope_depth > 0) return;
+  for (MemHdr *h = s->scope_list; h; h = h->next) h->scoped = 0;   /* off the list */
+  s->scope_list = NULL;
 }
 
 /* ---- arenas ------------------------------------------------------------ */

@@ -6,6 +6,9 @@
 ** failures in tests.  On failure these functions do not return NULL: they
 ** raise a runtime error through err.h's boundary.
 **
+** The accounting, the limit and the caches are those of the thread's
+** current state (state.h).
+**
 ** An Arena is a bump allocator for things that live and die together (the
 ** AST of a file, the checked program of a REPL statement).  Arena memory is
 ** released all at once by arena_free.
@@ -35,6 +38,7 @@ void mem_discard(void *p, size_t off, size_t len);
 size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
 void mem_set_limit(size_t bytes);
+size_t mem_limit(void);
 /* A byte count as "896 B", "3.5 KiB", "4.0 MiB" or "1.25 GiB", in out. */
 const char *mem_human(char *out, size_t n, double bytes);
 /* Test switch: make the Nth allocation from now fail (0 = off).  The

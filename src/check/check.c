@@ -161,8 +161,8 @@ IrFunc *check_new_func(Checker *C, const FuncDef *fd, Mesh *mesh) {
 }
 
 char *check_type_text(Ctx *cx, const Type *t) {
-  static char bufs[4][256];
-  static int which;
+  static _Thread_local char bufs[4][256];   /* (per thread: two states may check at once) */
+  static _Thread_local int which;
   Buf b = {0};
   err_defer(buf_release, &b);
   show_type(&b, t, cx ? cx->mesh : NULL);
@@ -174,8 +174,8 @@ char *check_type_text(Ctx *cx, const Type *t) {
 }
 
 char *check_vma_text(Ctx *cx, uint32_t vma) {
-  static char bufs[4][256];
-  static int which;
+  static _Thread_local char bufs[4][256];   /* (per thread: two states may check at once) */
+  static _Thread_local int which;
   Buf b = {0};
   err_defer(buf_release, &b);
   show_vma_message(&b, vma, cx->mesh);
@@ -739,7 +739,7 @@ static void check_import(Ctx *cx, AstStmt *s) {
   if (env) { snprintf(c2, sizeof c2, "%s/%.*s", env, s->name.n, s->name.p); cands[nc++] = c2; }
   snprintf(c3, sizeof c3, "%s/%.*s", SHM_SOURCE_STDLIB, s->name.n, s->name.p);
   cands[nc++] = c3;
-  static char c4[4096];
+  static _Thread_local char c4[4096];
   snprintf(c4, sizeof c4, "%s/%.*s", SHM_INSTALL_STDLIB, s->name.n, s->name.p);
   cands[nc++] = c4;
   /* `import "stdlib/x.shm"` also finds the library by its own folder name */

@@ -74,6 +74,12 @@ typedef struct CheckName {
 } CheckName;
 int check_list_names(Checker *C, CheckName *out, int max);
 
+/* A new top-level variable of type t, given its value from outside the
+   program (the embedding API's inputs: eval_assign sets it); bound to its
+   name in the top-level scope when `bind`, so that later text sees it,
+   else reachable only through check_expr's `vars`. */
+IrVar *check_new_var(Checker *C, const char *name, const Type *t, bool bind);
+
 /* `show NAME` into out; false when NAME is no function checked yet. */
 bool check_show_func(Checker *C, Str name, Buf *out);
 

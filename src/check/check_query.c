@@ -284,7 +284,7 @@ static const char *scope_hint(Binding *scope, BindKind want, Str name, char *out
 }
 
 const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name) {
-  static char msg[256];
+  static _Thread_local char msg[256];      /* (per thread: two states may check at once) */
   char hint[128];
   if (want == B_VAR && check_lookup(scope, B_FUNC, name)) return "'%.*s' is a function, not a value";
   if (want == B_FUNC && check_lookup(scope, B_VAR, name))
@@ -292,4 +292,16 @@ const char *check_unbound(Checker *C, Binding *scope, BindKind want, Str name) {
   if (!later_def(C, want, name, hint, sizeof hint)) scope_hint(scope, want, name, hint, sizeof hint);
   snprintf(msg, sizeof msg, "unknown %s '%%.*s'%s", want == B_VAR ? "variable" : "function", hint);
   return msg;
+}
+
+IrVar *check_new_var(Checker *C, const char *name, const Type *t, bool bind) {
+  Ctx cx;
+  check_ctx_init(&cx, C, C->main, C->top, NULL, 0, -1);
+  const char *nm = arena_strndup(&C->prog.arena, name, strlen(name));
+  IrVar *v = emit_var(EM(&cx), str_c(nm), *t, span_none());
+  if (bind) {
+    C->top = check_bind(C, C->top, B_VAR, str_c(nm));
+    C->top->var = v;
+  }
+  return v;
 }

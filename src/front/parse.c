@@ -28,7 +28,7 @@ int parse_load(const char *path, Span from) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot open '%s': %s", path, strerror(errno));
     if (from.file >= 0) diag_error(from, "%s", msg);
-    else fprintf(stderr, "shmapi: %s\n", msg);
+    else diag_report(span_none(), NULL, msg);
     return -1;
   }
   size_t cap = 4096, n = 0;
@@ -46,7 +46,7 @@ int parse_load(const char *path, Span from) {
         char msg[512];
         snprintf(msg, sizeof msg, "'%s' is larger than the %u MiB source limit", path, MAX_SOURCE >> 20);
         if (from.file >= 0) diag_error(from, "%s", msg);
-        else fprintf(stderr, "shmapi: %s\n", msg);
+        else diag_report(span_none(), NULL, msg);
         return -1;
       }
       cap *= 2;

@@ -366,7 +366,7 @@ bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps) {
     ok = false;
     char msg[1200];
     snprintf(msg, sizeof msg, "%s", err_message());
-    diag_print(stderr, W.where ? W.where->whole : span_none(), "error", msg);
+    diag_report(W.where ? W.where->whole : span_none(), "error", msg);
   }
   return ok;
 }

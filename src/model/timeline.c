@@ -1080,3 +1080,16 @@ void tl_report(Timeline *T, FILE *out) {
     fprintf(out, "note: %s has no %s peak; modelled at its f32 peak\n", T->hw.name, T->undeclared);
   for (int i = 0; i < T->nnotes; i++) fprintf(out, "data-dependent: %s\n", T->notes[i]);
 }
+
+void tl_totals(const Timeline *T, TlTotals *out) {
+  memset(out, 0, sizeof *out);
+  out->makespan = tl_makespan(T);
+  out->devices = T->ndev;
+  for (int i = 0; i < T->nlines; i++) out->bytes_sent += T->lines[i].bytes;
+  for (int64_t d = 0; d < T->ndev; d++) {
+    if (T->busy_c[d] > out->compute) out->compute = T->busy_c[d];
+    if (T->busy_m[d] > out->comm) out->comm = T->busy_m[d];
+    if (T->exposed[d] > out->exposed) out->exposed = T->exposed[d];
+    if ((double)T->peak[d] > out->peak_hbm) out->peak_hbm = (double)T->peak[d];
+  }
+}

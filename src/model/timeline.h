@@ -67,6 +67,15 @@ void tl_note(Timeline *T, const IrStmt *st, const char *what);
 /* The report of --time: per device compute, communication, exposed
    communication and idle; peak memory; the per-line table. */
 void tl_report(Timeline *T, FILE *out);
+/* The report's totals as numbers: the makespan (seconds); the most any
+   one device spent computing, communicating, and communicating exposed
+   (not hidden behind compute); the highest peak HBM of a device (bytes);
+   the bytes collectives sent (all devices); the devices modelled. */
+typedef struct TlTotals {
+  double makespan, compute, comm, exposed, peak_hbm, bytes_sent;
+  int64_t devices;
+} TlTotals;
+void tl_totals(const Timeline *T, TlTotals *out);
 
 /* A placement that failed (a mesh too large for the hardware): the
    message, or NULL. */

@@ -23,6 +23,7 @@
 ** Sections: elementwise rules and kernels; reductions and scans; shape
 ** ops; indexing; creation; the table; elementwise over many blocks.
 */
+#include <pthread.h>
 #include <math.h>
 #include "err.h"
 #include "coll.h"
@@ -1443,23 +1444,26 @@ const PrimInfo prim_table[P_COUNT] = {
 ** Elementwise over many blocks (eval.c)
 ** ========================================================================= */
 
-int prim_ew_op(int prim) {
-  /* built from prim_table on first use, constant afterwards */
-  static signed char ops[P_COUNT];
-  static bool ready;
-  if (!ready) {
-    for (int p = 0; p < P_COUNT; p++) {
-      KernFn k = prim_table[p].kernel;
-      int op = -1;
+/* Built from prim_table on first use (once per process, from any thread:
+   pthread_once), constant afterwards. */
+static signed char ew_ops[P_COUNT];
+static pthread_once_t ew_ops_once = PTHREAD_ONCE_INIT;
+
+static void ew_ops_init(void) {
+  for (int p = 0; p < P_COUNT; p++) {
+    KernFn k = prim_table[p].kernel;
+    int op = -1;
 #define X(name, o) if (k == kern_##name) op = o;
-      BINARY_KERNELS(X)
-      UNARY_KERNELS(X)
+    BINARY_KERNELS(X)
+    UNARY_KERNELS(X)
 #undef X
-      ops[p] = (signed char)op;
-    }
-    ready = true;
+    ew_ops[p] = (signed char)op;
   }
-  return prim >= 0 && prim < P_COUNT ? ops[prim] : -1;
+}
+
+int prim_ew_op(int prim) {
+  pthread_once(&ew_ops_once, ew_ops_init);
+  return prim >= 0 && prim < P_COUNT ? ew_ops[prim] : -1;
 }
 
 void prim_ew_apply(int op, const Array *a, const Array *b, Array *r) {

@@ -7,6 +7,7 @@
 #include "drops.h"
 #include "err.h"
 #include "eval.h"
+#include "state.h"
 #include "fabmpi.h"
 #include "ew.h"
 #include "rule.h"
@@ -14,8 +15,6 @@
 #include "valprint.h"
 #include "npy.h"
 #include "npprint.h"
-
-volatile sig_atomic_t eval_interrupted;
 
 struct Interp {
   IrFunc *main;
@@ -538,8 +537,8 @@ static void devices_text(const Space *sp, char *out, size_t n);
 
 /* One loop iteration, run by the instances of `sp`. */
 static void step(Interp *I, const Space *sp) {
-  if (eval_interrupted) {
-    eval_interrupted = 0;
+  if (state_cur()->interrupted) {
+    state_cur()->interrupted = 0;
     err_throw("interrupted");
   }
   if (I->max_steps && ++I->steps > I->max_steps) {
@@ -1046,7 +1045,7 @@ static void exec_print(Frame *F, IrStmt *st) {
     else vp_value(&b, &F->space, value_of(F, it->atom.var), true);
   }
   buf_putc(&b, '\n');
-  fwrite(b.p, 1, b.n, stdout);
+  state_out(b.p, b.n);
   err_undefer(&b);
   buf_free(&b);
 }
@@ -1077,7 +1076,7 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     break;
   case IS_SHOW:
     if (fmpi_size() == 1) {
-      fputs(st->text, stdout);
+      state_out(st->text, strlen(st->text));
     } else if (F->space.mesh || fmpi_rank() == 0) {
       fmpi_out_begin();
       fmpi_out_text(st->text, strlen(st->text));
@@ -1298,7 +1297,7 @@ bool eval_run_to(Interp *I, int start, int to) {
   char msg[1400];
   snprintf(msg, sizeof msg, "%s%s", err_message(), strstr(err_message(), " (on ") ? "" : where);
   if (fmpi_size() == 1) {
-    diag_print(stderr, st ? st->whole : span_none(), "error", msg);
+    diag_report(st ? st->whole : span_none(), "error", msg);
     return false;
   }
   /* under several ranks rank 0 reports the first failure (of the run's

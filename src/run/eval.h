@@ -109,7 +109,8 @@ void eval_assign(Frame *F, IrVar *v, Val *val);
    is told of it, EV_LINE, before it runs). */
 void eval_jump(Frame *F, int index);
 
-/* Set by a SIGINT handler: the running statement stops at the next step. */
-extern volatile sig_atomic_t eval_interrupted;
+/* (A request to stop the running statement at its next step is the
+   current state's `interrupted`, state.h: set by the REPL's SIGINT handler,
+   or by shmapi_interrupt from another thread.) */
 
 #endif

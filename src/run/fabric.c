@@ -12,6 +12,7 @@
 #include "fabric.h"
 #include "half.h"
 #include "par.h"
+#include "state.h"
 
 /* ---- statistics ---------------------------------------------------------------------- */
 
@@ -24,12 +25,6 @@ typedef struct Stat {
   double per_dev_sent;    /* bytes one device sends, summed over calls */
 } Stat;
 
-static Stat stats[P_COUNT];
-/* Under several ranks: one record per call of this rank since the last
-   sync (its place in the run, the primitive, this rank's instances, the
-   bytes each sends and receives), merged on rank 0 into `stats`. */
-static Buf records;
-
 /* The same totals per set of mesh axes a collective runs over ("i",
    "(i, j)"), in the order first met. */
 enum { NAXSTAT = 16 };
@@ -38,25 +33,56 @@ typedef struct AxStat {
   long calls;
   double sent;
 } AxStat;
-static AxStat axstats[NAXSTAT + 1];     /* the last: every other set */
-static int naxstats;
-static char cur_axes[64];               /* of the collective running */
+
+/* The statistics of a state (state.h's fabric slot, made on first use). */
+typedef struct FabStats {
+  Stat stats[P_COUNT];
+  /* Under several ranks: one record per call of this rank since the last
+     sync (its place in the run, the primitive, this rank's instances, the
+     bytes each sends and receives), merged on rank 0 into `stats`. */
+  Buf records;
+  AxStat axstats[NAXSTAT + 1];     /* the last: every other set */
+  int naxstats;
+  char cur_axes[64];               /* of the collective running */
+} FabStats;
+
+static void fs_free(void *p) {
+  FabStats *f = p;
+  buf_free(&f->records);
+  free(f);
+}
+
+static FabStats *fs(void) {
+  ShmState *st = state_cur();
+  if (!st->slot[SLOT_FABRIC]) {
+    FabStats *f = calloc(1, sizeof *f);
+    if (!f) err_throw("out of memory: the system refused %zu bytes", sizeof *f);
+    st->slot[SLOT_FABRIC] = f;
+    st->slot_free[SLOT_FABRIC] = fs_free;
+  }
+  return st->slot[SLOT_FABRIC];
+}
 
 void fab_stats_reset(void) {
-  memset(stats, 0, sizeof stats);
-  memset(axstats, 0, sizeof axstats);
-  naxstats = 0;
-  buf_reset(&records);
+  FabStats *f = fs();
+  memset(f->stats, 0, sizeof f->stats);
+  memset(f->axstats, 0, sizeof f->axstats);
+  f->naxstats = 0;
+  buf_reset(&f->records);
 }
 
 bool fab_stats_any(void) {
+  FabStats *f = fs();
   for (int p = 0; p < P_COUNT; p++)
-    if (stats[p].calls) return true;
+    if (f->stats[p].calls) return true;
   return false;
 }
 
 /* The entry of the set of axes `axes`. */
 static AxStat *axstat_of(const char *axes) {
+  FabStats *f = fs();
+  AxStat *axstats = f->axstats;
+  int naxstats = f->naxstats;
   for (int k = 0; k < naxstats; k++)
     if (!strcmp(axstats[k].axes, axes)) return &axstats[k];
   if (naxstats == NAXSTAT) {
@@ -64,7 +90,8 @@ static AxStat *axstat_of(const char *axes) {
     return &axstats[NAXSTAT];
   }
   snprintf(axstats[naxstats].axes, sizeof axstats[naxstats].axes, "%s", axes);
-  return &axstats[naxstats++];
+  f->naxstats++;
+  return &axstats[naxstats];
 }
 
 /* One call of collective prim over the mesh axes `axes` (as text). */
@@ -72,7 +99,7 @@ static void count_call(int prim, long devices, double sent_each, double recv_eac
   AxStat *ax = axstat_of(axes);
   ax->calls++;
   ax->sent += sent_each * (double)devices;
-  Stat *s = &stats[prim];
+  Stat *s = &fs()->stats[prim];
   s->calls++;
   s->devices += devices;
   if (devices > s->maxdev) s->maxdev = devices;
@@ -84,24 +111,29 @@ static void count_call(int prim, long devices, double sent_each, double recv_eac
 /* A collective's call: counted here, or under several ranks recorded
    for rank 0's merge. */
 static void account(int prim, long devices, double sent_each, double recv_each) {
+  FabStats *f = fs();
   if (fmpi_size() == 1) {
-    count_call(prim, devices, sent_each, recv_each, cur_axes);
+    count_call(prim, devices, sent_each, recv_each, f->cur_axes);
     return;
   }
-  fmpi_path_put(&records);
+  fmpi_path_put(&f->records);
   int64_t p = prim, d = devices;
   double x[2] = {sent_each, recv_each};
-  buf_put(&records, (const char *)&p, sizeof p);
-  buf_put(&records, (const char *)&d, sizeof d);
-  buf_put(&records, (const char *)x, sizeof x);
-  buf_put(&records, cur_axes, sizeof cur_axes);
+  buf_put(&f->records, (const char *)&p, sizeof p);
+  buf_put(&f->records, (const char *)&d, sizeof d);
+  buf_put(&f->records, (const char *)x, sizeof x);
+  buf_put(&f->records, f->cur_axes, sizeof f->cur_axes);
 }
 
-const Buf *fab_stats_records(void) { return &records; }
+const Buf *fab_stats_records(void) { return &fs()->records; }
 
-void fab_stats_release(void) { buf_free(&records); }
+void fab_stats_release(void) {
+  ShmState *st = state_cur();
+  if (st->slot[SLOT_FABRIC]) fs_free(st->slot[SLOT_FABRIC]);
+  st->slot[SLOT_FABRIC] = NULL;
+}
 
-void fab_stats_records_done(void) { buf_reset(&records); }
+void fab_stats_records_done(void) { buf_reset(&fs()->records); }
 
 /* A record as read back on rank 0. */
 typedef struct Rec {
@@ -138,7 +170,7 @@ void fab_stats_merge(const char *const *p, const size_t *n, int nranks) {
       memcpy(&e->sent, q + 16, 8);
       memcpy(&e->recv, q + 24, 8);
       e->axes = q + 32;
-      q += 32 + sizeof cur_axes;
+      q += 32 + sizeof fs()->cur_axes;
     }
   if (nrec) qsort(rec, (size_t)nrec, sizeof *rec, rec_cmp);
   for (int a = 0, b; a < nrec; a = b) {       /* one call: the records of one place */
@@ -152,7 +184,7 @@ void fab_stats_merge(const char *const *p, const size_t *n, int nranks) {
 /* The table's rows by mesh axes, then (explain) what its columns mean. */
 static void stats_tail(FILE *out, bool explain) {
   for (int k = 0; k <= NAXSTAT; k++) {
-    AxStat *a = &axstats[k];
+    AxStat *a = &fs()->axstats[k];
     if (!a->calls) continue;
     char t[32];
     mem_human(t, sizeof t, a->sent);
@@ -169,7 +201,7 @@ void fab_stats_print(FILE *out, bool explain) {
   long calls = 0, devs = 0;
   double total = 0, per = 0;
   for (int p = 0; p < P_COUNT; p++) {
-    Stat *s = &stats[p];
+    Stat *s = &fs()->stats[p];
     if (!s->calls) continue;
     char a[32], b[32];
     mem_human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
@@ -1073,23 +1105,24 @@ static void trim(const Space *sp, Val *out) {
 
 /* cur_axes: "i" or "(i, j)", the axes of mask (cut to its size, as
    snprintf would; without it: this runs at every collective). */
-static size_t axes_put(size_t len, const char *p, size_t n) {
-  if (len + n > sizeof cur_axes - 1) n = sizeof cur_axes - 1 - len;
+static size_t axes_put(char *cur_axes, size_t len, const char *p, size_t n) {
+  if (len + n > sizeof fs()->cur_axes - 1) n = sizeof fs()->cur_axes - 1 - len;
   memcpy(cur_axes + len, p, n);
   return len + n;
 }
 
 static void axes_text(const Mesh *m, uint32_t mask) {
+  char *cur_axes = fs()->cur_axes;
   size_t len = 0;
   int n = 0;
   for (int k = 0; k < m->naxes; k++) n += (mask >> k) & 1;
-  if (n != 1) len = axes_put(len, "(", 1);
+  if (n != 1) len = axes_put(cur_axes, len, "(", 1);
   for (int k = 0, c = 0; k < m->naxes; k++)
     if (mask & (1u << k)) {
-      if (c++) len = axes_put(len, ", ", 2);
-      len = axes_put(len, m->axis[k].p, (size_t)m->axis[k].n);
+      if (c++) len = axes_put(cur_axes, len, ", ", 2);
+      len = axes_put(cur_axes, len, m->axis[k].p, (size_t)m->axis[k].n);
     }
-  if (n != 1) len = axes_put(len, ")", 1);
+  if (n != 1) len = axes_put(cur_axes, len, ")", 1);
   cur_axes[len] = 0;
 }
 

@@ -31,6 +31,7 @@
 #include "npprint.h"
 #include "inspect.h"
 #include "valprint.h"
+#include "state.h"
 #include "show.h"
 
 typedef enum { M_RUN, M_STEP, M_NEXT, M_UNTIL, M_RETURN } Mode;
@@ -1247,8 +1248,8 @@ static void trace(Interp *I, Frame *F, IrStmt *st, EvalEvent ev, void *data) {
   D->in.frame = F;
   D->in.stmt = st;
   D->ev = ev;
-  if (eval_interrupted) {
-    eval_interrupted = 0;
+  if (state_cur()->interrupted) {
+    state_cur()->interrupted = 0;
     if (!D->engaged) err_throw("interrupted");
     do_stop(D, F, st, ev, "Program interrupted. (Use 'continue' to resume.)", NULL);
     return;
@@ -1329,7 +1330,7 @@ static void begin_run(Dbg *D, bool stop_first) {
   D->in.stopped = false;
   D->in.frame = NULL;
   D->in.stmt = NULL;
-  eval_interrupted = 0;
+  state_cur()->interrupted = 0;
 }
 
 DbgResult dbg_run_main(Dbg *D, int from, int to, bool stop_first) {

@@ -24,6 +24,7 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "state.h"
 #include "inspect.h"
 #include "lex.h"
 #include "parse.h"
@@ -179,9 +180,9 @@ static char *read_line(Repl *R, const char *prompt) {
   fflush(stdout);
   fflush(stderr);
   if (R->tty) {
-    eval_interrupted = 0;
+    state_cur()->interrupted = 0;
     char *l = readline(prompt);
-    if (eval_interrupted) {
+    if (state_cur()->interrupted) {
       /* Ctrl-C at the prompt: drop the line (and any unfinished input).
          Usually read() returns with EINTR and readline with NULL; a
          Ctrl-C that comes while libedit is still taking in typed-ahead
@@ -189,7 +190,7 @@ static char *read_line(Repl *R, const char *prompt) {
          unread ones away), so the line that Enter then ends is what was
          left of it: dropped too, never run. */
       free(l);
-      eval_interrupted = 0;
+      state_cur()->interrupted = 0;
       R->interrupted = true;
       putchar('\n');
       return strdup("");
@@ -817,9 +818,13 @@ static bool lone_line(Repl *R, const char *line) {
   return done;
 }
 
+/* The state a ^C interrupts: the REPL's (a signal handler takes no user
+   pointer; one REPL per process). */
+static ShmState *volatile sigint_state;
+
 static void on_sigint(int sig) {
   (void)sig;
-  eval_interrupted = 1;
+  if (sigint_state) sigint_state->interrupted = 1;
 }
 
 static void setup_terminal(Repl *R) {
@@ -854,6 +859,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
   eval_set_max_steps(R.I, (long)opts->max_steps);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
+  sigint_state = state_cur();
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
@@ -898,7 +904,7 @@ int repl_main(const char *file, const ReplOptions *opts) {
     }
     if (!line) break;
     if (R.tty) pager_begin(pager_rows());
-    eval_interrupted = 0;
+    state_cur()->interrupted = 0;
     if (R.interrupted) {
       R.interrupted = false;
       buf_reset(&chunk);
