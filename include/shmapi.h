@@ -83,6 +83,13 @@ SHMAPI_API size_t shmapi_memory_in_use(shmapi_State *S);
 typedef void (*shmapi_Writer)(void *ud, const char *text, size_t n);
 SHMAPI_API int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud);
 
+/* Where warnings and notes go as they arise (a pasted custom_jvp_call whose
+   rule is not known, a debug_callback that cannot run): fn(ud, text, n)
+   with the text the shmapi program prints for each (file:line:col, the
+   source line and a caret), once per place.  They are not errors and do not
+   change a status.  NULL drops them (the default). */
+SHMAPI_API int shmapi_set_warnings(shmapi_State *S, shmapi_Writer fn, void *ud);
+
 /* Ask the statement or call running in S to stop at its next loop step:
    it fails with the error "interrupted".  Safe from any thread and from a
    signal handler. */

@@ -229,6 +229,12 @@ static void to_stdout(void *ud, const char *text, size_t n) {
   fwrite(text, 1, n, stdout);
 }
 
+static void to_stderr(void *ud, const char *text, size_t n) {
+  (void)ud;
+  fflush(stdout);
+  fwrite(text, 1, n, stderr);
+}
+
 static int run_script(const char *file, const char *code, const shmapi_Limits *lim) {
   shmapi_Limits open = *lim;
   open.fail_alloc_after = 0;        /* (the switch counts from the state's first use) */
@@ -239,6 +245,7 @@ static int run_script(const char *file, const char *code, const shmapi_Limits *l
   }
   shmapi_set_limits(S, lim);
   shmapi_set_print(S, to_stdout, NULL);
+  shmapi_set_warnings(S, to_stderr, NULL);
   int rc = code ? shmapi_load_string(S, "<command line>", code, strlen(code)) : shmapi_load_file(S, file);
   if (rc == SHMAPI_OK) rc = shmapi_release_dead(S);
   if (rc == SHMAPI_OK) rc = shmapi_run(S);

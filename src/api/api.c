@@ -203,6 +203,13 @@ int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud) {
   return SHMAPI_OK;
 }
 
+int shmapi_set_warnings(shmapi_State *S, shmapi_Writer fn, void *ud) {
+  if (!S) return SHMAPI_MISUSE;
+  S->st->errout = fn;
+  S->st->errout_ud = ud;
+  return SHMAPI_OK;
+}
+
 void shmapi_interrupt(shmapi_State *S) {
   if (S) S->st->interrupted = 1;
 }
