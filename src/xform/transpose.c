@@ -35,7 +35,7 @@ typedef struct TrCtx TrCtx;
 #define TR_RULES(X) \
   X(add) X(sub) X(neg) X(mul) X(div) X(dot_general) X(reshape) X(transpose) \
   X(broadcast_in_dim) X(reduce_sum) X(squeeze) X(expand_dims) X(slice) X(pad) \
-  X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(convert_element_type) \
+  X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(scatter_mul) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
   X(cond) X(fori_loop) X(scan) X(shard_map)
@@ -815,6 +815,32 @@ static bool tr_scatter(TrCtx *cx) {
     tr_give(cx, 0, emit1(cx, P_SCATTER, bld_scatter_like(B, cx->st), cx->st->nparams, in, 3));
   }
   give_updates(cx, ct);
+  return true;
+}
+
+/* scatter-mul, linear in the operand (updates constant) or in the
+   updates (operand constant, unique_indices=True, as JAX): the operand's
+   cotangent is the same scatter-mul of the cotangent; the updates' the
+   gather of the cotangent times the operand. */
+static bool tr_scatter_mul(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[1]) return tr_error(cx, "scatter-mul with linear indices is not linear");
+    if (cx->lin_in[0] && cx->lin_in[2]) return tr_error(cx, "scatter-mul of two linear values is not linear");
+    if (cx->lin_in[2] && !pv_int(rule_stmt_param(cx->st, "unique_indices"), 0))
+      return tr_error(cx, "scatter-mul is transposed in its updates only with unique_indices=True (as JAX does)");
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  if (cx->lin_in[0]) {
+    IrAtom in[3] = {ct, tr_in(cx, 1), tr_in(cx, 2)};
+    tr_give(cx, 0, emit1(cx, P_SCATTER_MUL, bld_scatter_like(B, cx->st), cx->st->nparams, in, 3));
+  }
+  if (cx->lin_in[2]) {
+    IrAtom m[2] = {ct, tr_in(cx, 0)};
+    IrAtom in[2] = {emit1(cx, P_MUL, NULL, 0, m, 2), tr_in(cx, 1)};
+    tr_give(cx, 2, emit1(cx, P_GATHER, bld_gather_for_scatter(B, cx->st), 6, in, 2));
+  }
   return true;
 }
 
