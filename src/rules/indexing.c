@@ -171,7 +171,7 @@ static bool read_mode(RuleCtx *cx, int dflt, int *mode) {
       else if (str_eqc(v->s, "promise_in_bounds")) m = IDX_PROMISE_IN_BOUNDS;
     }
     if (m < 0 && v->k == PV_NAME && name_is(v->s, "ONE_HOT"))
-      return rule_param_error(cx, "mode", "%s with mode ONE_HOT is not supported (a TPU lowering of JAX's)", cx->prim);
+      return rule_param_error(cx, "mode", "%s with mode ONE_HOT is not supported", cx->prim);
     if (m < 0)
       return rule_param_error(cx, "mode",
                               "%s's mode must be GatherScatterMode.CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS "
@@ -263,8 +263,8 @@ static bool check_index_map(RuleCtx *cx, const IntList *m, const char *name, con
   LsBuf b;
   TyBuf a;
   if (m->n != ix->shape[ix->rank - 1])
-    return rule_error(cx, "%s's %s %s has %d entries but the index vectors of %s have %lld", cx->prim, name,
-                      rule_ls(&b, m), m->n, rule_ty(&a, ix), (long long)ix->shape[ix->rank - 1]);
+    return rule_error(cx, "%s's %s %s must have one entry per index vector entry: the index vectors of %s have %lld",
+                      cx->prim, name, rule_ls(&b, m), rule_ty(&a, ix), (long long)ix->shape[ix->rank - 1]);
   return check_dims(cx, m, name, op->rank, false, "operand");
 }
 
@@ -290,7 +290,7 @@ static bool read_fill(RuleCtx *cx, int mode, int dt, Attrs *at) {
 static bool gather_checks(RuleCtx *cx, const IntList dn[5], const IntList *ss, const Type *op, const Type *ix) {
   static const char *names[5] = {"offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims",
                                  "start_indices_batching_dims"};
-  LsBuf b, c, d;
+  LsBuf b, c, d, e;
   TyBuf a;
   int out_rank = dn[0].n + ix->rank - 1;
   if (!check_dims(cx, &dn[0], names[0], out_rank, true, "result")) return false;
@@ -303,7 +303,7 @@ static bool gather_checks(RuleCtx *cx, const IntList dn[5], const IntList *ss, c
   if (ss->n != dn[0].n + dn[1].n + dn[3].n)
     return rule_error(cx, "gather: every operand dimension must be an offset, collapsed or batching one: "
                       "slice_sizes %s, offset_dims %s, collapsed_slice_dims %s, operand_batching_dims %s",
-                      rule_ls(&b, ss), rule_ls(&c, &dn[0]), rule_ls(&d, &dn[1]), rule_ls(&b, &dn[3]));
+                      rule_ls(&b, ss), rule_ls(&c, &dn[0]), rule_ls(&d, &dn[1]), rule_ls(&e, &dn[3]));
   bool empty = false;
   for (int k = 0; k < ix->rank; k++) empty |= ix->shape[k] == 0;
   for (int k = 0; k < ss->n && !empty; k++)
@@ -365,8 +365,8 @@ static bool scatter_checks(RuleCtx *cx, const IntList dn[5], const Type *op, con
   TyBuf a, b;
   int want = ix->rank - 1 + dn[0].n;
   if (up->rank != want)
-    return rule_error(cx, "%s's updates %s must have rank %d (the indices' batch dimensions and %d window "
-                      "dimensions)", cx->prim, rule_ty(&a, up), want, dn[0].n);
+    return rule_error(cx, "%s's updates %s must have rank %d (the indices' batch dimensions, %d, and "
+                      "update_window_dims, %d)", cx->prim, rule_ty(&a, up), want, ix->rank - 1, dn[0].n);
   if (!check_dims(cx, &dn[0], names[0], up->rank, true, "updates")) return false;
   if (!check_dims(cx, &dn[1], names[1], op->rank, true, "operand")) return false;
   if (!check_batching(cx, dn, names, op, ix)) return false;
@@ -398,8 +398,9 @@ static bool scatter_checks(RuleCtx *cx, const IntList dn[5], const Type *op, con
   return true;
 }
 
-/* update_jaxpr: None, or (older JAX) the combining function, kept as
-   written; `scatter` with a function of its own is scatter_apply. */
+/* update_jaxpr: None, or (older JAX) the combining function, which the
+   primitive's name already says (show prints None, as JAX does now);
+   `scatter` with a function of its own is scatter_apply. */
 static bool read_update(RuleCtx *cx, int op) {
   PVal *c = rule_get(cx, "update_consts");
   if (c && !((pv_unparen(c)->k == PV_TUPLE || pv_unparen(c)->k == PV_LIST) && pv_unparen(c)->n == 0) &&
@@ -414,7 +415,7 @@ static bool read_update(RuleCtx *cx, int op) {
                             "is not supported");
   if (u && u->k != PV_NONE && u->k != PV_FUNC && u->k != PV_REPR)
     return rule_param_error(cx, "update_jaxpr", "%s's update_jaxpr must be None or a jaxpr", cx->prim);
-  rule_record(cx, "update_jaxpr", u ? u : rule_pv(cx, PV_NONE));
+  rule_record(cx, "update_jaxpr", rule_pv(cx, PV_NONE));
   return true;
 }
 
