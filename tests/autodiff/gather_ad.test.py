@@ -2,7 +2,8 @@
 # timeout: 300
 """Derivatives of gather and the scatter family on random cases (the
 generator of tests/prims/gather_random.test.py, in f64 with distinct
-values so that no two differ by less than the step).
+values, the updates' apart from the operand's, so that no two tie and no
+two differ by less than the step).
 
 For each case f(x, u) = op x indices u (gather: f(x)), with a random
 tangent (xd, ud) and cotangent w:
@@ -62,7 +63,7 @@ def make(rng, k):
     c.has_u = c.op not in ("gather",)
     c.tan_u = c.op not in ("gather", "scatter-mul")
     if c.has_u:
-        c.u = distinct(rng, c.big)
+        c.u = distinct(rng, c.big) + 1 / 32     # never equal to an element of x: no ties
         c.ud = np.array([rng.uniform(-1, 1) for _ in range(c.u.size)]).reshape(c.u.shape)
     return c
 
