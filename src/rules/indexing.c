@@ -13,8 +13,11 @@
 ** l[5] the window size along each operand dimension (gather: slice_sizes;
 ** scatter: 1 on inserted and batching dimensions, else the updates'
 ** window size), i[0] the mode (IDX_CLIP ...), i[1] the combination
-** (IDX_SET ...), b[0] a fill value given, f[0] / i[2] that value as a
-** float / an integer, b[1] the fill value is the dtype's default.
+** (IDX_SET ...), b[0] a fill value given (else the dtype's default),
+** f[0] / i[2] that value as a float / an integer.
+**
+** A big gather runs on two threads (par.h), each writing its own rows; a
+** scatter runs in order on one, which keeps its results defined.
 */
 #include <math.h>
 #include <sys/mman.h>
@@ -272,19 +275,19 @@ static bool check_index_map(RuleCtx *cx, const IntList *m, const char *name, con
 
 /* ---- gather's rule ------------------------------------------------------------- */
 
-static bool read_fill(RuleCtx *cx, int mode, int dt, Attrs *at) {
+/* fill_value: None (the dtype's default) or a number. */
+static bool read_fill(RuleCtx *cx, int dt, Attrs *at) {
   PVal *v = rule_get(cx, "fill_value");
   PVal *u = v ? pv_unparen(v) : NULL;
   at->b[0] = false;
   if (u && u->k != PV_NONE) {
     if (u->k == PV_INT || u->k == PV_BOOL) at->f[0] = (double)u->i, at->i[2] = u->i;
-    else if (u->k == PV_FLOAT) at->f[0] = u->f, at->i[2] = isfinite(u->f) ? (int64_t)u->f : 0;
+    else if (u->k == PV_FLOAT) at->f[0] = u->f, at->i[2] = fabs(u->f) < 9e18 ? (int64_t)u->f : 0;
     else return rule_param_error(cx, "fill_value", "gather's fill_value must be None or a number");
-    if (u->k == PV_FLOAT && dtype_is_int((DType)dt) && u->f != floor(u->f))
+    if (u->k == PV_FLOAT && dtype_is_int((DType)dt) && !(u->f == floor(u->f) && fabs(u->f) < 9e18))
       return rule_param_error(cx, "fill_value", "gather's fill_value %g does not fit the integer operand", u->f);
     at->b[0] = true;
   }
-  (void)mode;
   rule_record(cx, "fill_value", u ? u : rule_pv(cx, PV_NONE));
   return true;
 }
@@ -329,7 +332,7 @@ bool idx_rule_gather(RARGS) {
   if (!read_dnums(cx, false, dn)) return false;
   int mode;
   if (!read_mode(cx, IDX_PROMISE_IN_BOUNDS, &mode)) return false;
-  if (!read_fill(cx, mode, in[0].dt, at)) return false;
+  if (!read_fill(cx, in[0].dt, at)) return false;
   bool flag;
   if (!rule_bool(cx, "indices_are_sorted", false, &flag)) return false;
   if (!rule_ints(cx, "slice_sizes", true, ss)) return false;
@@ -465,9 +468,11 @@ typedef struct Plan {
   int64_t nbatch;
 } Plan;
 
-/* big: gather's result or scatter's updates; wdims: its window dimensions
-   (offset_dims, update_window_dims); dn[1], dn[3] the operand dimensions
-   without a window dimension; wsz: the window size per operand dimension. */
+/* The plan of an equation whose big side is `big` (gather's result or
+   scatter's updates): its window dimensions are dn[0] (offset_dims,
+   update_window_dims), matched in order with the operand dimensions not in
+   dn[1] (collapsed, inserted) nor dn[3] (batching); l[5] the window size
+   along each operand dimension. */
 static void plan_make(Plan *p, const Attrs *at, const Array *op, const Array *ix, const Array *big) {
   const IntList *dn = at->l, *wsz = &at->l[5];
   size_t es = dtype_sizes[op->dt];
@@ -494,8 +499,8 @@ static void plan_make(Plan *p, const Attrs *at, const Array *op, const Array *ix
   for (int d = 0; d < op->rank; d++) p->lim[d] = op->shape[d] - wsz->v[d];
 }
 
-/* Index vector entry k of batch position b, as int64 (an unsigned one
-   past INT64_MAX: INT64_MAX, out of bounds all the same). */
+/* Element i of the indices as int64 (an unsigned one past INT64_MAX:
+   INT64_MAX, out of bounds all the same). */
 static int64_t index_at(const Array *ix, int64_t i) {
   if (ix->dt == DT_U64) {
     uint64_t u = ((const uint64_t *)ix->data)[i];
@@ -504,10 +509,11 @@ static int64_t index_at(const Array *ix, int64_t i) {
   return arr_geti(ix, i);
 }
 
-/* The operand element where batch position g's window starts (its
-   multi-index bpos), or -1 when the window is out of bounds and the mode
-   fills or drops it.  clamp_all: clamp every dimension (gather's CLIP and
-   PROMISE_IN_BOUNDS); clamp_map: only the mapped ones (scatter's CLIP). */
+/* The operand element where batch position g's window starts (bpos: g
+   as a multi-index), or -1 when the window is not wholly in bounds.
+   clamp: first clamp each index vector entry so that the window fits
+   (gather's CLIP and PROMISE_IN_BOUNDS, scatter's CLIP, as XLA and JAX's
+   _clamp_scatter_indices do); batching dimensions start at g's own. */
 static int64_t window_start(const Plan *p, const Attrs *at, const Array *ix, int64_t g, const int64_t *bpos,
                             bool clamp) {
   const IntList *map = &at->l[2], *obd = &at->l[3], *ibd = &at->l[4];
