@@ -516,6 +516,28 @@ class Suite:
                  "≥ 1×", ref / med(shm) >= 1, max(rss),
                  f"{16777216 / med(shm) / 1e6:.0f} M elements/s vs {16777216 / ref / 1e6:.0f}; a stable LSD "
                  "radix sort on order-preserving keys, one thread")
+    # -- an embedding table: gather and scatter-add of 65,536 rows vs NumPy
+    def embedding(self):
+        g, sa, refg, refs, rss = [], [], [], [], []
+        text = out = ""
+        model = os.path.join(HERE, "ref", "embedding_numpy.py")
+        for warm in self.rounds():
+            t, text, r, _ = self.shm_run("embedding.shm", ("begin", "end", "sbegin", "send"))
+            out = run_plain([sys.executable, model])
+            if warm:
+                continue
+            g.append(t["begin"][0])
+            sa.append(t["sbegin"][0])
+            rss.append(r)
+            lines = out.split("\n")
+            refg.append(float(lines[0].split()[1]))
+            refs.append(float(lines[1].split()[1]))
+        check("embedding", text, (numbers(out.split("\n", 2)[2]), 1e-5))
+        rg, rs = med(refg), med(refs)
+        self.row("gather f32[50000,512], 64k rows", med(g), "np.take(table, ids, axis=0)", rg, rg / med(g), "≥ 1×",
+                 rg / med(g) >= 1, max(rss), f"{65536 * 512 * 4 / med(g) / 1e9:.1f} GB/s of rows")
+        self.row("scatter-add of 64k rows into it", med(sa), "np.add.at on a copy of the table", rs, rs / med(sa),
+                 "≥ 1×", rs / med(sa) >= 1, max(rss), "repeated ids add up")
 
     # -- 65,536 instances
     def big_mesh(self):
@@ -654,6 +676,7 @@ class Suite:
         self.guarded("page faults", self.page_faults)
         self.guarded("small_eqns", self.small)
         self.guarded("sort_f32", self.sort_f32)
+        self.guarded("embedding", self.embedding)
         self.guarded("big_mesh", self.big_mesh)
         self.guarded("replicated", self.replicated)
         self.guarded("model_70b", self.model_70b)
@@ -764,7 +787,7 @@ def main():
     ap.add_argument("--allreduce", help="bench/ref/allreduce.c built with mpicc (the ranks rows)")
     ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
                                   "nowhere with --only)")
-    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,conv,collectives,small,sort,big,replicated,model,startup,ranks")
+    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,conv,collectives,small,sort,indexing,big,replicated,model,startup,ranks")
     a = ap.parse_args()
     started = time.time()
     s = Suite(a)
@@ -787,6 +810,8 @@ def main():
             s.guarded("small_eqns", s.small)
         if "sort" in names:
             s.guarded("sort_f32", s.sort_f32)
+        if "indexing" in names:
+            s.guarded("embedding", s.embedding)
         if "big" in names:
             s.guarded("big_mesh", s.big_mesh)
         if "replicated" in names:

@@ -252,6 +252,9 @@ void lex_next(Lexer *L, Tok *t) {
         TOK(TK_COMPLEX);
       }
       "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
+      /* JAX's scatter primitives have a hyphen in their names: scatter-add
+         is one name, as jaxprs print it (shm has no infix minus) */
+      "scatter-" ("add" | "sub" | "mul" | "min" | "max") { TOK(TK_IDENT); }
       ident ("." ident)* {
         Str w = {(const char *)start, (int)(YYCURSOR - start)};
         for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)

@@ -76,8 +76,12 @@ double cost_flops(const IrStmt *st) {
   case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
   case P_DYNAMIC_UPDATE_SLICE: case P_IOTA: case P_ARANGE: case P_FULL: case P_CONVERT_ELEMENT_TYPE:
-  case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT:
+  case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT: case P_GATHER:
+  case P_SCATTER:
     return 0;
+  /* a combining scatter: one operation per update element */
+  case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
+    return type_elems(&st->in[2].t);
   /* reductions and scans: one operation per element read */
   case P_REDUCE_SUM: case P_REDUCE_PROD: case P_REDUCE_MAX: case P_REDUCE_MIN: case P_REDUCE_AND:
   case P_REDUCE_OR: case P_REDUCE_XOR: case P_ARGMAX: case P_ARGMIN: case P_CUMSUM: case P_CUMPROD:
@@ -102,6 +106,15 @@ double cost_hbm_bytes(const IrStmt *st) {
   /* read what the result holds, write it */
   case P_SLICE: case P_DYNAMIC_SLICE: case P_PSCATTER:
     return 2 * type_bytes(out);
+  /* gather: the indices, the windows read, the result written */
+  case P_GATHER:
+    return type_bytes(&st->in[1].t) + 2 * type_bytes(out);
+  /* in place, as XLA does: the indices and updates read, the windows
+     written (and read first, to combine) */
+  case P_SCATTER:
+    return type_bytes(&st->in[1].t) + 2 * type_bytes(&st->in[2].t);
+  case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
+    return type_bytes(&st->in[1].t) + 3 * type_bytes(&st->in[2].t);
   default: {
     double b = 0;
     for (int i = 0; i < st->nin; i++)

@@ -31,6 +31,7 @@
 #include "dot.h"
 #include "ew.h"
 #include "fft.h"
+#include "indexing.h"
 #include "prims.h"
 #include "par.h"
 #include "rng.h"

@@ -2,6 +2,7 @@
 ** irbuild.c — making checked functions equation by equation (the Builder).
 */
 #include "irbuild.h"
+#include "indexing.h"
 #include "prims.h"
 
 struct Builder {
@@ -226,6 +227,48 @@ IrParam *bld_params_with(Builder *B, const IrStmt *st, const char **keys, PVal *
       if (!strcmp(ps[i].key, keys[k])) ps[i].v = vals[k];
   }
   return ps;
+}
+
+static PVal *st_param(const IrStmt *st, const char *key) {
+  for (int i = 0; i < st->nparams; i++)
+    if (!strcmp(st->params[i].key, key)) return st->params[i].v;
+  return NULL;
+}
+
+/* Gather and scatter name the same tuples differently (indexing.h). */
+static PVal *swapped_dnums(Builder *B, const IrStmt *st) {
+  return idx_dnums_swap(st_param(st, "dimension_numbers"), ENEWN(&B->e, PVal, 6), ENEWN(&B->e, PVal *, 5));
+}
+
+IrParam *bld_gather_for_scatter(Builder *B, const IrStmt *st) {
+  IrParam *ps = ENEWN(&B->e, IrParam, 6);
+  const IntList *ws = &st->at->l[5];
+  ps[0] = (IrParam){"dimension_numbers", swapped_dnums(B, st)};
+  ps[1] = (IrParam){"fill_value", bld_pv_int(B, 0)};
+  ps[2] = (IrParam){"indices_are_sorted", st_param(st, "indices_are_sorted")};
+  ps[3] = (IrParam){"mode", st_param(st, "mode")};
+  ps[4] = (IrParam){"slice_sizes", bld_pv_ints(B, ws->v, ws->n)};
+  ps[5] = (IrParam){"unique_indices", st_param(st, "unique_indices")};
+  return ps;
+}
+
+IrParam *bld_scatter_for_gather(Builder *B, const IrStmt *st) {
+  IrParam *ps = ENEWN(&B->e, IrParam, 6);
+  ps[0] = (IrParam){"dimension_numbers", swapped_dnums(B, st)};
+  ps[1] = (IrParam){"indices_are_sorted", st_param(st, "indices_are_sorted")};
+  ps[2] = (IrParam){"mode", st_param(st, "mode")};
+  ps[3] = (IrParam){"unique_indices", st_param(st, "unique_indices")};
+  ps[4] = (IrParam){"update_consts", bld_pv_ints(B, NULL, 0)};
+  ps[5] = (IrParam){"update_jaxpr", bld_pv_name(B, "None")};
+  ps[5].v->k = PV_NONE;
+  return ps;
+}
+
+IrParam *bld_scatter_like(Builder *B, const IrStmt *st) {
+  const char *keys[1] = {"update_jaxpr"};
+  PVal *none = bld_pv_name(B, "None");
+  none->k = PV_NONE;
+  return bld_params_with(B, st, keys, &none, 1);
 }
 
 Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns) {

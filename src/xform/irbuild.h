@@ -51,6 +51,14 @@ PVal *bld_pv_ints(Builder *B, const int64_t *v, int n);
 PVal *bld_pv_fn(Builder *B, int k);
 /* st's parameters, with the values of `keys` replaced (st->nparams of them). */
 IrParam *bld_params_with(Builder *B, const IrStmt *st, const char **keys, PVal **vals, int n);
+/* Gather and scatter (indexing.h), for their transposes and JVPs, as
+   JAX's write them: the parameters (6 each) of the gather reading the
+   windows scatter st writes (fill_value 0) and of the scatter writing the
+   windows gather st reads; scatter st's own parameters with update_jaxpr
+   None (st->nparams of them). */
+IrParam *bld_gather_for_scatter(Builder *B, const IrStmt *st);
+IrParam *bld_scatter_for_gather(Builder *B, const IrStmt *st);
+IrParam *bld_scatter_like(Builder *B, const IrStmt *st);
 /* A copy of at with other functions. */
 Attrs *bld_attrs_with(Builder *B, const Attrs *at, IrFunc **fns, int nfns);
 void *bld_alloc(Builder *B, size_t n);

@@ -56,7 +56,8 @@ typedef bool (*JvpFn)(JvpCx *cx);
   X(logistic) X(sqrt) X(rsqrt) X(cbrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan)        \
   X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(lgamma) X(digamma)           \
   X(polygamma) X(integer_pow) X(convert_element_type) X(clamp) X(select_n) X(reduce_prod)  \
-  X(reduce_chooser) X(cumulative) X(dot_general) X(cond) X(while) X(fori_loop)             \
+  X(reduce_chooser) X(cumulative) X(dot_general) X(gather) X(scatter) X(scatter_mul)        \
+  X(scatter_extremal) X(cond) X(while) X(fori_loop)                                        \
   X(scan) X(shard_map) X(call) X(sort) X(top_k) X(reduce_window_chooser) X(select_window)  \
   X(conv_general_dilated)
 

@@ -385,6 +385,129 @@ static IrAtom conv_term(JvpCx *cx, int k, IrAtom g) {
   return jv_emit(cx, P_CONV_GENERAL_DILATED, cx->st->params, cx->st->nparams, in, 2);
 }
 bool jvp_conv_general_dilated(JvpCx *cx) { return by_terms(cx, conv_term); }
+/* ---- gather and scatter (JAX's rules in jax/_src/lax/slicing.py) ------------------------- */
+
+/* A parameter value True (or 1). */
+static bool is_true(const PVal *p) { return p && (p->k == PV_BOOL || p->k == PV_INT) && p->i; }
+
+/* Zeros of operand k's type where it has no tangent. */
+static IrAtom tan_or_zeros(JvpCx *cx, int k) {
+  if (cx->has[k]) return tan_of(cx, k);
+  Type z = cx->st->in[k].t;
+  z.vma = 0;
+  return bld_zeros(cx->J->B, &z);
+}
+
+/* The gather reading the windows scatter st writes, from x. */
+static IrAtom gather_back(JvpCx *cx, IrAtom x) {
+  IrAtom in[2] = {x, primal(cx, 1)};
+  return jv_emit(cx, P_GATHER, bld_gather_for_scatter(cx->J->B, cx->st), 6, in, 2);
+}
+
+/* prim (a scatter) with st's dimension numbers and flags. */
+static IrAtom scatter_as(JvpCx *cx, int prim, IrAtom x, IrAtom u) {
+  IrAtom in[3] = {x, primal(cx, 1), u};
+  return jv_emit(cx, prim, bld_scatter_like(cx->J->B, cx->st), cx->st->nparams, in, 3);
+}
+
+/* gather: linear in the operand; the tangent's fill is 0. */
+bool jvp_gather(JvpCx *cx) {
+  if (!cx->has[0]) return true;
+  const char *keys[1] = {"fill_value"};
+  PVal *zero = bld_pv_int(cx->J->B, 0);
+  IrAtom in[2] = {tan_of(cx, 0), primal(cx, 1)};
+  jv_set(cx, 0, jv_emit(cx, P_GATHER, bld_params_with(cx->J->B, cx->st, keys, &zero, 1), cx->st->nparams, in, 2));
+  return true;
+}
+
+/* iota + 1 over the updates' scatter dimensions, broadcast along their
+   window dimensions: one id per window (JAX's update_ids). */
+static IrAtom update_ids(JvpCx *cx, const Type *u, int dt) {
+  Builder *B = cx->J->B;
+  const IntList *uwd = &cx->st->at->l[0];
+  int64_t ids[SHM_MAXRANK], n = 1, all[SHM_MAXRANK];
+  for (int d = 0; d < u->rank; d++) {
+    bool w = false;
+    for (int i = 0; i < uwd->n; i++) w |= uwd->v[i] == d;
+    ids[d] = w ? 1 : u->shape[d];
+    n *= ids[d];
+    all[d] = d;
+  }
+  IrParam pi[3] = {kv("dtype", bld_pv_name(B, dtype_names[dt])), kv("shape", bld_pv_ints(B, &n, 1)),
+                   kv("dimension", bld_pv_int(B, 0))};
+  IrAtom x = jv_emit(cx, P_IOTA, pi, 3, NULL, 0);
+  IrParam pr[1] = {kv("new_sizes", bld_pv_ints(B, ids, u->rank))};
+  x = jv_emit(cx, P_RESHAPE, pr, 1, &x, 1);
+  IrParam pb[2] = {kv("shape", bld_pv_ints(B, u->shape, u->rank)), kv("broadcast_dimensions", bld_pv_ints(B, all, u->rank))};
+  x = jv_emit(cx, P_BROADCAST_IN_DIM, pb, 2, &x, 1);
+  return ADD(x, jv_lit(cx, dt, 1));
+}
+
+/* scatter: with unique indices the same scatter of the tangents; else
+   JAX's scheme: scatter an id per update window, gather the ids back, and
+   scatter-add only the tangents of the windows that won (and of the
+   operand's elements no window overwrote). */
+bool jvp_scatter(JvpCx *cx) {
+  if (!cx->has[0] && !cx->has[2]) return true;
+  IrAtom gx = tan_or_zeros(cx, 0), gu = tan_or_zeros(cx, 2);
+  if (is_true(rule_stmt_param(cx->st, "unique_indices"))) {
+    jv_set(cx, 0, scatter_as(cx, P_SCATTER, gx, gu));
+    return true;
+  }
+  const Type *u = &cx->st->in[2].t, *x = &cx->st->in[0].t;
+  int64_t n = 1;
+  for (int d = 0; d < u->rank; d++) n *= u->shape[d];
+  int dt = n < INT64_C(0xffffffff) ? DT_U32 : DT_U64;
+  IrAtom ids = update_ids(cx, u, dt);
+  Type zt = *x;
+  zt.dt = dt;
+  zt.vma = 0;
+  IrAtom scattered = scatter_as(cx, P_SCATTER, bld_zeros(cx->J->B, &zt), ids);
+  IrAtom won = EQ(ids, gather_back(cx, scattered));
+  IrAtom kept = EQ(scattered, jv_lit(cx, dt, 0));
+  IrAtom mx = sel(cx, kept, gx, cst(cx, gx, 0)), mu = sel(cx, won, gu, cst(cx, gu, 0));
+  jv_set(cx, 0, scatter_as(cx, P_SCATTER_ADD, mx, mu));
+  return true;
+}
+
+/* scatter-mul: the same scatter-mul of the operand's tangent; the
+   updates' term only with unique indices (as JAX): x * scatter-add(0, i, udot). */
+bool jvp_scatter_mul(JvpCx *cx) {
+  Acc s = {{0}, false};
+  if (cx->has[0]) acc_add(cx, &s, scatter_as(cx, P_SCATTER_MUL, tan_of(cx, 0), primal(cx, 2)));
+  if (cx->has[2]) {
+    if (!is_true(rule_stmt_param(cx->st, "unique_indices")))
+      return jv_error(cx, "scatter-mul is differentiated in its updates only with unique_indices=True (as JAX does)");
+    Type z = cx->st->in[0].t;
+    z.vma = 0;
+    acc_add(cx, &s, MUL(primal(cx, 0), scatter_as(cx, P_SCATTER_ADD, bld_zeros(cx->J->B, &z), tan_of(cx, 2))));
+  }
+  return acc_set(cx, &s);
+}
+
+/* scatter-min, scatter-max: JAX's _scatter_extremal_jvp.  Where several
+   values tie for an element (the operand's and updates'), its tangent is
+   the mean of theirs. */
+bool jvp_scatter_extremal(JvpCx *cx) {
+  if (!cx->has[0] && !cx->has[2]) return true;
+  IrAtom gx = tan_or_zeros(cx, 0), gu = tan_or_zeros(cx, 2), up = primal(cx, 2);
+  Type zx = cx->st->in[0].t;
+  zx.vma = 0;
+  IrAtom initial = gather_back(cx, primal(cx, 0)), target = gather_back(cx, ans(cx));
+  IrAtom won = EQ(up, target), retained = EQ(initial, target);
+  IrAtom one = cst(cx, up, 1), zero = cst(cx, up, 0);
+  IrAtom num_updates = gather_back(cx, scatter_as(cx, P_SCATTER_ADD, bld_zeros(cx->J->B, &zx), sel(cx, won, one, zero)));
+  IrParam pb[2] = {kv("shape", bld_pv_ints(cx->J->B, up.t.shape, up.t.rank)),
+                   kv("broadcast_dimensions", bld_pv_ints(cx->J->B, NULL, 0))};
+  IrAtom ones = jv_emit(cx, P_BROADCAST_IN_DIM, pb, 2, &one, 1);
+  IrAtom num_refs = gather_back(cx, scatter_as(cx, P_SCATTER_ADD, bld_zeros(cx->J->B, &zx), ones));
+  IrAtom with_old = DIV(one, ADD(num_updates, one));
+  IrAtom up_coef = sel(cx, won, sel(cx, retained, with_old, DIV(one, num_updates)), zero);
+  IrAtom op_coef = DIV(ADD(cst(cx, up, -1), sel(cx, retained, with_old, zero)), num_refs);
+  IrAtom t = ADD(MUL(gather_back(cx, gx), op_coef), MUL(gu, up_coef));
+  jv_set(cx, 0, scatter_as(cx, P_SCATTER_ADD, gx, t));
+  return true;
+}
 
 /* ---- reductions ---------------------------------------------------------------------------- */
 

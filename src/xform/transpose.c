@@ -25,7 +25,7 @@ typedef struct Tr {
 #define TR_RULES(X) \
   X(add) X(sub) X(neg) X(mul) X(div) X(dot_general) X(reshape) X(transpose) \
   X(broadcast_in_dim) X(reduce_sum) X(squeeze) X(expand_dims) X(slice) X(pad) \
-  X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(convert_element_type) \
+  X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(scatter_mul) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
   X(cond) X(fori_loop) X(scan) X(shard_map) X(sort)
@@ -785,6 +785,90 @@ static bool tr_dynamic_update_slice(TrCtx *cx) {
   for (int k = 2; k < n; k++) sin[k - 1] = tr_in(cx, k);
   IrParam ps[1] = {kv("slice_sizes", bld_pv_ints(B, u->shape, u->rank))};
   tr_give(cx, 1, emit1(cx, P_DYNAMIC_SLICE, ps, 1, sin, n - 1));
+  return true;
+}
+
+/* gather: the scatter-add of the cotangent into zeros (JAX's
+   _gather_transpose_rule); the indices are not linear. */
+static bool tr_gather(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[1]) return tr_error(cx, "gather with linear indices is not linear");
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  Type z = *tr_in_type(cx, 0);
+  z.vma = 0;
+  IrAtom in[3] = {bld_zeros(B, &z), tr_in(cx, 1), tr_ct(cx, 0)};
+  tr_give(cx, 0, emit1(cx, P_SCATTER_ADD, bld_scatter_for_gather(B, cx->st), 6, in, 3));
+  return true;
+}
+
+/* The cotangent of a scatter's updates: the gather of the windows it
+   wrote (negated for scatter-sub). */
+static void give_updates(TrCtx *cx, IrAtom ct) {
+  if (!cx->lin_in[2]) return;
+  IrAtom in[2] = {ct, tr_in(cx, 1)};
+  IrAtom g = emit1(cx, P_GATHER, bld_gather_for_scatter(tr_builder(cx), cx->st), 6, in, 2);
+  if (cx->st->prim == P_SCATTER_SUB) g = emit1(cx, P_NEG, NULL, 0, &g, 1);
+  tr_give(cx, 2, g);
+}
+
+/* scatter-add, scatter-sub: the operand's cotangent is the result's. */
+static bool tr_scatter_add(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[1]) return tr_error(cx, "%s with linear indices is not linear", prim_table[cx->st->prim].name);
+    return all_linear(cx, 0, 1) && all_linear(cx, 2, 3);
+  }
+  IrAtom ct = tr_ct(cx, 0);
+  tr_give(cx, 0, ct);
+  give_updates(cx, ct);
+  return true;
+}
+
+/* scatter: the operand's cotangent is the result's with the written
+   windows zeroed; JAX transposes it only with unique_indices=True. */
+static bool tr_scatter(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[1]) return tr_error(cx, "scatter with linear indices is not linear");
+    if (!pv_int(rule_stmt_param(cx->st, "unique_indices"), 0))
+      return tr_error(cx, "scatter is transposed only with unique_indices=True (as JAX does)");
+    return all_linear(cx, 0, 1) && all_linear(cx, 2, 3);
+  }
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  if (cx->lin_in[0]) {
+    Type z = *tr_in_type(cx, 2);
+    z.vma = 0;
+    IrAtom in[3] = {ct, tr_in(cx, 1), bld_zeros(B, &z)};
+    tr_give(cx, 0, emit1(cx, P_SCATTER, bld_scatter_like(B, cx->st), cx->st->nparams, in, 3));
+  }
+  give_updates(cx, ct);
+  return true;
+}
+
+/* scatter-mul, linear in the operand (updates constant) or in the
+   updates (operand constant, unique_indices=True, as JAX): the operand's
+   cotangent is the same scatter-mul of the cotangent; the updates' the
+   gather of the cotangent times the operand. */
+static bool tr_scatter_mul(TrCtx *cx) {
+  if (cx->checking) {
+    if (cx->lin_in[1]) return tr_error(cx, "scatter-mul with linear indices is not linear");
+    if (cx->lin_in[0] && cx->lin_in[2]) return tr_error(cx, "scatter-mul of two linear values is not linear");
+    if (cx->lin_in[2] && !pv_int(rule_stmt_param(cx->st, "unique_indices"), 0))
+      return tr_error(cx, "scatter-mul is transposed in its updates only with unique_indices=True (as JAX does)");
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  if (cx->lin_in[0]) {
+    IrAtom in[3] = {ct, tr_in(cx, 1), tr_in(cx, 2)};
+    tr_give(cx, 0, emit1(cx, P_SCATTER_MUL, bld_scatter_like(B, cx->st), cx->st->nparams, in, 3));
+  }
+  if (cx->lin_in[2]) {
+    IrAtom m[2] = {ct, tr_in(cx, 0)};
+    IrAtom in[2] = {emit1(cx, P_MUL, NULL, 0, m, 2), tr_in(cx, 1)};
+    tr_give(cx, 2, emit1(cx, P_GATHER, bld_gather_for_scatter(B, cx->st), 6, in, 2));
+  }
   return true;
 }
 

@@ -146,6 +146,25 @@ def local_checks():
     local('h100', prog, 6, max(flops / 4.945e14, byts / 3.35e12), 'dot_general on H100 (f32 at the TF32 rate)')
     local('h100', prog, 7, max(B * F / 6.7e13, 8 * B * F / 3.35e12), 'exp on H100: the CUDA cores, HBM-bound')
     local('tpu-v5e', prog, 8, 2 * 4 * B * F / 8.1e11, 'dynamic_update_slice in place: the update read and written')
+    # an embedding lookup and its gradient: gather reads the indices and the
+    # rows and writes them; scatter-add, in place, reads the indices and the
+    # updates and reads and writes the rows (one addition per element)
+    V, E, K = 50000, 512, 1 << 14
+    gprog = ('mesh m = {i: 2}\n'
+             't = full[shape=(%d, %d), value=1.0, dtype=f32]\n'
+             'ix = full[shape=(%d, 1), value=3, dtype=i32]\n'
+             '@shard_map[mesh=m, in_specs=(P(), P(i)), out_specs=P(i)]\n'
+             'def g(tab, j) {\n'
+             '  r = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), '
+             'start_index_map=(0,)), slice_sizes=(1, %d)] tab j\n'
+             '  s = scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), '
+             'inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))] tab j r\n'
+             '  return s\n'
+             '}\n'
+             'q = g t ix\n') % (V, E, 2 * K, E)
+    local('tpu-v5e', gprog, 6, (4 * K + 2 * 4 * K * E) / 8.1e11, 'gather: indices, rows read and written')
+    local('tpu-v5e', gprog, 7, max(K * E / 1.97e14, (4 * K + 3 * 4 * K * E) / 8.1e11),
+          'scatter-add in place: indices, updates, rows read and written')
     # an FFT counts 5 N log2 N operations per transform of N points (half for
     # a real one); on a chip whose vector units are slow it is compute-bound
     N, T = 1 << 16, 64
