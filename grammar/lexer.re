@@ -251,6 +251,10 @@ void lex_next(Lexer *L, Tok *t) {
         t->fval2 = py_float(e, &e);
         TOK(TK_COMPLEX);
       }
+      "key<" ident ">" {
+        /* a PRNG key dtype as JAX prints it: key<fry>, key<rbg> */
+        TOK(TK_IDENT);
+      }
       "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
       ident ("." ident)* {
         Str w = {(const char *)start, (int)(YYCURSOR - start)};

@@ -33,7 +33,9 @@
 #include "fft.h"
 #include "prims.h"
 #include "par.h"
+#include "philox.h"
 #include "rng.h"
+#include "rngkey.h"
 #include "rule.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt

@@ -486,7 +486,7 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
 
 /* The kind bit of a dtype. */
 int rule_kind_bit(int dt) {
-  return dtype_is_complex((DType)dt) ? K_COMPLEX : dtype_is_float((DType)dt) ? K_FLOAT
+  return dtype_is_key((DType)dt) ? K_KEY : dtype_is_complex((DType)dt) ? K_COMPLEX : dtype_is_float((DType)dt) ? K_FLOAT
        : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
 }
 
@@ -505,6 +505,7 @@ const char *rule_kinds_text(int kinds) {
   case K_FLOATC: return "floating-point and complex dtypes";
   case K_LOGIC: return "bool and integer dtypes";
   case K_ANY: return "any dtype but complex";
+  case K_ALL: return "any dtype but keys";
   default: return "any dtype";
   }
 }
