@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include "err.h"
 #include "rng.h"
 #include "rngkey.h"
@@ -181,9 +182,9 @@ int rngk_header(const char *text, size_t n, char *version, size_t vcap, size_t *
     while (q < e && *q == ' ') q++;
     const char *l = q;
     while (l < e && *l != '\n') l++;
-    if (l - q > 4 && !strncmp(q, "jax ", 4) && isdigit((unsigned char)q[4])) {
-      size_t m = (size_t)(l - q - 4);
-      while (m && (q[4 + m - 1] == ' ' || q[4 + m - 1] == '\r')) m--;
+    if (l - q > 4 && !strncasecmp(q, "jax ", 4) && isdigit((unsigned char)q[4])) {
+      size_t m = 0;                         /* the version: the word after "jax" */
+      while (q + 4 + m < l && !isspace((unsigned char)q[4 + m])) m++;
       if (m >= vcap) m = vcap - 1;
       memcpy(version, q + 4, m);
       version[m] = 0;

@@ -38,10 +38,12 @@ void rngk_kern_fold_in(const Attrs *at, Array *const *in, int nin, Array **out, 
    jax_threefry_partitionable=True (1, from 0.5.0) or not (0)?  -1 when
    it is not a version. */
 int rngk_version_partitionable(const char *v);
-/* The header comment `# jax VERSION` among the comment lines before a
-   file's first statement: 1 with the version copied to `version` and its
-   byte offset in *off, 0 when there is none, -1 when VERSION is not a
-   version (then too *off). */
+/* The header comment `# jax VERSION ...` (or `# JAX VERSION ...`: the
+   first line of a jaxpr of tests/jaxpr/_corpus) among the comment lines
+   before a file's first statement: 1 with VERSION (the word after "jax",
+   which begins with a digit) copied to `version` and its byte offset in
+   *off, 0 when there is none, -1 when VERSION is not a version (then too
+   *off). */
 int rngk_header(const char *text, size_t n, char *version, size_t vcap, size_t *off);
 
 #endif

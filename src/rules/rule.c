@@ -211,6 +211,9 @@ bool rule_dtype(RuleCtx *r, const char *key, bool required, int dflt, int *out) 
   }
   int dt = (v->k == PV_NAME || v->k == PV_STR) ? dtype_lookup(v->s) : -1;
   if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (%s)", key, r->prim, dtype_list_text);
+  if (dtype_is_key((DType)dt))
+    return rule_param_error(r, key, "parameter '%s' of %s cannot be a key type (%s): random_seed and random_wrap "
+                            "make keys", key, r->prim, dtype_names[dt]);
   *out = dt;
   PVal *d = rule_pv(r, PV_NAME);
   d->s = str_c(dtype_names[dt]);
