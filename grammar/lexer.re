@@ -251,6 +251,10 @@ void lex_next(Lexer *L, Tok *t) {
         t->fval2 = py_float(e, &e);
         TOK(TK_COMPLEX);
       }
+      "key<" ident ">" {
+        /* a PRNG key dtype as JAX prints it: key<fry>, key<rbg> */
+        TOK(TK_IDENT);
+      }
       "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
       /* JAX's scatter primitives have a hyphen in their names: scatter-add
          is one name, as jaxprs print it (shm has no infix minus) */

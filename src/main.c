@@ -17,6 +17,8 @@
 #include "mem.h"
 #include "parse.h"
 #include "repl.h"
+#include "rng.h"
+#include "rngkey.h"
 #include "suggest.h"
 #include "tracefile.h"
 
@@ -30,7 +32,7 @@
 */
 typedef enum OptId {
   O_SCRIPT, O_REPL, O_INTERACTIVE, O_CODE, O_CHECK, O_DEBUG, O_VERSION, O_HELP,
-  O_STATS, O_MAX_MEMORY, O_MAX_STEPS, O_RANKS,
+  O_STATS, O_MAX_MEMORY, O_MAX_STEPS, O_RANKS, O_JAX, O_THREEFRY_PARTITIONABLE,
   O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
 } OptId;
 
@@ -59,6 +61,11 @@ static const Opt opts[] = {
   [O_MAX_STEPS] = {G_RUN, "--max-steps", NULL, "N", NULL, "stop after N loop iterations in one statement"},
   [O_RANKS] = {G_RUN, "--ranks", NULL, "R", NULL,
    "run on R processes: mpirun -np R shmapi ... (needs Open MPI;\nREADME.md, \"Running across machines\")"},
+  [O_JAX] = {G_RUN, "--jax", NULL, "VERSION", NULL,
+   "the JAX that printed the program (default: a header comment\n`# jax VERSION`, else JAX 0.5 or later): before 0.5.0, random_bits\n"
+   "and random_split use the old counters (jax_threefry_partitionable)"},
+  [O_THREEFRY_PARTITIONABLE] = {G_RUN, "--threefry-partitionable", NULL, "BOOL", NULL,
+   "set jax_threefry_partitionable (True or False) whatever the version"},
   [O_TIME] = {G_MODEL, "--time", NULL, NULL, NULL,
    "after the run, print its modelled time on real hardware: per device\ncompute, communication, exposed "
    "communication, idle, peak HBM, and\na table of the source lines, hottest first"},
@@ -303,6 +310,21 @@ int main(int argc, char **argv) {
   return fmpi_finish(run(argc, argv));
 }
 
+/* The header comment `# jax VERSION` of file f (rngk_apply_header); false
+   after reporting a VERSION that is not one. */
+static bool apply_header(int f) {
+  if (rngk_apply_header(f)) return true;
+  diag_flush(stderr);
+  return false;
+}
+
+/* --threefry-partitionable's value: 1, 0, or -1 when it is not a bool. */
+static int parse_bool(const char *s) {
+  if (!strcmp(s, "True") || !strcmp(s, "true") || !strcmp(s, "1")) return 1;
+  if (!strcmp(s, "False") || !strcmp(s, "false") || !strcmp(s, "0")) return 0;
+  return -1;
+}
+
 static int run(int argc, char **argv) {
   shmapi_Limits lim = {default_memory_limit(), 0, 0};
   mem_set_limit(lim.max_memory);
@@ -312,6 +334,8 @@ static int run(int argc, char **argv) {
   const char *file = NULL, *code = NULL;
   bool check_only = false, interactive = false, stats = false, debug = false;
   long long max_steps = 0;
+  bool ver_set = false, part_set = false;   /* --jax, --threefry-partitionable */
+  int p;
   ModelOpts mo = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *arg = NULL;
@@ -352,6 +376,18 @@ static int run(int argc, char **argv) {
       if (o == &opts[O_MAX_MEMORY]) mem_set_limit(lim.max_memory = (size_t)v);
       else max_steps = v;
       break;
+    case O_JAX:
+      p = rngk_version_partitionable(arg);
+      if (p < 0) return bad_usage("--jax needs a JAX version such as 0.4.30, not '%s'", arg);
+      if (!part_set) rng_set_partitionable(p == 1);
+      ver_set = true;
+      break;
+    case O_THREEFRY_PARTITIONABLE:
+      p = parse_bool(arg);
+      if (p < 0) return bad_usage("--threefry-partitionable needs True or False, not '%s'", arg);
+      rng_set_partitionable(p == 1);
+      part_set = true;
+      break;
     case O_RANKS: case O_SCRIPT: case O_REPL: break;      /* (taken by main; no option) */
     }
   }
@@ -372,14 +408,21 @@ static int run(int argc, char **argv) {
   /* A plain script, in one process: a client of the API.  The rest (the
      REPL and the debugger, --check, --stats, the cost model, ranks) uses
      the layers directly. */
-  if ((file || code) && !check_only && !interactive && !debug && !stats && !model && fmpi_size() == 1) {
+  if ((file || code) && !check_only && !interactive && !debug && !stats && !model && !ver_set && !part_set &&
+      fmpi_size() == 1) {
     lim.max_steps = max_steps;
     lim.fail_alloc_after = fail && *fail ? atol(fail) : 0;
     return run_script(file, code, &lim);
   }
 
   ReplOptions ro = {stats, max_steps, debug};
-  if ((!file && !code && !save_only) || interactive || debug) return repl(interactive || debug ? file : NULL, &ro);
+  if (!file && !code && !save_only) return repl(NULL, &ro);
+  if (interactive || debug) {
+    int f = ver_set || part_set ? 0 : parse_load(file, span_none());
+    if (f < 0) return 2;
+    if (!ver_set && !part_set && !apply_header(f)) return 1;
+    return repl(file, &ro);
+  }
 
   /* eval_run catches runtime errors of the program; this boundary catches
      those of the front end and the set-up (running out of memory). */
@@ -399,6 +442,8 @@ static int run(int argc, char **argv) {
       status = hw_ok ? 0 : 2;             /* --save-hardware alone */
     } else if (f < 0) {
       status = 2;
+    } else if (!ver_set && !part_set && !apply_header(f)) {
+      status = 1;
     } else {
       C = check_new();
       check_set_whole_program(C);

@@ -5,7 +5,8 @@
 ** `show` write), NumPy name (accepted as a synonym), element size, C type,
 ** and its kind: B bool, I signed integer, U unsigned integer, F float (f32,
 ** f64), H a 16-bit float (bf16, f16: stored as bits, computed in f32,
-** half.h), C complex (two floats or doubles).
+** half.h), C complex (two floats or doubles), K a PRNG key (JAX's typed
+** key<fry>: one element is the two uint32 words of a threefry key, rng.h).
 **
 ** SHM_DTYPES lists them all; SHM_PLAIN_DTYPES only those whose C type has
 ** C's arithmetic (kinds B, I, U, F), for loops written once for all of
@@ -22,6 +23,7 @@ typedef struct ShmBf16 { uint16_t bits; } ShmBf16;
 typedef struct ShmF16 { uint16_t bits; } ShmF16;
 typedef struct ShmC64 { float re, im; } ShmC64;
 typedef struct ShmC128 { double re, im; } ShmC128;
+typedef struct ShmKey { uint32_t w[2]; } ShmKey;
 
 #define SHM_PLAIN_DTYPES(X)                             \
   X(BOOL, "bool", "bool_", 1, uint8_t, 'B')             \
@@ -40,7 +42,8 @@ typedef struct ShmC128 { double re, im; } ShmC128;
   X(BF16, "bf16", "bfloat16", 2, ShmBf16, 'H')          \
   X(F16, "f16", "float16", 2, ShmF16, 'H')              \
   X(C64, "c64", "complex64", 8, ShmC64, 'C')            \
-  X(C128, "c128", "complex128", 16, ShmC128, 'C')
+  X(C128, "c128", "complex128", 16, ShmC128, 'C')     \
+  X(KEY_FRY, "key<fry>", "key<fry>", 8, ShmKey, 'K')
 
 #define SHM_DTYPES(X) SHM_PLAIN_DTYPES(X) SHM_OTHER_DTYPES(X)
 
@@ -65,6 +68,8 @@ static inline bool dtype_is_int(DType d) { return dtype_kinds[d] == 'I' || dtype
 static inline bool dtype_is_unsigned(DType d) { return dtype_kinds[d] == 'U'; }
 static inline bool dtype_is_bool(DType d) { return dtype_kinds[d] == 'B'; }
 static inline bool dtype_is_complex(DType d) { return dtype_kinds[d] == 'C'; }
+/* PRNG keys (key<fry>): no arithmetic, only moved about. */
+static inline bool dtype_is_key(DType d) { return dtype_kinds[d] == 'K'; }
 /* The real dtype of a complex one's parts (c64: f32); others: itself. */
 static inline DType dtype_real(DType d) { return d == DT_C64 ? DT_F32 : d == DT_C128 ? DT_F64 : d; }
 

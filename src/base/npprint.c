@@ -877,7 +877,26 @@ static Array *complex_parts(const Array *a, bool imag) {
   return r;
 }
 
+/* Typed PRNG keys as JAX's repr shows them: `Array((4,), dtype=key<fry>)
+   overlaying:` and a line break, then their data as a u32 array. */
+static void key_repr(Buf *b, const Array *a) {
+  buf_printf(b, "Array((");
+  for (int d = 0; d < a->rank; d++) buf_printf(b, "%s%" PRId64, d ? ", " : "", a->shape[d]);
+  buf_printf(b, "%s), dtype=%s) overlaying:\n", a->rank == 1 ? "," : "", dtype_names[a->dt]);
+  int64_t shp[SHM_MAXRANK + 1];
+  memcpy(shp, a->shape, sizeof(int64_t) * a->rank);
+  shp[a->rank] = dtype_sizes[a->dt] / 4;
+  Array *w = arr_new(DT_U32, a->rank + 1, shp);
+  memcpy(w->data, a->data, (size_t)w->size * 4);
+  fmt_array(b, w);
+  arr_unref(w);
+}
+
 void fmt_array(Buf *b, const Array *a) {
+  if (dtype_is_key((DType)a->dt)) {
+    key_repr(b, a);
+    return;
+  }
   if (a->rank == 0) {
     NumStr s;
     if (a->dt == DT_BF16) {

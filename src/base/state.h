@@ -73,6 +73,10 @@ typedef struct ShmState {
   struct Diag *diags;
   int ndiags, capdiags, nheld;
   Span *warned;             /* the places warned about (diag_warning, diag_remark) */
+  /* the counters of random bits when an equation does not say: false as
+     current JAX (jax_threefry_partitionable), true as JAX before 0.5 (set
+     by --jax, --threefry-partitionable or a `# jax VERSION` header: rng.c) */
+  bool rng_old_counters;
   int nwarned, capwarned;
   /* a request to stop the running statement (the REPL's ^C, shmapi_interrupt) */
   volatile sig_atomic_t interrupted;

@@ -215,6 +215,10 @@ bool check_types_equal(const Type *a, const Type *b) {
    literal cannot take that dtype. */
 bool check_lit_value(Ctx *cx, const AstLit *l, int dt, Array **out) {
   (void)cx;
+  if (dtype_is_key((DType)dt)) {
+    diag_error(l->sp, "a literal cannot be a key (%s): random_seed makes keys of integers", dtype_names[dt]);
+    return false;
+  }
   if ((l->k == LIT_FLOAT && !dtype_is_float((DType)dt) && !dtype_is_complex((DType)dt)) ||
       (l->k == LIT_COMPLEX && !dtype_is_complex((DType)dt))) {
     diag_error(l->sp, "%s literal %.*s cannot take dtype %s", l->k == LIT_FLOAT ? "float" : "complex",
@@ -262,6 +266,15 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
   *has_vma = false;            /* (also when the type is refused: callers may read it) */
   int dt = dtype_lookup(at->dtype);
+  if (dt < 0 && at->dtype.n > 5 && !strncmp(at->dtype.p, "key<", 4)) {
+    if (str_eqc(at->dtype, "key<rbg>") || str_eqc(at->dtype, "key<urbg>") || str_eqc(at->dtype, "key<unsafe_rbg>"))
+      diag_error(at->sp, "%.*s: JAX's rbg keys are not supported: shm's typed keys are key<fry>, threefry2x32's "
+                 "(rng_bit_generator computes the bits rbg keys draw)", at->dtype.n, at->dtype.p);
+    else
+      diag_error(at->sp, "unknown key type %.*s (JAX's are key<fry>, key<rbg> and key<urbg>; shm runs key<fry>)",
+                 at->dtype.n, at->dtype.p);
+    return false;
+  }
   if (dt < 0) {
     diag_error(at->sp, "unknown dtype '%.*s' (dtypes: %s)", at->dtype.n, at->dtype.p, dtype_list_text);
     return false;

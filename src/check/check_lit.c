@@ -230,6 +230,11 @@ void check_save(Ctx *cx, AstStmt *s) {
   st->in = NEWN(cx->C, IrAtom, 1);
   st->nin = 1;
   if (!check_resolve_arg(cx, s->args[0], &st->in[0]) || st->in[0].t.bad) return;
+  if (dtype_is_key((DType)st->in[0].t.dt)) {
+    diag_error(s->args[0]->sp, "save cannot write keys (%s): NumPy has no key dtype; save their data, "
+               "random_unwrap, as jax.random.key_data gives it", dtype_names[st->in[0].t.dt]);
+    return;
+  }
   if (!st->in[0].var && !st->in[0].lit) {
     if (!check_lit_value(cx, &s->args[0]->lit, st->in[0].t.dt, &st->in[0].lit)) return;
     prog_keep(&cx->C->prog, st->in[0].lit);

@@ -29,6 +29,12 @@ static double type_elems(const Type *t) { return (double)type_size(t); }
 
 /* ---- local equations --------------------------------------------------------------------- */
 
+/* Integer operations of one Threefry 2x32 hash (20 rounds of add, rotate
+   (two shifts and an or) and xor; 5 key injections of three adds) and of
+   one Philox 4x32 block (10 rounds of two 32x32->64 multiplies, two xors
+   each of three words and two key adds), for the random primitives. */
+enum { THREEFRY_OPS = 20 * 5 + 5 * 3, PHILOX_OPS = 10 * (2 + 4 + 2) };
+
 double cost_flops(const IrStmt *st) {
   int p = st->prim;
   if (p < 0 || !st->nout) return 0;
@@ -82,6 +88,17 @@ double cost_flops(const IrStmt *st) {
   /* a combining scatter: one operation per update element */
   case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
     return type_elems(&st->in[2].t);
+  /* random numbers: a hash per key made or per element drawn (a 64-bit
+     one takes two words of a hash in the old layout, counted as one) */
+  case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
+    return 0;
+  case P_RANDOM_SEED:
+    return 2 * type_elems(out);
+  case P_RANDOM_SPLIT: case P_RANDOM_FOLD_IN: case P_RANDOM_BITS: case P_RANDOM_UNIFORM: case P_RANDOM_NORMAL:
+  case P_THREEFRY2X32:
+    return THREEFRY_OPS * type_elems(out) / (p == P_RANDOM_SPLIT && out->dt == DT_U32 ? 2 : 1);
+  case P_RNG_BIT_GENERATOR:           /* a block gives 16 bytes */
+    return PHILOX_OPS * ceil(type_bytes(&st->out[1]->t) / 16);
   /* reductions and scans: one operation per element read */
   case P_REDUCE_SUM: case P_REDUCE_PROD: case P_REDUCE_MAX: case P_REDUCE_MIN: case P_REDUCE_AND:
   case P_REDUCE_OR: case P_REDUCE_XOR: case P_ARGMAX: case P_ARGMIN: case P_CUMSUM: case P_CUMPROD:
@@ -99,6 +116,7 @@ double cost_hbm_bytes(const IrStmt *st) {
   switch (p) {
   /* bitcasts, or nothing at all */
   case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX:
+  case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
     return 0;
   /* in place: read the update, write it into the operand */
   case P_DYNAMIC_UPDATE_SLICE:

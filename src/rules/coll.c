@@ -26,6 +26,8 @@ static bool read_axes(RuleCtx *cx, const char *key, Attrs *at) {
 bool coll_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   (void)nin;
   if (!read_axes(cx, "axes", at) || !no_groups(cx)) return false;
+  if (dtype_is_key((DType)in[0].dt))
+    return rule_error(cx, "%s does not accept keys (%s)", rule_prim_name(cx), dtype_names[in[0].dt]);
   if (in[0].dt == DT_BOOL && strcmp(rule_prim_name(cx), "pmax") && strcmp(rule_prim_name(cx), "pmin"))
     return rule_error(cx, "%s does not accept bool operands", rule_prim_name(cx));
   bool minmax = !strcmp(rule_prim_name(cx), "pmax") || !strcmp(rule_prim_name(cx), "pmin");

@@ -34,7 +34,9 @@
 #include "indexing.h"
 #include "prims.h"
 #include "par.h"
+#include "philox.h"
 #include "rng.h"
+#include "rngkey.h"
 #include "rule.h"
 #include "sort.h"
 #include "window.h"
@@ -312,6 +314,12 @@ static void kern_integer_pow(KARGS) {
 
 /* convert_element_type[new_dtype, weak_type=False, sharding=None]: any dtype
    to any.  Fills dtype = new_dtype. */
+/* Keys are not numbers: their data (random_unwrap) is. */
+static bool key_convert_error(RuleCtx *cx) {
+  return rule_error(cx, "%s cannot convert keys (key<fry>): random_unwrap gives their data, u32[..., 2]",
+                    rule_prim_name(cx));
+}
+
 static bool rule_convert(RARGS) {
   (void)nin;
   int dt = 0;
@@ -320,6 +328,7 @@ static bool rule_convert(RARGS) {
   if (!rule_bool(cx, "weak_type", false, &weak)) return false;
   ignore_param(cx, "sharding");
   if (dt < 0) return rule_param_error(cx, "new_dtype", "convert_element_type needs a new_dtype");
+  if (dtype_is_key((DType)in[0].dt)) return key_convert_error(cx);
   at->dtype = dt;
   *out = in[0];
   out->weak = false;
@@ -345,6 +354,7 @@ static bool rule_bitcast(RARGS) {
   int dt = 0;
   if (!rule_dtype(cx, "new_dtype", true, -1, &dt)) return false;
   if (dt < 0) return rule_param_error(cx, "new_dtype", "bitcast_convert_type needs a new_dtype");
+  if (dtype_is_key((DType)in[0].dt)) return key_convert_error(cx);
   /* bytes other than 0 and 1 would make bools that are neither (JAX refuses it too) */
   if (dt == DT_BOOL && in[0].dt != DT_BOOL)
     return rule_error(cx, "bitcast_convert_type cannot make bool from %s: its bytes may be other than 0 "

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "half.h"
 #include "rng.h"
+#include "state.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt
 #define RARGS RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out
@@ -31,11 +32,11 @@ void rng_threefry2x32(uint32_t k0, uint32_t k1, uint32_t *x0, uint32_t *x1) {
   *x1 = b;
 }
 
-/* The key of a block: u32[2]. */
-static void key_of(const Array *k, uint32_t *k0, uint32_t *k1) {
-  *k0 = ((const uint32_t *)k->data)[0];
-  *k1 = ((const uint32_t *)k->data)[1];
-}
+/* The default of `partitionable`: JAX's jax_threefry_partitionable. */
+
+
+void rng_set_partitionable(bool on) { state_cur()->rng_old_counters = !on; }
+bool rng_partitionable(void) { return !state_cur()->rng_old_counters; }
 
 /* JAX's threefry_2x32(key, count) on n counters: the flat counters cut in
    two halves (the odd one padded with 0) hashed pairwise, concatenated. */
@@ -57,11 +58,7 @@ static void hash_index(uint32_t k0, uint32_t k1, uint64_t i, uint32_t *w0, uint3
   rng_threefry2x32(k0, k1, w0, w1);
 }
 
-/* n random values of bit_width bits (8, 16, 32, 64) into out (as uint64),
-   as threefry_random_bits makes them. */
-static void random_bits(const Array *key, int width, bool part, int64_t n, uint64_t *out) {
-  uint32_t k0, k1;
-  key_of(key, &k0, &k1);
+void rng_bits_raw(uint32_t k0, uint32_t k1, int width, bool part, int64_t n, uint64_t *out) {
   if (part) {
     for (int64_t i = 0; i < n; i++) {
       uint32_t a, b;
@@ -87,25 +84,56 @@ static void random_bits(const Array *key, int width, bool part, int64_t n, uint6
   mem_free(cnt);
 }
 
+void rng_split_raw(uint32_t k0, uint32_t k1, bool part, int64_t n, uint32_t *out) {
+  if (part) {
+    for (int64_t i = 0; i < n; i++) hash_index(k0, k1, (uint64_t)i, &out[2 * i], &out[2 * i + 1]);
+    return;
+  }
+  if (2 * n > (int64_t)UINT32_MAX) err_throw("random_split: more than 2^31 keys with partitionable=False");
+  uint32_t *cnt = mem_alloc(sizeof(uint32_t) * (size_t)(2 * n + 1));
+  for (int64_t i = 0; i < 2 * n; i++) cnt[i] = (uint32_t)i;
+  hash_sequence(k0, k1, cnt, 2 * n, out);
+  mem_free(cnt);
+}
+
 /* ---- rules ------------------------------------------------------------------------- */
 
-/* A key operand: u32[2]. */
-static bool key_operand(RuleCtx *cx, const Type *t) {
+/* A key operand: u32[2] (a raw key, jax.random.PRNGKey's), or with
+   `typed` a typed key array key<fry>[...] of any shape; otherwise only the
+   scalar key<fry>[]. */
+static bool key_operand(RuleCtx *cx, const Type *t, bool typed) {
   TyBuf a;
+  if (t->dt == DT_KEY_FRY && (typed || t->rank == 0)) return true;
   if (t->dt != DT_U32 || t->rank != 1 || t->shape[0] != 2)
-    return rule_error(cx, "%s takes a key, u32[2] (random_key makes one), not %s", rule_prim_name(cx), rule_ty(&a, t));
+    return rule_error(cx, "%s takes a key, u32[2] or key<fry>[%s] (random_key or random_seed makes one), not %s",
+                      rule_prim_name(cx), typed ? "..." : "", rule_ty(&a, t));
   return true;
 }
 
-/* shape and partitionable, for every sampler: l[0] = shape, b[0] = partitionable. */
-static bool sampler_params(RuleCtx *cx, Type *in, Attrs *at) {
+/* shape and partitionable, for every sampler: l[0] = shape, b[0] =
+   partitionable (by default jax_threefry_partitionable's, see
+   rng_set_partitionable). */
+static bool sampler_params(RuleCtx *cx, Type *in, Attrs *at, bool typed) {
   IntList shp = {0, NULL};
   bool part;
-  if (!key_operand(cx, &in[0]) || !rule_ints(cx, "shape", false, &shp) || !rule_check_shape(cx, "shape", &shp) ||
-      !rule_bool(cx, "partitionable", true, &part))
+  if (!key_operand(cx, &in[0], typed) || !rule_ints(cx, "shape", false, &shp) || !rule_check_shape(cx, "shape", &shp) ||
+      !rule_bool(cx, "partitionable", rng_partitionable(), &part))
     return false;
   at->l[0] = shp;
   at->b[0] = part;
+  return true;
+}
+
+/* The result shape of a primitive over typed keys: the keys' shape, then
+   `shp` (a raw key u32[2] counts as one key: shp alone).  False after an
+   error (too many dimensions). */
+static bool keys_then(RuleCtx *cx, const Type *key, const IntList *shp, int dt, Type *out) {
+  int kr = key->dt == DT_KEY_FRY ? key->rank : 0;
+  int64_t dims[SHM_MAXRANK];
+  if (!rule_check_rank(cx, kr + shp->n)) return false;
+  for (int d = 0; d < kr; d++) dims[d] = key->shape[d];
+  for (int d = 0; d < shp->n; d++) dims[kr + d] = shp->v[d];
+  rule_set_type(out, dt, kr + shp->n, dims);
   return true;
 }
 
@@ -118,31 +146,56 @@ bool rng_rule_key(RARGS) {
   return true;
 }
 
-/* random_split[num=2] key: u32[num,2].  Fills i[0] = num, b[0]. */
-bool rng_rule_split(RARGS) {
-  (void)nin;
-  bool part;
-  if (!key_operand(cx, &in[0]) || !rule_int(cx, "num", false, 2, &at->i[0]) ||
-      !rule_bool(cx, "partitionable", true, &part))
-    return false;
-  if (at->i[0] < 0 || at->i[0] > ((int64_t)1 << 40))
-    return rule_param_error(cx, "num", "random_split num must be between 0 and 2^40");
-  at->b[0] = part;
-  int64_t shp[2] = {at->i[0], 2};
-  rule_set_type(out, DT_U32, 2, shp);
+/* How many keys random_split makes per key: shape=(...) (JAX since 0.4.16),
+   count=N (older JAX) or num=N (shm's; default 2).  l[0] = the shape. */
+static bool split_shape(RuleCtx *cx, Attrs *at) {
+  IntList shp = {0, NULL};
+  const char *which = rule_has(cx, "shape") ? "shape" : rule_has(cx, "count") ? "count" : "num";
+  if ((rule_has(cx, "shape") + rule_has(cx, "count") + rule_has(cx, "num")) > 1)
+    return rule_error(cx, "random_split takes one of shape=(...), count=N or num=N, not two");
+  if (which[0] == 's') {
+    if (!rule_ints(cx, "shape", true, &shp) || !rule_check_shape(cx, "shape", &shp)) return false;
+  } else {
+    int64_t n;
+    if (!rule_int(cx, which, false, 2, &n)) return false;
+    if (n < 0 || n > ((int64_t)1 << 40))
+      return rule_param_error(cx, which, "random_split %s must be between 0 and 2^40", which);
+    shp.n = 1;
+    shp.v = rule_alloc_ints(cx, 1);
+    shp.v[0] = n;
+  }
+  at->l[0] = shp;
   return true;
 }
 
-/* random_bits[shape, bit_width=32] key: u8/u16/u32/u64 of shape.  Fills
-   l[0], b[0], i[0] = bit_width. */
+/* random_split[shape | count | num] key: a raw key u32[2] gives u32[*shape, 2];
+   typed keys key<fry>[K] give key<fry>[*K, *shape].  Fills l[0] = shape,
+   i[0] = keys per key, b[0] = partitionable. */
+bool rng_rule_split(RARGS) {
+  (void)nin;
+  bool part;
+  if (!key_operand(cx, &in[0], true) || !split_shape(cx, at) ||
+      !rule_bool(cx, "partitionable", rng_partitionable(), &part))
+    return false;
+  at->b[0] = part;
+  at->i[0] = 1;
+  for (int d = 0; d < at->l[0].n; d++) at->i[0] *= at->l[0].v[d];
+  if (in[0].dt == DT_KEY_FRY) return keys_then(cx, &in[0], &at->l[0], DT_KEY_FRY, out);
+  IntList shp2 = {at->l[0].n + 1, rule_alloc_ints(cx, at->l[0].n + 1)};
+  memcpy(shp2.v, at->l[0].v, sizeof(int64_t) * (size_t)at->l[0].n);
+  shp2.v[at->l[0].n] = 2;
+  return keys_then(cx, &in[0], &shp2, DT_U32, out);
+}
+
+/* random_bits[shape, bit_width=32] keys: u8/u16/u32/u64 of the keys' shape
+   then `shape`.  Fills l[0], b[0], i[0] = bit_width. */
 bool rng_rule_bits(RARGS) {
   (void)nin;
-  if (!sampler_params(cx, in, at) || !rule_int(cx, "bit_width", false, 32, &at->i[0])) return false;
+  if (!sampler_params(cx, in, at, true) || !rule_int(cx, "bit_width", false, 32, &at->i[0])) return false;
   int64_t w = at->i[0];
   if (w != 8 && w != 16 && w != 32 && w != 64)
     return rule_param_error(cx, "bit_width", "random_bits bit_width must be 8, 16, 32 or 64, not %lld", (long long)w);
-  rule_set_type(out, w == 8 ? DT_U8 : w == 16 ? DT_U16 : w == 32 ? DT_U32 : DT_U64, at->l[0].n, at->l[0].v);
-  return true;
+  return keys_then(cx, &in[0], &at->l[0], w == 8 ? DT_U8 : w == 16 ? DT_U16 : w == 32 ? DT_U32 : DT_U64, out);
 }
 
 /* random_uniform[shape, dtype=f32, minval=0.0, maxval=1.0] key.  Fills
@@ -150,7 +203,7 @@ bool rng_rule_bits(RARGS) {
 bool rng_rule_uniform(RARGS) {
   (void)nin;
   int dt;
-  if (!sampler_params(cx, in, at) || !rule_dtype(cx, "dtype", false, DT_F32, &dt) ||
+  if (!sampler_params(cx, in, at, false) || !rule_dtype(cx, "dtype", false, DT_F32, &dt) ||
       !rule_float(cx, "minval", false, 0.0, &at->f[0]) || !rule_float(cx, "maxval", false, 1.0, &at->f[1]))
     return false;
   if (!dtype_is_float((DType)dt))
@@ -164,7 +217,7 @@ bool rng_rule_uniform(RARGS) {
 bool rng_rule_normal(RARGS) {
   (void)nin;
   int dt;
-  if (!sampler_params(cx, in, at) || !rule_dtype(cx, "dtype", false, DT_F32, &dt)) return false;
+  if (!sampler_params(cx, in, at, false) || !rule_dtype(cx, "dtype", false, DT_F32, &dt)) return false;
   if (dt != DT_F32 && dt != DT_BF16 && dt != DT_F16)
     return rule_param_error(cx, "dtype", "random_normal makes f32, bf16 or f16 (JAX's 32-bit erf_inv), not %s",
                             dtype_names[dt]);
@@ -205,30 +258,28 @@ void rng_kern_key(KARGS) {
   out[0] = r;
 }
 
+/* The number of keys in a key operand: a raw u32[2] is one. */
+static int64_t nkeys(const Array *k) { return k->dt == DT_KEY_FRY ? k->size : 1; }
+
 void rng_kern_split(KARGS) {
   (void)nin;
   Array *r = new_arr(&outt[0]);
-  uint32_t k0, k1, *o = r->data;
-  int64_t n = at->i[0];
-  key_of(in[0], &k0, &k1);
-  if (at->b[0]) {
-    for (int64_t i = 0; i < n; i++) hash_index(k0, k1, (uint64_t)i, &o[2 * i], &o[2 * i + 1]);
-  } else {
-    uint32_t *cnt = mem_alloc(sizeof(uint32_t) * (size_t)(2 * n + 1));
-    for (int64_t i = 0; i < 2 * n; i++) cnt[i] = (uint32_t)i;
-    hash_sequence(k0, k1, cnt, 2 * n, o);
-    mem_free(cnt);
-  }
+  int64_t n = at->i[0], nk = nkeys(in[0]);
+  const uint32_t *k = in[0]->data;
+  for (int64_t j = 0; j < nk; j++) rng_split_raw(k[2 * j], k[2 * j + 1], at->b[0], n, (uint32_t *)r->data + 2 * n * j);
   out[0] = r;
 }
 
 static void release(void *p) { mem_free(p); }
 
-/* The random bits of a sampler's result, as uint64 (mem_alloc'ed). */
+/* The random bits of a sampler's result, as uint64 (mem_alloc'ed): n per
+   key, key after key. */
 static uint64_t *bits_of(const Array *key, int width, bool part, int64_t n) {
-  uint64_t *b = mem_alloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+  int64_t nk = nkeys(key);
+  uint64_t *b = mem_alloc(sizeof(uint64_t) * (size_t)(n * nk > 0 ? n * nk : 1));
   err_defer(release, b);
-  random_bits(key, width, part, n, b);
+  const uint32_t *k = key->data;
+  for (int64_t j = 0; j < nk; j++) rng_bits_raw(k[2 * j], k[2 * j + 1], width, part, n, b + n * j);
   err_undefer(b);
   return b;
 }
@@ -236,7 +287,9 @@ static uint64_t *bits_of(const Array *key, int width, bool part, int64_t n) {
 void rng_kern_bits(KARGS) {
   (void)nin;
   Array *r = new_arr(&outt[0]);
-  uint64_t *b = bits_of(in[0], (int)at->i[0], at->b[0], r->size);
+  int64_t n = 1;
+  for (int d = 0; d < at->l[0].n; d++) n *= at->l[0].v[d];
+  uint64_t *b = bits_of(in[0], (int)at->i[0], at->b[0], n);
   for (int64_t i = 0; i < r->size; i++) arr_setu(r, i, b[i]);
   mem_free(b);
   out[0] = r;

@@ -40,5 +40,15 @@ void rng_kern_threefry(const Attrs *at, Array *const *in, int nin, Array **out, 
 
 /* The Threefry 2x32 hash of (x0, x1) under the key (k0, k1). */
 void rng_threefry2x32(uint32_t k0, uint32_t k1, uint32_t *x0, uint32_t *x1);
+/* n random values of `width` bits (8, 16, 32, 64) from the key (k0, k1)
+   into out, as JAX's threefry_random_bits makes them in either layout. */
+void rng_bits_raw(uint32_t k0, uint32_t k1, int width, bool part, int64_t n, uint64_t *out);
+/* n new keys from (k0, k1) into out[2i], out[2i+1], as threefry_split. */
+void rng_split_raw(uint32_t k0, uint32_t k1, bool part, int64_t n, uint32_t *out);
+
+/* The default of every `partitionable` parameter, JAX's
+   jax_threefry_partitionable: true (JAX 0.5.0 on) unless set. */
+void rng_set_partitionable(bool on);
+bool rng_partitionable(void);
 
 #endif

@@ -211,6 +211,9 @@ bool rule_dtype(RuleCtx *r, const char *key, bool required, int dflt, int *out) 
   }
   int dt = (v->k == PV_NAME || v->k == PV_STR) ? dtype_lookup(v->s) : -1;
   if (dt < 0) return rule_param_error(r, key, "parameter '%s' of %s must be a dtype (%s)", key, r->prim, dtype_list_text);
+  if (dtype_is_key((DType)dt))
+    return rule_param_error(r, key, "parameter '%s' of %s cannot be a key type (%s): random_seed and random_wrap "
+                            "make keys", key, r->prim, dtype_names[dt]);
   *out = dt;
   PVal *d = rule_pv(r, PV_NAME);
   d->s = str_c(dtype_names[dt]);
@@ -486,7 +489,7 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
 
 /* The kind bit of a dtype. */
 int rule_kind_bit(int dt) {
-  return dtype_is_complex((DType)dt) ? K_COMPLEX : dtype_is_float((DType)dt) ? K_FLOAT
+  return dtype_is_key((DType)dt) ? K_KEY : dtype_is_complex((DType)dt) ? K_COMPLEX : dtype_is_float((DType)dt) ? K_FLOAT
        : dtype_is_int((DType)dt) ? K_INT : K_BOOL;
 }
 
@@ -505,6 +508,7 @@ const char *rule_kinds_text(int kinds) {
   case K_FLOATC: return "floating-point and complex dtypes";
   case K_LOGIC: return "bool and integer dtypes";
   case K_ANY: return "any dtype but complex";
+  case K_ALL: return "any dtype but keys";
   default: return "any dtype";
   }
 }

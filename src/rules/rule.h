@@ -104,7 +104,8 @@ enum { K_BOOL = 1, K_INT = 2, K_FLOAT = 4, K_COMPLEX = 8, K_NUM = K_INT | K_FLOA
        K_ANY = K_BOOL | K_INT | K_FLOAT, K_LOGIC = K_BOOL | K_INT,
        K_ARITH = K_NUM | K_COMPLEX,        /* + - * /, neg, sums and products */
        K_FLOATC = K_FLOAT | K_COMPLEX,     /* exp, log, sqrt, sin, cos, tanh ... */
-       K_ALL = K_ANY | K_COMPLEX };
+       K_ALL = K_ANY | K_COMPLEX,
+       K_KEY = 16 };                       /* PRNG keys (key<fry>): no primitive of arithmetic takes them */
 /* The kind bit of a dtype; the order of kinds for weak typing (bool < int
    < float < complex); "floating-point dtypes" and so on, for messages. */
 int rule_kind_bit(int dt);

@@ -12,6 +12,9 @@ next ones the source and the Python it came from), and directives:
     # numpy: r = np.sum(a + np.sin(b) * 3)         the result, computed by NumPy
     # tol: 1e-5                                    relative tolerance (default 1e-6)
 
+The program runs with `--jax VERSION` of the first line, so that its
+random_bits and random_split use that JAX's counters.
+
 Inputs are loaded before the def (a jaxpr's constvars are bound from the
 top-level values of the same names), the call runs, and every result named
 by a `numpy:` line is saved with `save` and compared with NumPy's: same
@@ -42,7 +45,7 @@ MIN_ENTRIES, MIN_VERSIONS = 40, 8
 def parse(path):
     text = open(path).read()
     first = text.split("\n", 1)[0]
-    m = re.match(r"# JAX (\d+\.\d+)(\.\d+)?\b", first)
+    m = re.match(r"# JAX ((\d+\.\d+)(\.\d+)?)\b", first)
     ins, outs, call, tol, name = [], [], [], 1e-6, None
     for line in text.split("\n"):
         if line.startswith("# in: "):
@@ -57,15 +60,18 @@ def parse(path):
             tol = float(line[7:])
         elif line.startswith("def ") and name is None:
             name = line[4:].split("=", 1)[0].strip()
-    return {"version": m.group(1) if m else None, "ins": ins, "outs": outs, "call": call, "tol": tol,
+    return {"version": m.group(2) if m else None, "jax": m.group(1) if m else None,
+            "ins": ins, "outs": outs, "call": call, "tol": tol,
             "name": name, "text": text}
 
 
-def run(shmapi, folder, prog):
+def run(shmapi, folder, prog, jax):
+    """Runs prog as printed by JAX `jax` (--jax: the counters of its random_bits)."""
     path = os.path.join(folder, "prog.shm")
     with open(path, "w") as f:
         f.write(prog)
-    return subprocess.run([shmapi, path], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    return subprocess.run([shmapi, "--jax", jax, path], capture_output=True, text=True,
+                          env=dict(os.environ, LC_ALL="C"))
 
 
 def program(entry, body, show):
@@ -97,7 +103,7 @@ def check(shmapi, path):
         with np.errstate(all="ignore"):
             for k, expr in e["outs"]:
                 env[k] = np.asarray(eval(expr, env))
-        p = run(shmapi, tmp, program(e, e["text"], True))
+        p = run(shmapi, tmp, program(e, e["text"], True), e["jax"])
         if p.returncode:
             return ["%s: shmapi failed:\n%s" % (what, p.stderr[:2000])], e
         bad, first = [], {}
@@ -109,7 +115,7 @@ def check(shmapi, path):
         shown = p.stdout.split("@@@SHOW\n", 1)[1] if "@@@SHOW\n" in p.stdout else ""
         if not shown.startswith("def "):
             return bad + ["%s: show printed no def:\n%s" % (what, shown[:500])], e
-        p2 = run(shmapi, tmp, program(e, shown, False))
+        p2 = run(shmapi, tmp, program(e, shown, False), e["jax"])
         if p2.returncode:
             return bad + ["%s: the shown function does not run again:\n%s\n%s" % (what, shown, p2.stderr[:2000])], e
         for k, _ in e["outs"]:
