@@ -25,7 +25,9 @@
 #include "tiling.h"
 #include "timeline.h"
 
-_Static_assert((int)SHMAPI_NDTYPES == (int)DT_COUNT, "shmapi_DType follows DType");
+/* The API's dtypes are shmapi's array dtypes in its order; typed PRNG keys
+   (key<fry>, after them) stay inside: random_unwrap gives their data. */
+_Static_assert((int)SHMAPI_NDTYPES == (int)DT_KEY_FRY, "shmapi_DType follows DType");
 _Static_assert(SHMAPI_MAX_NDIM == SHM_MAXRANK && SHMAPI_MAX_NDIM == SHM_MAXAXES, "the limits agree");
 
 /* What is handed out (shmapi_Array, shmapi_Devices, shmapi_Cost), on the state's
@@ -296,14 +298,14 @@ int shmapi_run(shmapi_State *S) {
 
 /* ---- arrays -------------------------------------------------------------------------------- */
 
-size_t shmapi_dtype_size(int dtype) { return dtype >= 0 && dtype < DT_COUNT ? dtype_sizes[dtype] : 0; }
+size_t shmapi_dtype_size(int dtype) { return dtype >= 0 && dtype < SHMAPI_NDTYPES ? dtype_sizes[dtype] : 0; }
 
-const char *shmapi_dtype_name(int dtype) { return dtype >= 0 && dtype < DT_COUNT ? dtype_names[dtype] : NULL; }
+const char *shmapi_dtype_name(int dtype) { return dtype >= 0 && dtype < SHMAPI_NDTYPES ? dtype_names[dtype] : NULL; }
 
 /* Whether a caller's array is well formed; else the reason. */
 static const char *array_problem(const shmapi_Array *a) {
   if (!a) return "no array";
-  if (a->dtype < 0 || a->dtype >= DT_COUNT) return "an unknown dtype";
+  if (a->dtype < 0 || a->dtype >= SHMAPI_NDTYPES) return "an unknown dtype";
   if (a->ndim < 0 || a->ndim > SHM_MAXRANK) return "a rank out of range (0 to 16)";
   int64_t n = 1;
   for (int d = 0; d < a->ndim; d++) {
@@ -364,6 +366,8 @@ typedef struct HeldArray {
 
 /* An array handed out over (a new reference to) the interpreter's a. */
 static shmapi_Array *array_out(shmapi_State *S, Array *a) {
+  if ((int)a->dt >= (int)SHMAPI_NDTYPES)
+    err_throw("a %s array cannot leave shmapi: random_unwrap gives its u32 data", dtype_names[a->dt]);
   Array *c = arr_contig(a);       /* (a pitched view is copied) */
   err_defer((void (*)(void *))arr_free_, c);
   HeldArray *ha = (HeldArray *)held_new(S, H_ARRAY, sizeof(HeldArray));
