@@ -12,7 +12,8 @@
 **     and a line indented deeper than the start of the equation it
 **     follows continues that equation (JAX breaks long binder and operand
 **     lists so);
-**   - Python reprs in parameter values: `<function f at 0x...>`,
+**   - Python reprs in parameter values: `<function f at 0x...>`, the
+**     lines of a `Wrapped function:` up to its `Core: ...` line,
 **     `frozenset({'i'})`, `Mesh('i': 4)` (a name right before `(` inside
 **     brackets is a call), dotted names (`Precision.DEFAULT`) and complex
 **     numbers `(1+2j)`.
@@ -174,6 +175,23 @@ static const char *repr_end(const Lexer *L, const char *p) {
   return NULL;
 }
 
+/* The repr of a lu.WrappedFun, which JAX 0.5 and 0.6 printed as the value
+   of custom_jvp_call's jvp_jaxpr_fun and custom_vjp_call's bwd and
+   fwd_jaxpr_thunk: `Wrapped function:`, one line per transformation
+   (`0   : _flatten_bwd   (PyTreeDef((*,)), ...)`), blank lines, and
+   `Core: NAME`.  The end of the Core line, or NULL. */
+static const char *wrapped_end(const Lexer *L, const char *p) {
+  while (p < L->lim) {
+    while (p < L->lim && *p != '\n') p++;
+    if (p < L->lim) p++;
+    if ((size_t)(L->lim - p) >= 5 && !strncmp(p, "Core:", 5)) {
+      while (p < L->lim && *p != '\n') p++;
+      return p;
+    }
+  }
+  return NULL;
+}
+
 /* A float of Python's str(): digits, nan or inf, with an optional sign. */
 static double py_float(const char *p, const char **end) {
   bool neg = *p == '-';
@@ -245,6 +263,13 @@ void lex_next(Lexer *L, Tok *t) {
         t->fval = py_float((const char *)start + 1, &e);
         t->fval2 = py_float(e, &e);
         TOK(TK_COMPLEX);
+      }
+      "Wrapped function:" {
+        /* a lu.WrappedFun's repr (JAX 0.5-0.6 parameters), over lines */
+        const char *e = wrapped_end(L, (const char *)YYCURSOR);
+        if (!e) { L->error = "a 'Wrapped function:' without its 'Core: ...' line"; TOK(TK_ILLEGAL); }
+        YYCURSOR = (const unsigned char *)e;
+        TOK(TK_REPR);
       }
       "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
       ident ("." ident)* {
