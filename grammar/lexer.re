@@ -12,7 +12,8 @@
 **     and a line indented deeper than the start of the equation it
 **     follows continues that equation (JAX breaks long binder and operand
 **     lists so);
-**   - Python reprs in parameter values: `<function f at 0x...>`, the
+**   - Python reprs in parameter values: `<function f at 0x...>`,
+**     GSPMDSharding({devices=[2,4]<=[8]}) (XLA's text in the braces), the
 **     lines of a `Wrapped function:` up to its `Core: ...` line,
 **     `frozenset({'i'})`, `Mesh('i': 4)` (a name right before `(` inside
 **     brackets is a call), dotted names (`Precision.DEFAULT`) and complex
@@ -192,6 +193,28 @@ static const char *wrapped_end(const Lexer *L, const char *p) {
   return NULL;
 }
 
+/* Does the `{` at p open the argument of GSPMDSharding(...)?  Its text is
+   XLA's HloSharding, not a Python value ({devices=[2,4]<=[8]}): it is read
+   whole, as a repr, and hlosharding.c reads it. */
+static bool after_gspmd(const Lexer *L, const char *p) {
+  static const char w[] = "GSPMDSharding(";
+  size_t n = sizeof w - 1;
+  return (size_t)(p - L->src) >= n && !strncmp(p - n, w, n);
+}
+
+/* The end of the balanced {...} at p on its line (strings skipped), or NULL. */
+static const char *brace_end(const Lexer *L, const char *p) {
+  int depth = 0;
+  bool str = false;
+  for (; p < L->lim && *p != '\n' && *p; p++) {
+    if (str) { if (*p == '\\') p++; else if (*p == '"') str = false; }
+    else if (*p == '"') str = true;
+    else if (*p == '{') depth++;
+    else if (*p == '}' && --depth == 0) return p + 1;
+  }
+  return NULL;
+}
+
 /* A float of Python's str(): digits, nan or inf, with an optional sign. */
 static double py_float(const char *p, const char **end) {
   bool neg = *p == '-';
@@ -310,7 +333,15 @@ void lex_next(Lexer *L, Tok *t) {
       ")" { pop(L); TOK(TK_RPAREN); }
       "[" { TOK(push(L, '[') ? TK_LBRACK : TK_ILLEGAL); }
       "]" { pop(L); TOK(TK_RBRACK); }
-      "{" { TOK(push(L, '{') ? TK_LBRACE : TK_ILLEGAL); }
+      "{" {
+        if (after_gspmd(L, (const char *)start)) {   /* GSPMDSharding({devices=[2,4]<=[8]}) */
+          const char *e = brace_end(L, (const char *)start);
+          if (!e) { L->error = "unterminated HLO sharding {...}"; TOK(TK_ILLEGAL); }
+          YYCURSOR = (const unsigned char *)e;
+          TOK(TK_REPR);
+        }
+        TOK(push(L, '{') ? TK_LBRACE : TK_ILLEGAL);
+      }
       "}" { pop(L); TOK(TK_RBRACE); }
       "," { TOK(TK_COMMA); }
       ":" { TOK(TK_COLON); }
