@@ -9,6 +9,9 @@
 **   broadcast[sizes=(s...)] x     (JAX <= 0.4)  broadcast_in_dim[shape=
 **                                 (s..., x's shape), broadcast_dimensions=
 **                                 (the last rank(x) dimensions)] x
+**   psum[axes=(0, i)] x           psum[axes=(i,)] of reduce_sum[axes=(0,)] x:
+**                                 an integer axis is a dimension of x (vmap
+**                                 of a collective prints it); pmax, pmin too
 **
 ** The statement is rewritten before it is checked, so every rule, error,
 ** transformation and `show` is the replacement's (show prints today's
@@ -174,10 +177,77 @@ bad:
   return s;
 }
 
+/* psum, pmax and pmin whose axes hold integers (vmap of a collective over
+   the vmapped axis prints them so: pmin[axes=(0,) axis_index_groups=None]):
+   an integer is a dimension of the operand, reduced as reduce_sum,
+   reduce_max or reduce_min reduce it (jax/_src/lax/parallel.py: the
+   positional axes are reduced first, then the named ones).  All integers:
+   the reduction alone; some names too: the reduction, then the collective
+   over the names. */
+static AstStmt *old_positional(Ctx *cx, AstStmt *s, const char *reduce, bool *done) {
+  int ka = -1, kg = -1;
+  for (int i = 0; i < s->nparams; i++) {
+    if (str_eqc(s->params[i]->key, "axes") || str_eqc(s->params[i]->key, "axis_name")) ka = i;
+    else if (str_eqc(s->params[i]->key, "axis_index_groups")) kg = i;
+  }
+  if (ka < 0) return s;
+  const PVal *v = pv_unparen(s->params[ka]->v);
+  const PVal *const *items = (v->k == PV_TUPLE || v->k == PV_LIST) ? (const PVal *const *)v->items : &v;
+  int n = (v->k == PV_TUPLE || v->k == PV_LIST) ? v->n : 1, npos = 0;
+  int64_t pos[SHM_MAXRANK];
+  PVal *names = pv_new(cx, PV_TUPLE, v->sp);
+  names->items = NEWN(cx->C, PVal *, n);
+  for (int i = 0; i < n; i++) {
+    const PVal *e = pv_unparen((PVal *)items[i]);
+    if (e->k != PV_INT) { names->items[names->n++] = (PVal *)e; continue; }
+    if (npos == SHM_MAXRANK) return s;   /* the rule's error */
+    pos[npos++] = e->i;
+  }
+  if (!npos) return s;
+  if (kg >= 0 && pv_unparen(s->params[kg]->v)->k != PV_NONE) {
+    diag_error(s->params[kg]->sp, "axis_index_groups can only be used with reductions over named axes, but %.*s "
+               "reduces positional axes", s->callee.n, s->callee.p);
+    check_bind_bad(cx, s);
+    *done = true;
+    return s;
+  }
+  AstStmt *r = copy_stmt(cx, s, reduce);
+  r->params = NEWN(cx->C, AstParam *, 1);
+  r->params[0] = param_new(cx, "axes", pv_ints(cx, pos, npos, v->sp), s->params[ka]->sp);
+  r->nparams = 1;
+  if (!names->n) return r;
+  /* the reduction into a value of its own, then the collective of it */
+  AstBinder *t = NEW(cx->C, AstBinder);
+  memset(t, 0, sizeof *t);
+  t->name = str_c("_positional");
+  t->sp = s->callee_sp;
+  r->outs = NEWN(cx->C, AstBinder *, 1);
+  r->outs[0] = t;
+  r->nouts = 1;
+  check_stmt(cx, r);
+  AstStmt *c = copy_stmt(cx, s, "");
+  c->callee = s->callee;
+  c->params = NEWN(cx->C, AstParam *, 1);
+  c->params[0] = param_new(cx, "axes", names, s->params[ka]->sp);
+  c->nparams = 1;
+  AstArg *a = NEW(cx->C, AstArg);
+  memset(a, 0, sizeof *a);
+  a->k = ARG_NAME;
+  a->sp = s->args[0]->sp;
+  a->name = t->name;
+  c->args = NEWN(cx->C, AstArg *, 1);
+  c->args[0] = a;
+  return c;
+}
+
 AstStmt *old_rewrite(Ctx *cx, AstStmt *s, bool *done) {
   *done = false;
   if (str_eqc(s->callee, "select")) return old_select(cx, s, done);
   if (str_eqc(s->callee, "tie_in")) return old_tie_in(cx, s, done);
   if (str_eqc(s->callee, "broadcast")) return old_broadcast(cx, s, done);
+  if (s->nargs == 1 && (str_eqc(s->callee, "psum") || str_eqc(s->callee, "psum2") || str_eqc(s->callee, "psum_invariant")))
+    return old_positional(cx, s, "reduce_sum", done);
+  if (s->nargs == 1 && str_eqc(s->callee, "pmax")) return old_positional(cx, s, "reduce_max", done);
+  if (s->nargs == 1 && str_eqc(s->callee, "pmin")) return old_positional(cx, s, "reduce_min", done);
   return s;
 }
