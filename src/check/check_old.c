@@ -12,6 +12,7 @@
 **   psum[axes=(0, i)] x           psum[axes=(i,)] of reduce_sum[axes=(0,)] x:
 **                                 an integer axis is a dimension of x (vmap
 **                                 of a collective prints it); pmax, pmin too
+**   a b = device_put[...] x y     one device_put per operand
 **
 ** The statement is rewritten before it is checked, so every rule, error,
 ** transformation and `show` is the replacement's (show prints today's
@@ -240,11 +241,53 @@ static AstStmt *old_positional(Ctx *cx, AstStmt *s, const char *reduce, bool *do
   return c;
 }
 
+/* device_put with several operands (JAX binds one equation for a pytree):
+   one device_put per operand, each parameter tuple giving it its entry. */
+static AstStmt *device_put_each(Ctx *cx, AstStmt *s, bool *done) {
+  int n = s->nargs;
+  if (n < 2) return s;
+  *done = true;
+  if (s->nouts != n) {
+    diag_error(s->callee_sp, "device_put gives one result per operand: %d, but %d name%s bound", n, s->nouts,
+               s->nouts == 1 ? " is" : "s are");
+    check_bind_bad(cx, s);
+    return s;
+  }
+  for (int i = 0; i < s->nparams; i++) {
+    const PVal *v = pv_unparen(s->params[i]->v);
+    if ((v->k != PV_TUPLE && v->k != PV_LIST) || v->n != n) {
+      diag_error(s->params[i]->sp, "device_put of %d operands needs %.*s as a tuple of %d entries", n,
+                 s->params[i]->key.n, s->params[i]->key.p, n);
+      check_bind_bad(cx, s);
+      return s;
+    }
+  }
+  for (int k = 0; k < n; k++) {
+    AstStmt *e = copy_stmt(cx, s, "device_put");
+    e->outs = s->outs + k;
+    e->nouts = 1;
+    e->args = s->args + k;
+    e->nargs = 1;
+    e->params = NEWN(cx->C, AstParam *, s->nparams);
+    for (int i = 0; i < s->nparams; i++) {
+      PVal *one = pv_new(cx, PV_TUPLE, s->params[i]->v->sp);
+      one->items = NEWN(cx->C, PVal *, 1);
+      one->items[0] = pv_unparen(s->params[i]->v)->items[k];
+      one->n = 1;
+      e->params[i] = param_new(cx, "", one, s->params[i]->sp);
+      e->params[i]->key = s->params[i]->key;
+    }
+    check_stmt(cx, e);
+  }
+  return s;
+}
+
 AstStmt *old_rewrite(Ctx *cx, AstStmt *s, bool *done) {
   *done = false;
   if (str_eqc(s->callee, "select")) return old_select(cx, s, done);
   if (str_eqc(s->callee, "tie_in")) return old_tie_in(cx, s, done);
   if (str_eqc(s->callee, "broadcast")) return old_broadcast(cx, s, done);
+  if (str_eqc(s->callee, "device_put")) return device_put_each(cx, s, done);
   if (s->nargs == 1 && (str_eqc(s->callee, "psum") || str_eqc(s->callee, "psum2") || str_eqc(s->callee, "psum_invariant")))
     return old_positional(cx, s, "reduce_sum", done);
   if (s->nargs == 1 && str_eqc(s->callee, "pmax")) return old_positional(cx, s, "reduce_max", done);

@@ -53,6 +53,7 @@ double cost_flops(const IrStmt *st) {
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
   case P_DYNAMIC_UPDATE_SLICE: case P_IOTA: case P_ARANGE: case P_FULL: case P_CONVERT_ELEMENT_TYPE:
   case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX:
+  case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
     return 0;
   /* reductions and scans: one operation per element read */
   case P_REDUCE_SUM: case P_REDUCE_PROD: case P_REDUCE_MAX: case P_REDUCE_MIN: case P_REDUCE_AND:
@@ -71,7 +72,12 @@ double cost_hbm_bytes(const IrStmt *st) {
   switch (p) {
   /* bitcasts, or nothing at all */
   case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX:
+  /* annotations of where a value lives: XLA moves nothing for them here */
+  case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
     return 0;
+  /* writes its result, reads nothing */
+  case P_ZEROS_LIKE:
+    return type_bytes(out);
   /* in place: read the update, write it into the operand */
   case P_DYNAMIC_UPDATE_SLICE:
     return 2 * type_bytes(&st->in[1].t);

@@ -32,6 +32,7 @@
 #include "ew.h"
 #include "fft.h"
 #include "prims.h"
+#include "moreprims.h"
 #include "par.h"
 #include "rng.h"
 #include "rule.h"
