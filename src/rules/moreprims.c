@@ -5,6 +5,8 @@
 **   erf_inv x                    the inverse of erf, for floats
 **   clz x, population_count x    leading zero bits and set bits, integers
 **   zeros_like x                 zeros of x's type
+**   reduce_precision[exponent_bits, mantissa_bits] x
+**                                x rounded as XLA rounds to a narrower float
 **   sharding_constraint[sharding, layout, unconstrained_dims, ...] x
 **   mesh_cast[dst_sharding] x
 **   device_put[devices, srcs, copy_semantics] x
@@ -139,5 +141,75 @@ void mp_kern_erf_inv(const Attrs *at, Array *const *in, int nin, Array **out, co
   (void)at; (void)nin;
   Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
   for (int64_t i = 0; i < r->size; i++) arr_setf(r, i, mp_erf_inv(arr_getf(in[0], i)));
+  out[0] = r;
+}
+
+/* reduce_precision[exponent_bits=E, mantissa_bits=M]: floats; E >= 1,
+   M >= 0.  Fills i[0] = E, i[1] = M. */
+bool mp_rule_reduce_precision(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  int64_t e, m;
+  if (!rule_int(cx, "exponent_bits", true, 0, &e) || !rule_int(cx, "mantissa_bits", true, 0, &m)) return false;
+  if (in[0].weak) in[0].dt = DT_F32;
+  if (!rule_check_kind(cx, &in[0], K_FLOAT)) return false;
+  if (e < 1) return rule_param_error(cx, "exponent_bits", "reduce_precision exponent_bits must be at least 1, got %lld",
+                                     (long long)e);
+  if (m < 0) return rule_param_error(cx, "mantissa_bits", "reduce_precision mantissa_bits must be at least 0, got %lld",
+                                     (long long)m);
+  at->i[0] = e;
+  at->i[1] = m;
+  *out = in[0];
+  out->weak = false;
+  return true;
+}
+
+/* The exponent and mantissa widths of a float dtype. */
+static void float_layout(int dt, int *eb, int *mb) {
+  switch (dt) {
+  case DT_F16: *eb = 5; *mb = 10; break;
+  case DT_BF16: *eb = 8; *mb = 7; break;
+  case DT_F64: *eb = 11; *mb = 52; break;
+  default: *eb = 8; *mb = 23; break;
+  }
+}
+
+/* XLA's ReducePrecision on the bits u of a float of width n (elemental IR
+   emitter): round the mantissa to M bits, to nearest even; then an
+   exponent beyond E bits' range overflows to a signed infinity, one at or
+   below its smallest normal exponent to a signed zero; NaN stays NaN when
+   M > 0. */
+uint64_t mp_reduce_precision_bits(uint64_t u, int n, int eb, int mb, int E, int M) {
+  uint64_t x = u, one = 1;
+  uint64_t emask = ((one << eb) - 1) << mb, mmask = (one << mb) - 1, sign = one << (n - 1);
+  bool nan = (u & emask) == emask && (u & mmask);
+  if (M < mb) {
+    uint64_t last = one << (mb - M);
+    uint64_t bias = ((last >> 1) - 1) + ((x & last) >> (mb - M));
+    x = (x + bias) & ~(last - 1);
+  }
+  if (E < eb) {
+    int64_t src_bias = ((int64_t)1 << (eb - 1)) - 1, red_bias = ((int64_t)1 << (E - 1)) - 1;
+    uint64_t xe = x & emask;
+    uint64_t maxe = (uint64_t)(src_bias + red_bias) << mb, mine = (uint64_t)(src_bias - red_bias) << mb;
+    if (xe > maxe) x = (x & sign) | emask;
+    else if (xe <= mine) x = x & sign;
+  }
+  if (n < 64) x &= (one << n) - 1;
+  return nan && M > 0 ? u : x;
+}
+
+void mp_kern_reduce_precision(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  int eb, mb, w = dtype_sizes[r->dt];
+  float_layout(r->dt, &eb, &mb);
+  const unsigned char *src = in[0]->data;
+  unsigned char *dst = r->data;
+  for (int64_t i = 0; i < r->size; i++) {
+    uint64_t u = 0;
+    memcpy(&u, src + i * w, (size_t)w);   /* little-endian: the low bytes */
+    u = mp_reduce_precision_bits(u, 8 * w, eb, mb, (int)at->i[0], (int)at->i[1]);
+    memcpy(dst + i * w, &u, (size_t)w);
+  }
   out[0] = r;
 }

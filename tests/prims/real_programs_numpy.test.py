@@ -17,6 +17,11 @@ NumPy), applies the primitives and saves every result:
                           within 1e-13 relative; NaN outside [-1, 1],
                           +-inf at +-1
   erf_inv's derivative    grad against sqrt(pi)/2 exp(y^2)
+  reduce_precision        f32 and f64 of random bits (NaNs, infinities,
+                          subnormals among them), random exponent_bits and
+                          mantissa_bits: bit for bit what a NumPy model of
+                          XLA's rounding computes; with (5, 10) on f32 values
+                          in f16's normal range, NumPy's float16 rounding
   zeros_like              zeros of the operand's dtype and shape
   sharding_constraint, mesh_cast, device_put (one and two operands)
                           the operand's bytes
@@ -49,6 +54,29 @@ def model_bits(a, clz):
     for x in u.tolist():
         out.append(width - x.bit_length() if clz else bin(x).count("1"))
     return np.array(out, dtype=a.dtype).reshape(a.shape)
+
+
+def model_reduce_precision(a, E, M):
+    """XLA's ReducePrecision (elemental_ir_emitter.cc) over NumPy's view of the bits."""
+    n = a.dtype.itemsize * 8
+    eb, mb = (8, 23) if n == 32 else (11, 52)
+    U = np.uint32 if n == 32 else np.uint64
+    u = a.view(U)
+    one = U(1)
+    emask = U(((1 << eb) - 1) << mb)
+    x = u.copy()
+    if M < mb:
+        last = U(1 << (mb - M))
+        bias = U((int(last) >> 1) - 1) + ((x & last) >> U(mb - M))
+        x = (x + bias) & ~(last - one)
+    if E < eb:
+        sb, rb = (1 << (eb - 1)) - 1, (1 << (E - 1)) - 1
+        xe = x & emask
+        sign = x & U(1 << (n - 1))
+        x = np.where(xe > U((sb + rb) << mb), sign | emask, np.where(xe <= U((sb - rb) << mb), sign, x)).astype(U)
+    if M > 0:
+        x = np.where(np.isnan(a), u, x).astype(U)
+    return x.view(a.dtype)
 
 
 def random_shape(rng):
@@ -86,7 +114,7 @@ def f64_ok(x, y):
 def build(rng, tmp):
     lines, checks = [], []
     for i in range(CASES):
-        kind = rng.choice(["bits", "bits", "erf_inv", "zeros", "ident"])
+        kind = rng.choice(["bits", "bits", "erf_inv", "zeros", "ident", "rp", "rp"])
         shape = random_shape(rng)
         if kind == "bits":
             dt = str(rng.choice(INTS))
@@ -97,6 +125,24 @@ def build(rng, tmp):
             lines += ['a%d = load "a%d.npy"' % (i, i), "c%d = clz a%d" % (i, i), "p%d = population_count a%d" % (i, i),
                       'save "c%d.npy" c%d' % (i, i), 'save "p%d.npy" p%d' % (i, i)]
             checks.append((i, "bits", a))
+        elif kind == "rp":
+            dt = str(rng.choice(["f32", "f64"]))
+            w = 4 if dt == "f32" else 8
+            if rng.random() < 0.5:
+                a = rng.integers(0, 256, (int(np.prod(shape, dtype=np.int64)) * w,), dtype=np.uint8).view(NP[dt]).reshape(shape)
+            else:
+                a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 6)).astype(NP[dt])
+            E = int(rng.integers(1, 12 if dt == "f64" else 9))
+            M = int(rng.integers(0, 53 if dt == "f64" else 24)) if rng.random() < 0.8 else int(rng.integers(0, 3))
+            a = np.where(rng.random(shape) < 0.15, rng.choice([np.nan, -np.inf, np.inf, -0.0, 2.0 ** -126, 1.5, 2.5,
+                                                              1 + 2.0 ** -(M + 1), 2.0 ** -(2 ** (E - 1) - 2)], shape),
+                         a).astype(NP[dt])
+            if rng.random() < 0.2 and dt == "f32":
+                E, M = 5, 10
+            np.save(os.path.join(tmp, "a%d.npy" % i), a)
+            lines += ['a%d = load "a%d.npy"' % (i, i), "r%d = reduce_precision[exponent_bits=%d, mantissa_bits=%d] a%d"
+                      % (i, E, M, i), 'save "r%d.npy" r%d' % (i, i)]
+            checks.append((i, "rp", (a, E, M)))
         elif kind == "erf_inv":
             dt = str(rng.choice(["f32", "f64"]))
             a = random_unit(rng, dt, shape)
@@ -127,6 +173,8 @@ def derivative_lines():
     lines = ["def f(t) {", "  e = erf_inv t", "  return e", "}", "def g = grad f"]
     for j, x in enumerate(xs):
         lines += ["gx%d = g %r" % (j, x), 'save "gx%d.npy" gx%d' % (j, j)]
+    lines += ["nz = [nan, -inf, inf, 1.5, 3.0, 1e-40, -0.0]", "rz = reduce_precision[exponent_bits=8, mantissa_bits=0] nz",
+              "ry = reduce_precision[exponent_bits=4, mantissa_bits=1] nz", 'save "rz.npy" rz', 'save "ry.npy" ry']
     for j, (x, _) in enumerate(KNOWN):
         lines += ["k%d = erf_inv %s:f64[]" % (j, repr(x)), 'save "k%d.npy" k%d' % (j, j)]
     return xs, lines
@@ -149,6 +197,17 @@ def check(tmp, checks, xs):
             for x, y in zip(a.ravel().tolist(), got.ravel().tolist()):
                 if not ok(x, y):
                     bad.append("erf_inv(%r) as %s is %r" % (x, a.dtype, y))
+        elif kind == "rp":
+            a, E, M = a
+            got, want = load("r%d" % i), model_reduce_precision(a, E, M)
+            if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
+                bad.append("reduce_precision[%d, %d] of %r is %r, not %r" % (E, M, a, got, want))
+            if (E, M) == (5, 10) and a.dtype == np.float32:
+                with np.errstate(all="ignore"):
+                    normal = np.isfinite(a) & (np.abs(a) >= 2.0 ** -14) & (np.abs(a) <= 65504)
+                    f16 = a.astype(np.float16).astype(np.float32)
+                if not np.array_equal(got[normal], f16[normal]):
+                    bad.append("reduce_precision[5, 10] of %r is %r, but float16 rounds to %r" % (a, got, f16))
         elif kind == "zeros":
             got = load("z%d" % i)
             if got.dtype != a.dtype or got.shape != a.shape or np.any(got != 0):
@@ -163,6 +222,11 @@ def check(tmp, checks, xs):
         got = float(load("gx%d" % j))
         if abs(got - yx) > 2e-5 * abs(yx):
             bad.append("grad of erf_inv at %r is %r, not %r" % (x, got, yx))
+    nz = np.array([np.nan, -np.inf, np.inf, 1.5, 3.0, 1e-40, -0.0], np.float32)
+    for k, (E, M) in (("rz", (8, 0)), ("ry", (4, 1))):
+        got, want = load(k), model_reduce_precision(nz, E, M)
+        if got.tobytes() != want.tobytes():
+            bad.append("reduce_precision[%d, %d] of %r is %r, not %r" % (E, M, nz, got, want))
     for j, (x, want) in enumerate(KNOWN):
         got = float(load("k%d" % j))
         if abs(got - want) > 4e-16 * abs(want):
