@@ -13,6 +13,8 @@
 **     follows continues that equation (JAX breaks long binder and operand
 **     lists so);
 **   - Python reprs in parameter values: `<function f at 0x...>`,
+**     GSPMDSharding({devices=[2,4]<=[8]}) (XLA's text in the braces), the
+**     lines of a `Wrapped function:` up to its `Core: ...` line,
 **     `frozenset({'i'})`, `Mesh('i': 4)` (a name right before `(` inside
 **     brackets is a call), dotted names (`Precision.DEFAULT`) and complex
 **     numbers `(1+2j)`.
@@ -179,6 +181,45 @@ static const char *repr_end(const Lexer *L, const char *p) {
   return NULL;
 }
 
+/* The repr of a lu.WrappedFun, which JAX 0.5 and 0.6 printed as the value
+   of custom_jvp_call's jvp_jaxpr_fun and custom_vjp_call's bwd and
+   fwd_jaxpr_thunk: `Wrapped function:`, one line per transformation
+   (`0   : _flatten_bwd   (PyTreeDef((*,)), ...)`), blank lines, and
+   `Core: NAME`.  The end of the Core line, or NULL. */
+static const char *wrapped_end(const Lexer *L, const char *p) {
+  while (p < L->lim) {
+    while (p < L->lim && *p != '\n') p++;
+    if (p < L->lim) p++;
+    if ((size_t)(L->lim - p) >= 5 && !strncmp(p, "Core:", 5)) {
+      while (p < L->lim && *p != '\n') p++;
+      return p;
+    }
+  }
+  return NULL;
+}
+
+/* Does the `{` at p open the argument of GSPMDSharding(...)?  Its text is
+   XLA's HloSharding, not a Python value ({devices=[2,4]<=[8]}): it is read
+   whole, as a repr, and hlosharding.c reads it. */
+static bool after_gspmd(const Lexer *L, const char *p) {
+  static const char w[] = "GSPMDSharding(";
+  size_t n = sizeof w - 1;
+  return (size_t)(p - L->src) >= n && !strncmp(p - n, w, n);
+}
+
+/* The end of the balanced {...} at p on its line (strings skipped), or NULL. */
+static const char *brace_end(const Lexer *L, const char *p) {
+  int depth = 0;
+  bool str = false;
+  for (; p < L->lim && *p != '\n' && *p; p++) {
+    if (str) { if (*p == '\\') p++; else if (*p == '"') str = false; }
+    else if (*p == '"') str = true;
+    else if (*p == '{') depth++;
+    else if (*p == '}' && --depth == 0) return p + 1;
+  }
+  return NULL;
+}
+
 /* A float of Python's str(): digits, nan or inf, with an optional sign. */
 static double py_float(const char *p, const char **end) {
   bool neg = *p == '-';
@@ -255,6 +296,13 @@ void lex_next(Lexer *L, Tok *t) {
         /* a PRNG key dtype as JAX prints it: key<fry>, key<rbg> */
         TOK(TK_IDENT);
       }
+      "Wrapped function:" {
+        /* a lu.WrappedFun's repr (JAX 0.5-0.6 parameters), over lines */
+        const char *e = wrapped_end(L, (const char *)YYCURSOR);
+        if (!e) { L->error = "a 'Wrapped function:' without its 'Core: ...' line"; TOK(TK_ILLEGAL); }
+        YYCURSOR = (const unsigned char *)e;
+        TOK(TK_REPR);
+      }
       "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
       /* JAX's scatter primitives have a hyphen in their names: scatter-add
          is one name, as jaxprs print it (shm has no infix minus) */
@@ -297,7 +345,15 @@ void lex_next(Lexer *L, Tok *t) {
       ")" { pop(L); TOK(TK_RPAREN); }
       "[" { TOK(push(L, '[') ? TK_LBRACK : TK_ILLEGAL); }
       "]" { pop(L); TOK(TK_RBRACK); }
-      "{" { TOK(push(L, '{') ? TK_LBRACE : TK_ILLEGAL); }
+      "{" {
+        if (after_gspmd(L, (const char *)start)) {   /* GSPMDSharding({devices=[2,4]<=[8]}) */
+          const char *e = brace_end(L, (const char *)start);
+          if (!e) { L->error = "unterminated HLO sharding {...}"; TOK(TK_ILLEGAL); }
+          YYCURSOR = (const unsigned char *)e;
+          TOK(TK_REPR);
+        }
+        TOK(push(L, '{') ? TK_LBRACE : TK_ILLEGAL);
+      }
       "}" { pop(L); TOK(TK_RBRACE); }
       "," { TOK(TK_COMMA); }
       ":" { TOK(TK_COLON); }

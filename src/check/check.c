@@ -605,6 +605,9 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   if (xmap_desugar(cx, s)) return;
   Binding *b = check_lookup(cx->scope, B_FUNC, s->callee);
   if (b) { check_call(cx, s, b->fn); return; }
+  bool done;
+  s = old_rewrite(cx, s, &done);
+  if (done) return;
   int prim = prim_lookup(s->callee);
   if (prim >= 0) { check_prim_eqn(cx, s, prim); return; }
   b = check_lookup(cx->scope, B_VAR, s->callee);

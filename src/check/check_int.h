@@ -354,6 +354,10 @@ typedef struct XPlan {
    pdot in a shard_map body (dot_general then psum).  True when s was
    checked so (or rejected). */
 bool xmap_desugar(Ctx *cx, AstStmt *s);
+/* JAX's retired primitives (select, tie_in, broadcast) as the ones that
+   replaced them (check_old.c): the statement to check in s's place, or,
+   with *done set, s was checked so (or rejected). */
+AstStmt *old_rewrite(Ctx *cx, AstStmt *s, bool *done);
 /* A type's named shape `<batch:20, ...>`: the named axes of the xmap body
    it stands in, at their sizes, as its variance set. */
 bool xmap_named_shape(Ctx *cx, const AstType *at, Type *t, bool *has_vma);

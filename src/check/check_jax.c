@@ -16,6 +16,7 @@
 #include "check_int.h"
 #include "diag.h"
 #include "err.h"
+#include "hlosharding.h"
 #include "show.h"
 
 bool jax_is_call(int prim) {
@@ -60,6 +61,43 @@ static Type *call_args(Ctx *cx, AstStmt *s, IrAtom *in, int n) {
   return t;
 }
 
+/* One GSPMDSharding({...}) of pjit's in_shardings or out_shardings: XLA's
+   text must read (hlosharding.h), and a tiled sharding must split as
+   many dimensions as the array `t` it places has. */
+static bool gspmd_ok(const PVal *v, const Type *t, const char *key, int k) {
+  v = pv_unparen((PVal *)v);
+  if (v->k != PV_CALL || !str_eqc(v->s, "GSPMDSharding")) return true;
+  if (v->n < 1 || v->items[0]->k != PV_REPR || v->items[0]->s.n < 1 || v->items[0]->s.p[0] != '{') {
+    diag_error(v->sp, "GSPMDSharding(...) holds XLA's sharding text in braces, as {devices=[2,1]<=[2]}");
+    return false;
+  }
+  HloSharding h;
+  char err[200];
+  const PVal *text = v->items[0];
+  if (!hsh_parse(text->s.p, text->s.n, &h, err, sizeof err)) {
+    diag_error(text->sp, "%s", err);
+    return false;
+  }
+  int rank = hsh_array_rank(&h);
+  bool ok = h.kind != HSH_TILED || !t || t->bad || rank == t->rank;
+  if (!ok)
+    diag_error(text->sp, "%s[%d] splits %d dimension%s, but the array it places has %d", key, k, rank,
+               rank == 1 ? "" : "s", t->rank);
+  hsh_free(&h);
+  return ok;
+}
+
+static bool shardings_ok(const AstStmt *s, const char *key, const Type *t, int n) {
+  for (int i = 0; i < s->nparams; i++) {
+    if (!str_eqc(s->params[i]->key, key)) continue;
+    const PVal *v = pv_unparen(s->params[i]->v);
+    if (v->k != PV_TUPLE && v->k != PV_LIST) return gspmd_ok(v, n == 1 ? t : NULL, key, 0);
+    for (int k = 0; k < v->n; k++)
+      if (!gspmd_ok(v->items[k], k < n ? &t[k] : NULL, key, k)) return false;
+  }
+  return true;
+}
+
 void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) {
   const char *key = call_key(s);
   if (!key) {
@@ -79,6 +117,12 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) 
   Type *args = fd ? call_args(cx, s, in, s->nargs) : NULL;
   IrFunc *f = args ? check_instantiate(cx, fd, args, s->nargs, s->callee_sp) : NULL;
   if (!f) { check_bind_bad(cx, s); return; }
+  Type *outt = NEWN(cx->C, Type, f->nouts);
+  for (int k = 0; k < f->nouts; k++) outt[k] = f->outs[k].t;
+  if (!shardings_ok(s, "in_shardings", args, s->nargs) || !shardings_ok(s, "out_shardings", outt, f->nouts)) {
+    check_bind_bad(cx, s);
+    return;
+  }
   record_as_written(cx, r, s, key);
   check_add_fn(cx, at, f);
   IrStmt *st = check_new_eqn(cx, s);

@@ -33,6 +33,7 @@
 #include "fft.h"
 #include "indexing.h"
 #include "prims.h"
+#include "moreprims.h"
 #include "par.h"
 #include "philox.h"
 #include "rng.h"
@@ -320,6 +321,24 @@ static bool key_convert_error(RuleCtx *cx) {
                     rule_prim_name(cx));
 }
 
+/* JAX before 0.2.8 printed the operand's dtype too (old_dtype=int32): it
+   must be the operand's (an untyped literal takes it); show leaves it out,
+   as JAX does today. */
+static bool rule_old_dtype(RuleCtx *cx, Type *in) {
+  PVal *v = pv_unparen(rule_get(cx, "old_dtype"));
+  if (!v) return true;
+  int dt = (v->k == PV_NAME || v->k == PV_STR) ? dtype_lookup(v->s) : -1;
+  TyBuf a;
+  if (dt < 0)
+    return rule_param_error(cx, "old_dtype", "parameter 'old_dtype' of convert_element_type must be a dtype (%s)",
+                            dtype_list_text);
+  if (in[0].weak && rule_kind_rank(dt) >= rule_kind_rank(in[0].dt)) in[0].dt = (uint8_t)dt;
+  if (in[0].dt != dt)
+    return rule_param_error(cx, "old_dtype", "convert_element_type old_dtype=%s, but the operand is %s",
+                            dtype_names[dt], rule_ty(&a, &in[0]));
+  return true;
+}
+
 static bool rule_convert(RARGS) {
   (void)nin;
   int dt = 0;
@@ -329,6 +348,7 @@ static bool rule_convert(RARGS) {
   ignore_param(cx, "sharding");
   if (dt < 0) return rule_param_error(cx, "new_dtype", "convert_element_type needs a new_dtype");
   if (dtype_is_key((DType)in[0].dt)) return key_convert_error(cx);
+  if (!rule_old_dtype(cx, in)) return false;
   at->dtype = dt;
   *out = in[0];
   out->weak = false;

@@ -54,7 +54,7 @@ typedef bool (*JvpFn)(JvpCx *cx);
   X(zero) X(linear) X(pbroadcast) X(add) X(sub) X(mul) X(div) X(rem) X(pow) X(max)         \
   X(min) X(atan2) X(abs) X(square) X(exp) X(exp2) X(expm1) X(log) X(log1p) X(tanh)         \
   X(logistic) X(sqrt) X(rsqrt) X(cbrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan)        \
-  X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(lgamma) X(digamma)           \
+  X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(erf_inv) X(lgamma) X(digamma)           \
   X(polygamma) X(integer_pow) X(convert_element_type) X(clamp) X(select_n) X(reduce_prod)  \
   X(reduce_chooser) X(cumulative) X(dot_general) X(gather) X(scatter) X(scatter_mul)        \
   X(scatter_extremal) X(cond) X(while) X(fori_loop)                                        \

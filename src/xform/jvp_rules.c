@@ -292,6 +292,8 @@ UNARY(acosh, MUL(g, un(cx, P_RSQRT, SUB(SQUARE(x), cst(cx, x, 1)))))
 UNARY(atanh, MUL(ipow(cx, ADD(cst(cx, x, 1), x), -1), DIV(g, SUB(cst(cx, x, 1), x))))
 UNARY(erf, MUL(cst(cx, x, 2.0 / sqrt(M_PI)), MUL(g, un(cx, P_EXP, NEG(SQUARE(x))))))
 UNARY(erfc, MUL(cst(cx, x, -2.0 / sqrt(M_PI)), MUL(g, un(cx, P_EXP, NEG(SQUARE(x))))))
+/* erf_inv: dy = g * sqrt(pi)/2 * exp(y^2) */
+UNARY(erf_inv, MUL(g, MUL(cst(cx, y, sqrt(M_PI) / 2), un(cx, P_EXP, SQUARE(y)))))
 UNARY(lgamma, MUL(g, un(cx, P_DIGAMMA, x)))
 UNARY(digamma, MUL(g, bin(cx, P_POLYGAMMA, cst(cx, x, 1), x)))
 

@@ -28,7 +28,7 @@ typedef struct Tr {
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(scatter_mul) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
-  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort)
+  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -395,6 +395,17 @@ static bool as_other(TrCtx *cx, int to, const char *key) {
 }
 
 static bool tr_copy(TrCtx *cx) { return as_other(cx, P_COPY, NULL); }
+
+/* reduce_precision is linear to JAX (ad.deflinear): its transpose rounds
+   the cotangent the same way. */
+static bool tr_reduce_precision(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  IrParam ps[2] = {kv("exponent_bits", rule_stmt_param(cx->st, "exponent_bits")),
+                   kv("mantissa_bits", rule_stmt_param(cx->st, "mantissa_bits"))};
+  tr_give(cx, 0, emit1(cx, P_REDUCE_PRECISION, ps, 2, &ct, 1));
+  return true;
+}
 
 /* A cotangent made by broadcasting a scalar, where the other operand k
    (constant) already has the result's shape: the scalar itself, since

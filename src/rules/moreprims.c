@@ -1,0 +1,215 @@
+/*
+** moreprims.c — primitives real JAX programs print that the core set
+** lacks (rows of prims.def, "primitives of real programs"):
+**
+**   erf_inv x                    the inverse of erf, for floats
+**   clz x, population_count x    leading zero bits and set bits, integers
+**   zeros_like x                 zeros of x's type
+**   reduce_precision[exponent_bits, mantissa_bits] x
+**                                x rounded as XLA rounds to a narrower float
+**   sharding_constraint[sharding, layout, unconstrained_dims, ...] x
+**   mesh_cast[dst_sharding] x
+**   device_put[devices, srcs, copy_semantics] x
+**                                where an array lives, never its value:
+**                                each is the identity on the values
+*/
+#include <math.h>
+#include "moreprims.h"
+#include "dtype.h"
+#include "ew.h"
+
+/* Keep the parameters written among `keys` for show; the values say
+   where arrays live, which changes no value. */
+static void keep_params(RuleCtx *cx, const char *const *keys) {
+  for (; *keys; keys++) {
+    PVal *v = rule_get(cx, *keys);
+    if (v) rule_record(cx, *keys, v);
+  }
+}
+
+static bool identity_rule(RuleCtx *cx, Type *in, Type *out, const char *const *keys) {
+  keep_params(cx, keys);
+  *out = in[0];
+  out->weak = false;
+  return true;
+}
+
+bool mp_rule_sharding_constraint(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const char *const keys[] = {"sharding", "layout", "unconstrained_dims", "resource_env", "context_mesh", NULL};
+  (void)nin; (void)at;
+  return identity_rule(cx, in, out, keys);
+}
+
+bool mp_rule_mesh_cast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const char *const keys[] = {"dst_sharding", NULL};
+  (void)nin; (void)at;
+  return identity_rule(cx, in, out, keys);
+}
+
+bool mp_rule_device_put(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const char *const keys[] = {"devices", "srcs", "copy_semantics", NULL};
+  (void)nin; (void)at;
+  return identity_rule(cx, in, out, keys);
+}
+
+void mp_kern_identity(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)at; (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  ew_unary(U_COPY, in[0], r);
+  out[0] = r;
+}
+
+bool mp_rule_zeros_like(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)cx; (void)nin; (void)at;
+  *out = in[0];
+  out->weak = in[0].weak;
+  return true;
+}
+
+void mp_kern_zeros_like(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)at; (void)in; (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  memset(r->data, 0, arr_nbytes(r));
+  out[0] = r;
+}
+
+/* clz and population_count: integers of any width, signed or not. */
+bool mp_rule_bits(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin; (void)at;
+  if (!rule_check_kind(cx, &in[0], K_INT)) return false;
+  *out = in[0];
+  return true;
+}
+
+/* The element's bits, as an unsigned number of its width. */
+static uint64_t bits_of(const Array *a, int64_t i, int width) {
+  uint64_t u = (uint64_t)arr_geti(a, i);
+  return width == 64 ? u : u & ((UINT64_C(1) << width) - 1);
+}
+
+static void bits_kernel(Array *const *in, Array **out, const Type *outt, bool clz) {
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  int width = 8 * dtype_sizes[r->dt];
+  for (int64_t i = 0; i < r->size; i++) {
+    uint64_t u = bits_of(in[0], i, width);
+    int64_t v = clz ? (u ? __builtin_clzll(u) - (64 - width) : width) : __builtin_popcountll(u);
+    arr_seti(r, i, v);
+  }
+  out[0] = r;
+}
+
+void mp_kern_clz(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)at; (void)nin;
+  bits_kernel(in, out, outt, true);
+}
+
+void mp_kern_population_count(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)at; (void)nin;
+  bits_kernel(in, out, outt, false);
+}
+
+bool mp_rule_erf_inv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin; (void)at;
+  if (in[0].weak) in[0].dt = DT_F32;
+  if (!rule_check_kind(cx, &in[0], K_FLOAT)) return false;
+  *out = in[0];
+  out->weak = false;
+  return true;
+}
+
+/* erf_inv(x) in double: Winitzki's closed form (relative error below
+   2e-3) refined by Newton's method on erf(y) = x, or, for |x| > 0.5, on
+   erfc(y) = 1 - |x|, which keeps its digits as |x| nears 1. */
+double mp_erf_inv(double x) {
+  if (isnan(x) || x < -1 || x > 1) return NAN;
+  if (x == 1 || x == -1) return copysign(INFINITY, x);
+  double a = fabs(x), q = 1 - a;   /* exact for a >= 0.5 (Sterbenz) */
+  const double k = 0.147, two_over_pi_k = 2 / (M_PI * k), c = 2 / sqrt(M_PI);
+  double l = log1p(-a * a), t = two_over_pi_k + l / 2;
+  double y = sqrt(sqrt(t * t - l / k) - t);
+  for (int it = 0; it < 8; it++) {
+    double f = a <= 0.5 ? erf(y) - a : q - erfc(y), d = c * exp(-y * y);
+    if (d == 0) break;
+    double step = f / d;
+    y -= step;
+    if (fabs(step) <= 1e-17 * fabs(y)) break;
+  }
+  return copysign(y, x);
+}
+
+void mp_kern_erf_inv(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)at; (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  for (int64_t i = 0; i < r->size; i++) arr_setf(r, i, mp_erf_inv(arr_getf(in[0], i)));
+  out[0] = r;
+}
+
+/* reduce_precision[exponent_bits=E, mantissa_bits=M]: floats; E >= 1,
+   M >= 0.  Fills i[0] = E, i[1] = M. */
+bool mp_rule_reduce_precision(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  int64_t e, m;
+  if (!rule_int(cx, "exponent_bits", true, 0, &e) || !rule_int(cx, "mantissa_bits", true, 0, &m)) return false;
+  if (in[0].weak) in[0].dt = DT_F32;
+  if (!rule_check_kind(cx, &in[0], K_FLOAT)) return false;
+  if (e < 1) return rule_param_error(cx, "exponent_bits", "reduce_precision exponent_bits must be at least 1, got %lld",
+                                     (long long)e);
+  if (m < 0) return rule_param_error(cx, "mantissa_bits", "reduce_precision mantissa_bits must be at least 0, got %lld",
+                                     (long long)m);
+  at->i[0] = e;
+  at->i[1] = m;
+  *out = in[0];
+  out->weak = false;
+  return true;
+}
+
+/* The exponent and mantissa widths of a float dtype. */
+static void float_layout(int dt, int *eb, int *mb) {
+  switch (dt) {
+  case DT_F16: *eb = 5; *mb = 10; break;
+  case DT_BF16: *eb = 8; *mb = 7; break;
+  case DT_F64: *eb = 11; *mb = 52; break;
+  default: *eb = 8; *mb = 23; break;
+  }
+}
+
+/* XLA's ReducePrecision on the bits u of a float of width n (elemental IR
+   emitter): round the mantissa to M bits, to nearest even; then an
+   exponent beyond E bits' range overflows to a signed infinity, one at or
+   below its smallest normal exponent to a signed zero; NaN stays NaN when
+   M > 0. */
+uint64_t mp_reduce_precision_bits(uint64_t u, int n, int eb, int mb, int E, int M) {
+  uint64_t x = u, one = 1;
+  uint64_t emask = ((one << eb) - 1) << mb, mmask = (one << mb) - 1, sign = one << (n - 1);
+  bool nan = (u & emask) == emask && (u & mmask);
+  if (M < mb) {
+    uint64_t last = one << (mb - M);
+    uint64_t bias = ((last >> 1) - 1) + ((x & last) >> (mb - M));
+    x = (x + bias) & ~(last - 1);
+  }
+  if (E < eb) {
+    int64_t src_bias = ((int64_t)1 << (eb - 1)) - 1, red_bias = ((int64_t)1 << (E - 1)) - 1;
+    uint64_t xe = x & emask;
+    uint64_t maxe = (uint64_t)(src_bias + red_bias) << mb, mine = (uint64_t)(src_bias - red_bias) << mb;
+    if (xe > maxe) x = (x & sign) | emask;
+    else if (xe <= mine) x = x & sign;
+  }
+  if (n < 64) x &= (one << n) - 1;
+  return nan && M > 0 ? u : x;
+}
+
+void mp_kern_reduce_precision(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  int eb, mb, w = dtype_sizes[r->dt];
+  float_layout(r->dt, &eb, &mb);
+  const unsigned char *src = in[0]->data;
+  unsigned char *dst = r->data;
+  for (int64_t i = 0; i < r->size; i++) {
+    uint64_t u = 0;
+    memcpy(&u, src + i * w, (size_t)w);   /* little-endian: the low bytes */
+    u = mp_reduce_precision_bits(u, 8 * w, eb, mb, (int)at->i[0], (int)at->i[1]);
+    memcpy(dst + i * w, &u, (size_t)w);
+  }
+  out[0] = r;
+}
