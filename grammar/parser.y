@@ -96,13 +96,10 @@ stmt(A) ::= error.                         { A = ast_error_stmt(P); }
 
 simple(A) ::= binders(B) EQ IDENT(C) opt_params(Q) args(R).
     { A = ast_eqn(P, B, C, Q, Q != 0, R); }
-/* An equation with no results, as JAX printed it until 0.4.23: ` = prim[...] x` */
-simple(A) ::= EQ IDENT(C) opt_params(Q) args(R).
-    { A = ast_eqn(P, ast_list(P), C, Q, Q != 0, R); }
 simple(A) ::= IDENT(C) LBRACK params(Q) RBRACK args(R).
     { A = ast_eqn(P, ast_list(P), C, Q, true, R); }
 /* JAX 0.4.2x printed an equation without results with an empty binder
-   list: `    = debug_callback[...] a` */
+   list: `    = debug_callback[...] a` (until 0.4.23) */
 simple(A) ::= EQ IDENT(C) opt_params(Q) args(R).
     { A = ast_eqn(P, ast_list(P), C, Q, Q != 0, R); }
 simple(A) ::= IDENT(C) LBRACK RBRACK args(R).

@@ -267,13 +267,19 @@ static int run_script(const char *file, const char *code, const shmapi_Limits *l
   return rc == SHMAPI_OK ? 0 : rc == SHMAPI_MISUSE ? 2 : 1;
 }
 
+static bool apply_header(int f);
+
 /* The REPL and the debugger, under a last boundary: running out of memory
-   before the REPL has its own ends it with the error. */
-static int repl(const char *file, const ReplOptions *ro) {
+   before the REPL has its own ends it with the error.  With `header`, the
+   file's `# jax VERSION` comment is read first (rngkey.h). */
+static int repl(const char *file, const ReplOptions *ro, bool header) {
   volatile int status = 1;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    status = repl_main(file, ro);
+    int f = header && file ? parse_load(file, span_none()) : 0;
+    if (f < 0) status = 2;
+    else if (header && file && !apply_header(f)) status = 1;
+    else status = repl_main(file, ro);
     err_end(&j);
   } else {
     fflush(stdout);
@@ -416,13 +422,8 @@ static int run(int argc, char **argv) {
   }
 
   ReplOptions ro = {stats, max_steps, debug};
-  if (!file && !code && !save_only) return repl(NULL, &ro);
-  if (interactive || debug) {
-    int f = ver_set || part_set ? 0 : parse_load(file, span_none());
-    if (f < 0) return 2;
-    if (!ver_set && !part_set && !apply_header(f)) return 1;
-    return repl(file, &ro);
-  }
+  if (!file && !code && !save_only) return repl(NULL, &ro, false);
+  if (interactive || debug) return repl(file, &ro, !ver_set && !part_set);
 
   /* eval_run catches runtime errors of the program; this boundary catches
      those of the front end and the set-up (running out of memory). */

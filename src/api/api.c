@@ -413,6 +413,23 @@ void shmapi_array_free(shmapi_Array *a) {
   if (a) release_out(a->priv_);
 }
 
+/* A top-level variable `name` of the checker bound to the caller's array
+   (borrowed or copied: array_in), its value set in the top frame. */
+static IrVar *bind_array(shmapi_State *S, const char *name, const shmapi_Array *a, bool borrow, bool global) {
+  Array *arr = array_in(S, a, borrow);
+  err_defer((void (*)(void *))arr_free_, arr);
+  Type t;
+  memset(&t, 0, sizeof t);
+  t.dt = arr->dt;
+  t.rank = arr->rank;
+  memcpy(t.shape, arr->shape, sizeof(int64_t) * arr->rank);
+  IrVar *v = check_new_var(S->C, name, &t, global);
+  err_undefer(arr);
+  eval_assign(eval_top(S->I), v, val_of(arr));     /* (val_of takes its own reference) */
+  arr_unref(arr);
+  return v;
+}
+
 int shmapi_set_global(shmapi_State *S, const char *name, const shmapi_Array *a, int flags) {
   if (!S) return SHMAPI_MISUSE;
   ENTER(S);
@@ -423,17 +440,7 @@ int shmapi_set_global(shmapi_State *S, const char *name, const shmapi_Array *a, 
   volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    Array *arr = array_in(S, a, flags & SHMAPI_BORROW);
-    err_defer((void (*)(void *))arr_free_, arr);
-    Type t;
-    memset(&t, 0, sizeof t);
-    t.dt = arr->dt;
-    t.rank = arr->rank;
-    memcpy(t.shape, arr->shape, sizeof(int64_t) * arr->rank);
-    IrVar *v = check_new_var(S->C, name, &t, true);
-    err_undefer(arr);
-    eval_assign(eval_top(S->I), v, val_of(arr));     /* (val_of takes its own reference) */
-    arr_unref(arr);
+    bind_array(S, name, a, flags & SHMAPI_BORROW, true);
     rc = SHMAPI_OK;
     err_end(&j);
   } else {
@@ -516,17 +523,7 @@ static IrFunc *call_glue(shmapi_State *S, const char *name, const shmapi_Array *
   for (int i = 0; i < nargs; i++) {
     char vn[48];
     snprintf(vn, sizeof vn, "__shm_arg%d", S->nargs_made++);
-    Array *arr = array_in(S, &args[i], false);
-    err_defer((void (*)(void *))arr_free_, arr);
-    Type t;
-    memset(&t, 0, sizeof t);
-    t.dt = arr->dt;
-    t.rank = arr->rank;
-    memcpy(t.shape, arr->shape, sizeof(int64_t) * arr->rank);
-    vars[i] = check_new_var(S->C, vn, &t, false);
-    err_undefer(arr);
-    eval_assign(eval_top(S->I), vars[i], val_of(arr));
-    arr_unref(arr);
+    vars[i] = bind_array(S, vn, &args[i], false, false);
     buf_printf(&text, " %s", vn);
   }
   IrFunc *fn = check_expr(S->C, "<call>", buf_cstr(&text), check_main(S->C), vars, nargs, 0);

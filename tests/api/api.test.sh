@@ -5,22 +5,8 @@
 # Skips (77) only when the build directory has no libshmapi.so.
 # timeout: 600
 set -euo pipefail
-build=$(dirname "$SHMAPI")
-if [[ ! -f $build/libshmapi.so ]]; then
-  echo "no libshmapi.so beside $SHMAPI"
-  exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-flags=()
-nm -D "$build/libshmapi.so" >"$tmp/syms" 2>/dev/null || true
-if grep -q __asan_ "$tmp/syms"; then flags+=(-fsanitize=address,undefined); fi
-if ! cc -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror "${flags[@]}" -Iinclude tests/api/_api.c \
-     -L"$build" -lshmapi -Wl,-rpath,"$(cd "$build" && pwd)" -lpthread -o "$tmp/api" >"$tmp/log" 2>&1; then
-  echo "cannot build the test program:"
-  head -n 30 "$tmp/log"
-  exit 1
-fi
+source tests/api/_client.sh
+build_client "$tmp/api" tests/api/_api.c -lpthread
 OPENBLAS_NUM_THREADS=1 SHM_API_ROUNDS=200 "$tmp/api"
 if command -v valgrind >/dev/null && ((${#flags[@]} == 0)); then
   echo "# under valgrind:"
