@@ -220,7 +220,7 @@ static void test_dtypes(void) {
       case SHMAPI_F32: ((float *)buf)[i] = (float)v; ((float *)want)[i] = (float)(2 * v); break;
       case SHMAPI_F64: ((double *)buf)[i] = v; ((double *)want)[i] = 2 * v; break;
       case SHMAPI_I8: ((int8_t *)buf)[i] = (int8_t)v; ((int8_t *)want)[i] = (int8_t)(2 * v); break;
-      case SHMAPI_I64: ((int64_t *)buf)[i] = (int64_t)v << 33; ((int64_t *)want)[i] = ((int64_t)v << 33) * 2; break;
+      case SHMAPI_I64: ((int64_t *)buf)[i] = (int64_t)v * ((int64_t)1 << 33); ((int64_t *)want)[i] = (int64_t)v * ((int64_t)1 << 34); break;
       case SHMAPI_U16: ((uint16_t *)buf)[i] = (uint16_t)(i * 1000 + 7); ((uint16_t *)want)[i] = (uint16_t)(2 * (i * 1000 + 7)); break;
       case SHMAPI_C64:
         ((float *)buf)[2 * i] = (float)v, ((float *)buf)[2 * i + 1] = (float)-i;
