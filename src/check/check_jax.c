@@ -97,6 +97,29 @@ static bool shardings_ok(const AstStmt *s, const char *key, const Type *t, int n
   }
   return true;
 }
+/* The equation `outs = prim[...] ins` of a primitive that is a call of f
+   (JAX's call primitives, optimization_barrier): a call of f that show
+   prints as the primitive, with r's canonical parameters if given, and
+   results of the types outt (f's results). */
+static void emit_via_call(Ctx *cx, AstStmt *s, IrFunc *f, int prim, Attrs *at, IrAtom *in, RuleCtx *r,
+                          Type *outt) {
+  check_add_fn(cx, at, f);
+  IrStmt *st = check_new_eqn(cx, s);
+  st->prim = -1;
+  st->callee = f;
+  st->via = prim + 1;
+  st->via_name = s->callee;
+  st->at = at;
+  if (r) {
+    st->params = r->canon;
+    st->nparams = r->ncanon;
+  }
+  st->in = in;
+  st->nin = s->nargs;
+  check_bind_outs(cx, s, st, outt, f->nouts, prim_table[prim].name);
+  emit_stmt(EM(cx), st);
+}
+
 
 void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) {
   const char *key = call_key(s);
@@ -124,21 +147,7 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) 
     return;
   }
   record_as_written(cx, r, s, key);
-  check_add_fn(cx, at, f);
-  IrStmt *st = check_new_eqn(cx, s);
-  st->prim = -1;
-  st->callee = f;
-  st->via = prim + 1;
-  st->via_name = s->callee;
-  st->at = at;
-  st->params = r->canon;
-  st->nparams = r->ncanon;
-  st->in = in;
-  st->nin = s->nargs;
-  Type *out = NEWN(cx->C, Type, f->nouts);
-  for (int k = 0; k < f->nouts; k++) out[k] = f->outs[k].t;
-  check_bind_outs(cx, s, st, out, f->nouts, prim_table[prim].name);
-  emit_stmt(EM(cx), st);
+  emit_via_call(cx, s, f, prim, at, in, r, outt);
 }
 
 /* ---- optimization_barrier and debug_callback --------------------------------------- */
@@ -154,17 +163,7 @@ void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
   IrAtom *outs = NEWN(cx->C, IrAtom, s->nargs + 1);
   for (int k = 0; k < s->nargs; k++) outs[k] = ir_var_atom(bld_param(B, str_c("x"), args[k]));
   IrFunc *f = bld_finish(B, outs, s->nargs);
-  check_add_fn(cx, at, f);
-  IrStmt *st = check_new_eqn(cx, s);
-  st->prim = -1;
-  st->callee = f;
-  st->via = P_OPTIMIZATION_BARRIER + 1;
-  st->via_name = s->callee;
-  st->at = at;
-  st->in = in;
-  st->nin = s->nargs;
-  check_bind_outs(cx, s, st, args, s->nargs, "optimization_barrier");
-  emit_stmt(EM(cx), st);
+  emit_via_call(cx, s, f, P_OPTIMIZATION_BARRIER, at, in, NULL, args);
 }
 
 /* debug_callback[callback=<function ...> effect=Debug] x...: what
