@@ -84,6 +84,7 @@ double cost_flops(const IrStmt *st) {
   case P_DYNAMIC_UPDATE_SLICE: case P_IOTA: case P_ARANGE: case P_FULL: case P_CONVERT_ELEMENT_TYPE:
   case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT: case P_GATHER:
   case P_SCATTER: case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
+  case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
     return 0;
   /* a combining scatter: one operation per update element */
   case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
@@ -118,7 +119,7 @@ double cost_hbm_bytes(const IrStmt *st) {
   case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX:
   case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
   /* annotations of where a value lives: XLA moves nothing for them here */
-  case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
+  case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_LAYOUT_CONSTRAINT: case P_NAME:
     return 0;
   /* writes its result, reads nothing */
   case P_ZEROS_LIKE:

@@ -10,8 +10,12 @@
 **   sharding_constraint[sharding, layout, unconstrained_dims, ...] x
 **   mesh_cast[dst_sharding] x
 **   device_put[devices, srcs, copy_semantics] x
-**                                where an array lives, never its value:
-**                                each is the identity on the values
+**   layout_constraint[layout] x  where an array lives or how it is laid
+**                                out, never its value: each is the
+**                                identity on the values
+**   name[name] x                 jax.ad_checkpoint.checkpoint_name: a
+**                                name for remat policies; the identity
+**   tile[reps] x                 x repeated reps[d] times along each d
 */
 #include <math.h>
 #include "moreprims.h"
@@ -50,6 +54,71 @@ bool mp_rule_device_put(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   static const char *const keys[] = {"devices", "srcs", "copy_semantics", NULL};
   (void)nin; (void)at;
   return identity_rule(cx, in, out, keys);
+}
+
+bool mp_rule_layout_constraint(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const char *const keys[] = {"layout", NULL};
+  (void)nin; (void)at;
+  return identity_rule(cx, in, out, keys);
+}
+
+/* name[name=...]: the name is required, as JAX's checkpoint_name binds it. */
+bool mp_rule_name(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const char *const keys[] = {"name", NULL};
+  (void)nin; (void)at;
+  if (!rule_has(cx, "name")) return rule_missing(cx, "name");
+  return identity_rule(cx, in, out, keys);
+}
+
+/* tile[reps] x: one non-negative count per dimension of x; the result's
+   dimension d is x's times reps[d].  Fills l[0] = reps. */
+bool mp_rule_tile(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  IntList reps = {0, NULL};
+  TyBuf a;
+  (void)nin;
+  if (!rule_ints(cx, "reps", true, &reps)) return false;
+  if (reps.n != in[0].rank)
+    return rule_param_error(cx, "reps", "tile needs one count in reps per dimension of %s, got %d",
+                            rule_ty(&a, &in[0]), reps.n);
+  int64_t shape[SHM_MAXRANK];
+  for (int d = 0; d < reps.n; d++) {
+    if (reps.v[d] < 0) return rule_param_error(cx, "reps", "tile's reps must not be negative, got %lld", (long long)reps.v[d]);
+    if (reps.v[d] && in[0].shape[d] > INT64_MAX / 16 / reps.v[d])
+      return rule_param_error(cx, "reps", "tile would make an array too large");
+    shape[d] = in[0].shape[d] * reps.v[d];
+  }
+  IntList sl = {reps.n, shape};
+  if (!rule_check_shape(cx, "reps", &sl)) return false;
+  *out = in[0];
+  out->weak = false;
+  for (int d = 0; d < reps.n; d++) out->shape[d] = shape[d];
+  at->l[0] = reps;
+  return true;
+}
+
+/* tile: one strided copy of x per tile, at the tile's offset. */
+void mp_kern_tile(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)nin;
+  const Array *a = in[0];
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  out[0] = r;
+  if (!r->size) return;
+  size_t es = dtype_sizes[r->dt];
+  int rank = a->rank;
+  int64_t sst[SHM_MAXRANK], dst[SHM_MAXRANK], pos[SHM_MAXRANK] = {0};
+  arr_byte_strides(rank, a->shape, es, sst);
+  arr_byte_strides(rank, r->shape, es, dst);
+  int64_t ntiles = 1;
+  for (int d = 0; d < rank; d++) ntiles *= at->l[0].v[d];
+  for (int64_t t = 0; t < ntiles; t++) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; d++) off += pos[d] * a->shape[d] * dst[d];
+    arr_copy_strided((char *)r->data + off, dst, a->data, sst, rank, a->shape, es);
+    for (int d = rank - 1; d >= 0; d--) {       /* the next tile, row-major */
+      if (++pos[d] < at->l[0].v[d]) break;
+      pos[d] = 0;
+    }
+  }
 }
 
 void mp_kern_identity(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {

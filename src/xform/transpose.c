@@ -28,7 +28,7 @@ typedef struct Tr {
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(scatter_mul) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
-  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision)
+  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -404,6 +404,33 @@ static bool tr_reduce_precision(TrCtx *cx) {
   IrParam ps[2] = {kv("exponent_bits", rule_stmt_param(cx->st, "exponent_bits")),
                    kv("mantissa_bits", rule_stmt_param(cx->st, "mantissa_bits"))};
   tr_give(cx, 0, emit1(cx, P_REDUCE_PRECISION, ps, 2, &ct, 1));
+  return true;
+}
+
+/* tile[reps] x: the tiles of the cotangent summed, one dimension at a
+   time: dimension d of size reps[d]*n reshaped into (reps[d], n) and the
+   reps[d] axis summed (zero repeats sum nothing: zeros of x's shape). */
+static bool tr_tile(TrCtx *cx) {
+  if (cx->checking) return true;
+  const Type *t = tr_in_type(cx, 0);
+  int64_t reps[SHM_MAXRANK], shape[SHM_MAXRANK + 1];
+  int n = rule_read_ints(rule_stmt_param(cx->st, "reps"), reps, SHM_MAXRANK);
+  Builder *B = tr_builder(cx);
+  IrAtom r = tr_ct(cx, 0);
+  for (int d = 0; d < n; d++) {
+    if (reps[d] == 1) continue;
+    int k = 0;
+    for (int e = 0; e < t->rank; e++) {
+      if (e == d) shape[k++] = reps[d];
+      shape[k++] = e <= d ? t->shape[e] : r.t.shape[e];
+    }
+    IrParam pr[1] = {kv("new_sizes", bld_pv_ints(B, shape, t->rank + 1))};
+    r = emit1(cx, P_RESHAPE, pr, 1, &r, 1);
+    int64_t ax = d;
+    IrParam ps[1] = {kv("axes", bld_pv_ints(B, &ax, 1))};
+    r = emit1(cx, P_REDUCE_SUM, ps, 1, &r, 1);
+  }
+  tr_give(cx, 0, r);
   return true;
 }
 
