@@ -16,6 +16,7 @@ not check is a failure of either side, reported with its source.
 Python standard library only.
 """
 
+import math
 import random
 
 MAX_SIZE = 96          # elements in one block
@@ -530,6 +531,15 @@ class Gen:
         self.emit('%s = rev[dimensions=%s] %s' % (v.name, tup(dims), a.name))
         return v
 
+    def op_tile(self, a):
+        reps = [self.rng.choice([1, 1, 2, 3]) for _ in a.shape]
+        shape = tuple(n * k for n, k in zip(a.shape, reps))
+        if not a.shape or math.prod(shape) > 64:
+            return None
+        v = self.new(a.dt, shape, a.vma, 'tile')
+        self.emit('%s = tile[reps=%s] %s' % (v.name, tup(reps), a.name))
+        return v
+
     # -- shape-preserving bodies for branches and loops: (lines, ops) --
 
     def small_body(self, a, x, y, allow_coll=True):
@@ -807,14 +817,14 @@ OPS_WEIGHTS = {
     'reshape': 3, 'transpose': 2, 'broadcast_in_dim': 2, 'reduce_sum': 2,
     'squeeze': 2, 'expand_dims': 2, 'slice': 2, 'pad': 2, 'concatenate': 2,
     'dynamic_slice': 2, 'dynamic_update_slice': 2, 'convert': 1, 'select_n': 2,
-    'cumsum': 2, 'rev': 1, 'cond': 2, 'fori_loop': 2, 'call': 2,
+    'cumsum': 2, 'rev': 1, 'tile': 1, 'cond': 2, 'fori_loop': 2, 'call': 2,
     'psum': 4, 'pmean': 1, 'pbroadcast': 3, 'all_gather': 3, 'psum_scatter': 3,
     'all_gather_invariant': 2, 'pscatter': 3, 'ppermute': 3, 'all_to_all': 3,
 }
 LOCAL_OPS = ['neg', 'mul', 'div', 'add', 'sub', 'dot', 'reshape', 'transpose',
              'broadcast_in_dim', 'reduce_sum', 'squeeze', 'expand_dims', 'slice',
              'pad', 'concatenate', 'dynamic_slice', 'dynamic_update_slice',
-             'select_n', 'cumsum', 'rev', 'copy']
+             'select_n', 'cumsum', 'rev', 'tile', 'copy']
 
 
 def rand_vals(rng, n):
