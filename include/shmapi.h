@@ -244,6 +244,11 @@ typedef struct shmapi_Cost {
    or a JSON description's path.  Its report goes to *out (released with
    shmapi_cost_free) when the run succeeds. */
 SHMAPI_API int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out);
+/* Call function `name` with nargs arrays (as shmapi_call, the results
+   dropped) while the cost model times the call on `hardware` (as
+   shmapi_run_cost names it): the report of that call alone. */
+SHMAPI_API int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs,
+                                const char *hardware, shmapi_Cost **out);
 SHMAPI_API void shmapi_cost_free(shmapi_Cost *c);
 
 #ifdef __cplusplus

@@ -52,7 +52,29 @@ struct shmapi_State {
   Array **borrowed;           /* SHMAPI_BORROW arrays: their headers, kept until close */
   int nborrowed, capborrowed;
   int nargs_made;             /* variables made for calls' arguments */
+  /* the glue of calls made (call_glue), reused by a call of the same
+     function with arguments of the same types: a program called many
+     times grows by nothing; forgotten when more text is loaded */
+  struct Glue *glue;
+  int nglue, capglue;
 };
+
+typedef struct Glue {
+  char *name;
+  int nargs;
+  Type *types;                /* the arguments' (mem_alloc'd) */
+  IrVar **vars;               /* the variables holding them */
+  IrFunc *fn;                 /* `name vars...`, checked */
+} Glue;
+
+static void glue_forget(shmapi_State *S) {
+  for (int i = 0; i < S->nglue; i++) {
+    mem_free(S->glue[i].name);
+    mem_free(S->glue[i].types);
+    mem_free(S->glue[i].vars);
+  }
+  S->nglue = 0;
+}
 
 /* ---- entering and leaving ------------------------------------------------- */
 
@@ -181,6 +203,8 @@ size_t shmapi_close(shmapi_State *S) {
   check_free(S->C);
   for (int i = 0; i < S->nborrowed; i++) mem_free(S->borrowed[i]);
   mem_free(S->borrowed);
+  glue_forget(S);
+  mem_free(S->glue);
   diags_clear(S);
   free(S->diags);
   state_enter(prev_state_);
@@ -234,6 +258,7 @@ static int check_loaded(shmapi_State *S, int f) {
     check_rollback(S->C, m);
     return SHMAPI_ERROR;
   }
+  glue_forget(S);             /* a function may have a new meaning */
   return SHMAPI_OK;
 }
 
@@ -415,18 +440,30 @@ void shmapi_array_free(shmapi_Array *a) {
 
 /* A top-level variable `name` of the checker bound to the caller's array
    (borrowed or copied: array_in), its value set in the top frame. */
-static IrVar *bind_array(shmapi_State *S, const char *name, const shmapi_Array *a, bool borrow, bool global) {
+static bool same_type(const Type *a, const Type *b) {
+  return a->dt == b->dt && a->rank == b->rank && !memcmp(a->shape, b->shape, sizeof(int64_t) * a->rank);
+}
+
+/* The type of a caller's array (invariant, not weak). */
+static void arg_type(const shmapi_Array *a, Type *t) {
+  memset(t, 0, sizeof *t);
+  t->dt = (uint8_t)a->dtype;
+  t->rank = (uint8_t)a->ndim;
+  memcpy(t->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* Give variable v the value of a caller's array. */
+static void assign_array(shmapi_State *S, IrVar *v, const shmapi_Array *a, bool borrow) {
   Array *arr = array_in(S, a, borrow);
-  err_defer((void (*)(void *))arr_free_, arr);
-  Type t;
-  memset(&t, 0, sizeof t);
-  t.dt = arr->dt;
-  t.rank = arr->rank;
-  memcpy(t.shape, arr->shape, sizeof(int64_t) * arr->rank);
-  IrVar *v = check_new_var(S->C, name, &t, global);
-  err_undefer(arr);
   eval_assign(eval_top(S->I), v, val_of(arr));     /* (val_of takes its own reference) */
   arr_unref(arr);
+}
+
+static IrVar *bind_array(shmapi_State *S, const char *name, const shmapi_Array *a, bool borrow, bool global) {
+  Type t;
+  arg_type(a, &t);
+  IrVar *v = check_new_var(S->C, name, &t, global);
+  assign_array(S, v, a, borrow);
   return v;
 }
 
@@ -509,7 +546,6 @@ static void capture_ret(void *data, Frame *F, IrStmt *site) {
   }
 }
 
-static void capture_release(void *c) { capture_drop(c); }
 static void ignore_call(void *data, Frame *F, IrStmt *site) { (void)data, (void)F, (void)site; }
 static void ignore_stmt(void *data, Frame *F, IrStmt *st, int index) { (void)data, (void)F, (void)st, (void)index; }
 
@@ -532,8 +568,50 @@ static IrFunc *call_glue(shmapi_State *S, const char *name, const shmapi_Array *
   return fn;
 }
 
+/* The glue of a call of `name` on args, made before for arguments of the
+   same types (their variables given the new values), or made now and
+   kept.  vars get the variables holding the arguments. */
+static IrFunc *glue_for(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, IrVar **vars) {
+  Type *t = mem_calloc(sizeof(Type) * (size_t)(nargs + 1));
+  err_defer(mem_free, t);
+  for (int i = 0; i < nargs; i++) arg_type(&args[i], &t[i]);
+  for (int g = 0; g < S->nglue; g++) {
+    Glue *G = &S->glue[g];
+    if (G->nargs != nargs || strcmp(G->name, name)) continue;
+    bool same = true;
+    for (int i = 0; i < nargs && same; i++) same = same_type(&G->types[i], &t[i]);
+    if (!same) continue;
+    for (int i = 0; i < nargs; i++) {
+      vars[i] = G->vars[i];
+      assign_array(S, vars[i], &args[i], false);
+    }
+    err_undefer(t);
+    mem_free(t);
+    return G->fn;
+  }
+  IrFunc *fn = call_glue(S, name, args, nargs, vars);
+  if (fn && S->nglue < 64) {
+    VEC_GROW(S->glue, S->capglue, S->nglue + 1);
+    Glue *G = &S->glue[S->nglue];
+    G->name = mem_alloc(strlen(name) + 1);
+    memcpy(G->name, name, strlen(name) + 1);
+    G->nargs = nargs;
+    G->types = t;
+    G->vars = mem_calloc(sizeof(IrVar *) * (size_t)(nargs + 1));
+    memcpy(G->vars, vars, sizeof(IrVar *) * (size_t)nargs);
+    G->fn = fn;
+    S->nglue++;
+    err_undefer(t);
+    return fn;
+  }
+  err_undefer(t);
+  mem_free(t);
+  return fn;
+}
+
+/* The call, watched by `ob` when given (a Capture's), or timed by T. */
 static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, shmapi_Array **outs, int maxouts,
-                int *nouts, Capture *cap) {
+                int *nouts, const EvalObserver *ob, Timeline *T) {
   for (int i = 0; i < nargs; i++) {
     const char *why = array_problem(&args[i]);
     if (why) return misuse(S, "an argument with %s", why);
@@ -541,7 +619,7 @@ static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int
   if (!check_has_func(S->C, str_c(name))) return misuse(S, "no function '%s'", name);
   IrVar **vars = mem_calloc(sizeof(IrVar *) * (size_t)(nargs + 1));
   err_defer(mem_free, vars);
-  IrFunc *fn = call_glue(S, name, args, nargs, vars);
+  IrFunc *fn = glue_for(S, name, args, nargs, vars);
   int rc = SHMAPI_ERROR;
   if (!fn) {
     diag_take(diag_keep, S);
@@ -555,17 +633,16 @@ static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int
     err_defer(mem_free, res);
     S->st->interrupted = 0;
     eval_set_max_steps(S->I, (long)S->max_steps);
-    EvalObserver ob = {ignore_call, capture_ret, ignore_stmt, ignore_stmt, cap};
-    if (cap) {
-      eval_set_observer(S->I, &ob);
-      err_defer(capture_release, cap);
+    EvalObserver tob;
+    if (T) {            /* the top level as it is now, the call's arguments bound */
+      tl_top(T, eval_top(S->I), check_main(S->C));
+      tob = tl_observer(T);
+      ob = &tob;
     }
+    if (ob) eval_set_observer(S->I, ob);
     Span where = span_none();
     bool ok = eval_call(S->I, eval_top(S->I), fn, res, false, &where);
-    if (cap) {
-      eval_set_observer(S->I, NULL);
-      err_undefer(cap);
-    }
+    if (ob) eval_set_observer(S->I, NULL);
     if (!ok) {
       diag_keep(S, where, "error", err_message());
       for (int i = 0; i < fn->nouts; i++) val_unref(res[i]);
@@ -603,7 +680,7 @@ int shmapi_call(shmapi_State *S, const char *name, const shmapi_Array *args, int
   volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    rc = call(S, name, args, nargs, outs, maxouts, pn, NULL);
+    rc = call(S, name, args, nargs, outs, maxouts, pn, NULL, NULL);
     err_end(&j);
   } else {
     for (int i = 0; i < *pn; i++) shmapi_array_free(outs[i]);
@@ -669,10 +746,11 @@ int shmapi_call_devices(shmapi_State *S, const char *name, const shmapi_Array *a
   shmapi_Array *outs[64] = {0};
   int nouts = 0;
   Capture cap = {0};
+  EvalObserver ob = {ignore_call, capture_ret, ignore_stmt, ignore_stmt, &cap};
   volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
-    rc = call(S, name, args, nargs, outs, 64, &nouts, &cap);
+    rc = call(S, name, args, nargs, outs, 64, &nouts, &ob, NULL);
     if (rc == SHMAPI_OK && !cap.mesh) {
       diag_keep(S, span_none(), "error", "the call ran no shard_map: no device held anything");
       rc = SHMAPI_MISUSE;
@@ -680,6 +758,7 @@ int shmapi_call_devices(shmapi_State *S, const char *name, const shmapi_Array *a
     if (rc == SHMAPI_OK) *out = devices_out(S, &cap, outs, nouts);
     err_end(&j);
   } else {
+    eval_set_observer(S->I, NULL);
     rc = caught(S);
   }
   for (int i = 0; i < nouts; i++) shmapi_array_free(outs[i]);
@@ -722,6 +801,28 @@ static bool pick_hw(shmapi_State *S, const char *name, Hw *hw) {
   return ok;
 }
 
+/* The report of timeline T, handed out. */
+static shmapi_Cost *cost_out(shmapi_State *S, Timeline *T) {
+  HeldCost *hc = (HeldCost *)held_new(S, H_COST, sizeof(HeldCost));
+  shmapi_Cost *c = &hc->c;
+  c->priv_ = hc;
+  size_t len = 0;
+  FILE *f = open_memstream(&c->report, &len);
+  if (!f) err_throw("out of memory");
+  tl_report(T, f);
+  fclose(f);
+  TlTotals tt;
+  tl_totals(T, &tt);
+  c->makespan = tt.makespan;
+  c->compute = tt.compute;
+  c->comm = tt.comm;
+  c->exposed = tt.exposed;
+  c->peak_hbm = tt.peak_hbm;
+  c->bytes_sent = tt.bytes_sent;
+  c->devices = tt.devices;
+  return c;
+}
+
 int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
   if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
@@ -738,32 +839,42 @@ int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
       eval_set_observer(S->I, &ob);
       rc = run_rest(S);
       eval_set_observer(S->I, NULL);
-      if (rc == SHMAPI_OK) {
-        HeldCost *hc = (HeldCost *)held_new(S, H_COST, sizeof(HeldCost));
-        shmapi_Cost *c = &hc->c;
-        c->priv_ = hc;
-        size_t len = 0;
-        FILE *f = open_memstream(&c->report, &len);
-        if (!f) err_throw("out of memory");
-        tl_report(T, f);
-        fclose(f);
-        TlTotals tt;
-        tl_totals(T, &tt);
-        c->makespan = tt.makespan;
-        c->compute = tt.compute;
-        c->comm = tt.comm;
-        c->exposed = tt.exposed;
-        c->peak_hbm = tt.peak_hbm;
-        c->bytes_sent = tt.bytes_sent;
-        c->devices = tt.devices;
-        *out = c;
-      }
+      if (rc == SHMAPI_OK) *out = cost_out(S, T);
     }
     err_end(&j);
   } else {
     eval_set_observer(S->I, NULL);
     rc = caught(S);
   }
+  tl_free(T);
+  return LEAVE(rc);
+}
+
+int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, const char *hardware,
+                     shmapi_Cost **out) {
+  if (!S || !out) return SHMAPI_MISUSE;
+  *out = NULL;
+  ENTER(S);
+  diags_clear(S);
+  if (!name || nargs < 0 || (nargs && !args)) return LEAVE(misuse(S, "shmapi_call_cost: bad arguments (function %s)", name));
+  shmapi_Array *outs[64] = {0};
+  int nouts = 0;
+  Timeline *volatile T = NULL;
+  volatile int rc = SHMAPI_ERROR;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    Hw hw;
+    if (pick_hw(S, hardware, &hw)) {
+      T = tl_new(&hw, NULL, false);
+      rc = call(S, name, args, nargs, outs, 64, &nouts, NULL, T);
+      if (rc == SHMAPI_OK) *out = cost_out(S, T);
+    }
+    err_end(&j);
+  } else {
+    eval_set_observer(S->I, NULL);
+    rc = caught(S);
+  }
+  for (int i = 0; i < nouts; i++) shmapi_array_free(outs[i]);
   tl_free(T);
   return LEAVE(rc);
 }

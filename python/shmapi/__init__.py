@@ -1,0 +1,343 @@
+"""shmapi from Python: run shm programs and pasted jaxprs on NumPy arrays.
+
+    import shmapi
+    prog = shmapi.load("examples/psum.shm")        # or the text of a program
+    y = prog.f(x)                                   # a function on NumPy arrays
+    per = prog.f.per_device(x)                      # what each device held
+    print(prog.show("f"))                           # the checked program
+    report = prog.cost("f", x, hardware="h100")     # the cost model, as data
+
+    y = shmapi.run_jaxpr(jax.make_jaxpr(f)(x), x)   # a jaxpr, in one line
+
+Errors raise shmapi.Error, whose diagnostics carry the file, line, column
+and the text shmapi prints (with the source line and a caret).  `print`
+inside shm writes to sys.stdout (so notebooks capture it).  In IPython,
+`%load_ext shmapi` adds the `%%shm` cell magic (shmapi._magic).
+
+Arrays are NumPy arrays of any dtype shmapi has (bool, int8 ... uint64,
+float16, float32, float64, complex64, complex128; bfloat16 through the
+ml_dtypes package when it is installed).  Results are read-only views of
+the interpreter's own buffers: no copy is made.
+"""
+
+import os
+import re
+import sys
+
+import numpy as np
+
+_here = os.path.dirname(os.path.abspath(__file__))
+if os.path.isdir(os.path.join(_here, "stdlib")):    # installed: the stdlib comes with the package
+    os.environ.setdefault("SHMAPI_STDLIB", os.path.join(_here, "stdlib"))
+
+from . import _shmapi  # noqa: E402
+
+__all__ = ["Error", "Diagnostic", "Program", "Function", "PerDevice", "CostReport", "load", "check", "run_jaxpr",
+           "version"]
+version = _shmapi.version
+__version__ = version
+
+
+class Diagnostic:
+    """One diagnostic: where (file, line, col: 1-based; None and 0 at no
+    place), its kind ("error" or "note"), the message alone, and the text
+    shmapi prints for it (file:line:col: error: ..., the line, a caret)."""
+
+    __slots__ = ("file", "line", "col", "kind", "message", "text")
+
+    def __init__(self, file, line, col, kind, message, text):
+        self.file, self.line, self.col, self.kind, self.message, self.text = file, line, col, kind, message, text
+
+    def __repr__(self):
+        where = "%s:%d:%d" % (self.file, self.line, self.col) if self.file else "<no place>"
+        return "Diagnostic(%s: %s: %s)" % (where, self.kind, self.message)
+
+    def __str__(self):
+        return self.text
+
+
+class Error(Exception):
+    """A program that did not load, check or run: `diagnostics` lists what
+    shmapi reported; file, line, col, message and text are the first's."""
+
+    def __init__(self, message, diagnostics=()):
+        self.diagnostics = [d if isinstance(d, Diagnostic) else Diagnostic(*d) for d in diagnostics]
+        first = self.diagnostics[0] if self.diagnostics else None
+        self.file = first.file if first else None
+        self.line = first.line if first else 0
+        self.col = first.col if first else 0
+        self.message = first.message if first else message
+        self.text = "".join(d.text for d in self.diagnostics) if self.diagnostics else message
+        super().__init__(self.text.rstrip("\n") or message)
+
+
+_shmapi.set_error_class(Error)
+try:                                   # bfloat16, when ml_dtypes is there
+    import ml_dtypes
+    _shmapi.set_bf16(np.dtype(ml_dtypes.bfloat16))
+except ImportError:
+    pass
+
+
+def _stdout(text):
+    sys.stdout.write(text)
+
+
+def _stderr(text):
+    sys.stderr.write(text)
+
+
+def _looks_like_path(source):
+    return "\n" not in source and source.endswith(".shm") or (
+        "\n" not in source and len(source) < 4096 and os.path.isfile(source))
+
+
+class Program:
+    """A loaded shm program: one interpreter of its own.
+
+    prog.NAME / prog["NAME"] is its function NAME (a Function);
+    prog.get("x") the value of top-level variable x after it ran;
+    prog.exec(text) loads more statements and runs them (a session);
+    prog.show("f"), prog.cost("f", *args, hardware=...)."""
+
+    def __init__(self, max_memory=0, max_steps=0):
+        self._state = _shmapi.State(max_memory, max_steps)
+        self._state.set_output(_stdout, _stderr)
+        self._ncell = 0
+
+    # -- loading and running --
+    def _load(self, source, name=None):
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+            self._state.load_file(os.fspath(source))
+        else:
+            if not isinstance(source, str):
+                source = str(source)                # a ClosedJaxpr prints its text
+            self._ncell += 1
+            self._state.load_string(name or "<string>", source)
+        return self
+
+    def exec(self, source, name=None):
+        """Load shm text (or a .shm file) into this program and run its
+        top-level statements; functions it defines stay callable."""
+        self._load(source, name)
+        self._state.run()
+        return self
+
+    def run(self):
+        """Run the top-level statements loaded and not yet run."""
+        self._state.run()
+        return self
+
+    def interrupt(self):
+        """Stop what runs now (from another thread) at its next loop step."""
+        self._state.interrupt()
+
+    # -- values and functions --
+    def has_function(self, name):
+        return self._state.has_function(name)
+
+    def get(self, name):
+        """The value of top-level variable `name`, as a read-only array."""
+        return self._state.get_global(name)
+
+    def set(self, name, value, copy=True):
+        """Bind top-level variable `name` to an array (text loaded after
+        uses it).  With copy=False a C-contiguous array of a dtype shmapi
+        has is used in place, without a copy: it must not change while
+        the program lives (shm arrays are immutable)."""
+        self._state.set_global(name, value, bool(copy))
+
+    def __getitem__(self, name):
+        if not self._state.has_function(name):
+            raise KeyError("the program has no function %r" % name)
+        return Function(self, name)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._state.has_function(name):
+            return Function(self, name)
+        raise AttributeError("the program has no function %r" % name)
+
+    def call(self, name, *args):
+        outs = self._state.call(name, args)
+        return outs[0] if len(outs) == 1 else outs
+
+    # -- what shmapi prints, as text --
+    def _capture(self, text):
+        parts = []
+        self._state.set_output(parts.append, _stderr)
+        try:
+            self.exec(text, "<show>")
+        finally:
+            self._state.set_output(_stdout, _stderr)
+        return "".join(parts)
+
+    def show(self, name):
+        """The checked form of function `name`, as `show name` prints it."""
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+            raise ValueError("not a function name: %r" % name)
+        return self._capture("show %s\n" % name)
+
+    def cost(self, name, *args, hardware="tpu-v5e"):
+        """Call function `name` on args under the cost model of `hardware`
+        (a preset: tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e, a100, h100; or a
+        JSON description's path): the report of `shmapi --time`, as data."""
+        return CostReport(self._state.call_cost(name, args, hardware))
+
+    def time(self, hardware="tpu-v5e"):
+        """Run the statements loaded and not yet run under the cost model of
+        `hardware`: the report `shmapi --time` prints for them, as data."""
+        return CostReport(self._state.run_cost(hardware))
+
+    def memory_in_use(self):
+        return self._state.memory_in_use()
+
+
+class Function:
+    """A function of a Program, called on NumPy arrays (or Python numbers:
+    f32 and i32, as JAX's defaults)."""
+
+    def __init__(self, program, name):
+        self.program, self.name = program, name
+
+    def __call__(self, *args):
+        return self.program.call(self.name, *args)
+
+    def per_device(self, *args):
+        """Call it and return what each device held at the end of its
+        (last, outermost) shard_map: a PerDevice."""
+        axes, outs, blocks, owner = self.program._state.call_devices(self.name, args)
+        return PerDevice(axes, outs, blocks, owner)
+
+    def show(self):
+        return self.program.show(self.name)
+
+    def cost(self, *args, hardware="tpu-v5e"):
+        return self.program.cost(self.name, *args, hardware=hardware)
+
+    def __repr__(self):
+        return "<shm function %s>" % self.name
+
+
+class PerDevice:
+    """The blocks each device held after a shard_map call.
+
+    mesh: {axis: size}; outputs: the call's results; len(pd) devices;
+    pd[device] (an index, or coordinates as a tuple or {axis: i}) the
+    tuple of blocks it held, one per output; pd.block(output, device)."""
+
+    def __init__(self, axes, outs, blocks, owner):
+        self.mesh = dict(axes)
+        self.outputs = tuple(outs)
+        self._owner = owner
+        self._by = {}
+        self.coords = {}
+        for out, dev, coords, arr in blocks:
+            self._by[(out, dev)] = arr
+            self.coords[dev] = coords
+        self.ndevices = len(self.coords)
+
+    def __len__(self):
+        return self.ndevices
+
+    def _index(self, device):
+        if isinstance(device, dict):
+            device = tuple(device[a] for a in self.mesh)
+        if isinstance(device, tuple):
+            for d, c in self.coords.items():
+                if c == device:
+                    return d
+            raise KeyError("no device at %r in mesh %r" % (device, self.mesh))
+        if not 0 <= device < self.ndevices:
+            raise IndexError("device %d of %d" % (device, self.ndevices))
+        return device
+
+    def block(self, output, device):
+        return self._by[(output, self._index(device))]
+
+    def __getitem__(self, device):
+        d = self._index(device)
+        return tuple(self._by[(k, d)] for k in range(len(self.outputs)))
+
+    def __iter__(self):
+        for d in range(self.ndevices):
+            yield self.coords[d], self[d]
+
+    def __repr__(self):
+        names = list(self.mesh)
+        lines = ["PerDevice(mesh=%s, %d output%s)" % (
+            "{%s}" % ", ".join("%s: %d" % kv for kv in self.mesh.items()), len(self.outputs),
+            "" if len(self.outputs) == 1 else "s")]
+        for d in range(min(self.ndevices, 16)):
+            where = ", ".join("%s=%d" % (a, c) for a, c in zip(names, self.coords[d]))
+            for k in range(len(self.outputs)):
+                body = np.array2string(self._by[(k, d)], separator=" ", threshold=32)
+                lines.append("  device %d (%s) out %d: %s" % (d, where, k, body.replace("\n", "\n    ")))
+        if self.ndevices > 16:
+            lines.append("  ... %d more devices" % (self.ndevices - 16))
+        return "\n".join(lines)
+
+
+class CostReport:
+    """The cost model's report of a run: text (what --time prints),
+    makespan, compute, comm, exposed (seconds; compute, comm and exposed
+    are the most of any one device), peak_hbm and bytes_sent (bytes),
+    devices; lines: the per-line table as dicts."""
+
+    def __init__(self, d):
+        self.text = d["report"]
+        for k in ("makespan", "compute", "comm", "exposed", "peak_hbm", "bytes_sent", "devices"):
+            setattr(self, k, d[k])
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in ("makespan", "compute", "comm", "exposed", "peak_hbm", "bytes_sent",
+                                              "devices")}
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_html_(self):
+        import html
+        return "<pre>%s</pre>" % html.escape(self.text)
+
+
+def load(source, *, max_memory=0, max_steps=0):
+    """A Program from shm text, a .shm file's path, or any object whose
+    str() is program text; its top-level statements are run."""
+    return Program(max_memory, max_steps).exec(source)
+
+
+def check(source):
+    """The diagnostics of shm text or a file, without running it: [] when
+    it is a correct program."""
+    try:
+        Program()._load(source)
+    except Error as e:
+        return e.diagnostics
+    return []
+
+
+_JAXPR_START = re.compile(r"\s*(let\b|\{\s*lambda\b)")
+
+
+def run_jaxpr(jaxpr, *args, mesh=None, name="jaxpr"):
+    """Run what jax.make_jaxpr printed (its text, or the ClosedJaxpr
+    itself: anything whose str() is the text) on args.  mesh, a dict
+    {axis: size}, declares a mesh for a jaxpr whose collectives name axes
+    without a shard_map around them (as make_jaxpr with axis_env)."""
+    text = str(jaxpr).strip()
+    if not _JAXPR_START.match(text):
+        raise ValueError("not a jaxpr: it should start with '{ lambda' (what jax.make_jaxpr prints)")
+    prog = Program()
+    pre = ""
+    if mesh:
+        pre = "mesh %s_mesh = {%s}\n" % (name, ", ".join("%s: %d" % (a, n) for a, n in mesh.items()))
+    prog.exec("%sdef %s = %s\n" % (pre, name, text), "<jaxpr>")
+    return prog.call(name, *args)
+
+
+def load_ipython_extension(ipython):
+    """%load_ext shmapi: the %%shm cell magic (shmapi._magic)."""
+    from ._magic import register
+    register(ipython)

@@ -1,0 +1,78 @@
+"""The IPython extension: `%load_ext shmapi`, then `%%shm` cells.
+
+A %%shm cell is shm code run in one session per shell, kept across cells
+(functions and values a cell defines are there for the next).  Its `print`
+output appears under the cell; an error prints shmapi's diagnostic (with
+the line and a caret; the line numbers count within the cell) and leaves
+the session as it was before the cell.
+
+    %%shm                 run the cell
+    %%shm --reset         start a new session first
+    %%shm --time HW       also model the cell on hardware HW (a preset or a
+                          JSON path) and show the report
+    %%shm --to NAME       also bind the Python name NAME to the session
+                          (a shmapi.Program: call its functions on arrays)
+
+`shmapi.session()` is the shell's session from Python.
+"""
+
+import shlex
+import sys
+
+from . import Error, Program
+
+_sessions = {}
+
+
+def session(shell=None):
+    """The %%shm session of an IPython shell (the current one by default)."""
+    if shell is None:
+        from IPython import get_ipython
+        shell = get_ipython()
+    key = id(shell)
+    if key not in _sessions:
+        _sessions[key] = Program()
+    return _sessions[key]
+
+
+def _parse(line):
+    args = shlex.split(line)
+    opts = {"reset": False, "time": None, "to": None}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--reset":
+            opts["reset"] = True
+        elif a in ("--time", "--to") and i + 1 < len(args):
+            opts[a[2:]] = args[i + 1]
+            i += 1
+        else:
+            raise ValueError("%%%%shm: unknown option %r (options: --reset, --time HW, --to NAME)" % a)
+        i += 1
+    return opts
+
+
+def shm_cell(shell, line, cell):
+    opts = _parse(line)
+    if opts["reset"]:
+        _sessions.pop(id(shell), None)
+    prog = session(shell)
+    name = "<cell %d>" % (prog._ncell + 1)        # (loading counts it)
+    try:
+        if opts["time"]:
+            prog._load(cell, name)
+            sys.stdout.write(prog._state.run_cost(opts["time"])["report"])
+        else:
+            prog.exec(cell, name)
+    except Error as e:
+        sys.stderr.write(e.text)
+        return None
+    if opts["to"]:
+        shell.user_ns[opts["to"]] = prog
+    return None
+
+
+def register(shell):
+    def magic(line, cell):
+        return shm_cell(shell, line, cell)
+    shell.register_magic_function(magic, magic_kind="cell", magic_name="shm")
