@@ -246,9 +246,12 @@ typedef struct shmapi_Cost {
 SHMAPI_API int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out);
 /* Call function `name` with nargs arrays (as shmapi_call, the results
    dropped) while the cost model times the call on `hardware` (as
-   shmapi_run_cost names it): the report of that call alone. */
+   shmapi_run_cost names it): the report of that call alone.  With a
+   `trace` path, also write the modelled timeline there, as `--trace`
+   does: an SVG picture when the path ends in .svg, else Chrome's trace
+   JSON (Perfetto reads it). */
 SHMAPI_API int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs,
-                                const char *hardware, shmapi_Cost **out);
+                                const char *hardware, const char *trace, shmapi_Cost **out);
 SHMAPI_API void shmapi_cost_free(shmapi_Cost *c);
 
 #ifdef __cplusplus

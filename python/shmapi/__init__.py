@@ -179,11 +179,27 @@ class Program:
             raise ValueError("not a function name: %r" % name)
         return self._capture("show %s\n" % name)
 
-    def cost(self, name, *args, hardware="tpu-v5e"):
+    def cost(self, name, *args, hardware="tpu-v5e", trace=None, timeline=False):
         """Call function `name` on args under the cost model of `hardware`
         (a preset: tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e, a100, h100; or a
-        JSON description's path): the report of `shmapi --time`, as data."""
-        return CostReport(self._state.call_cost(name, args, hardware))
+        JSON description's path): the report of `shmapi --time`, as data.
+        trace: a path to write the modelled timeline to, as --trace does
+        (.svg: a picture; else Chrome's trace JSON).  timeline=True keeps
+        the SVG picture in the report (report.svg; a notebook shows it)."""
+        svg = None
+        if timeline and trace is None:
+            import tempfile
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "timeline.svg")
+                d = self._state.call_cost(name, args, hardware, path)
+                with open(path, encoding="utf-8") as f:
+                    svg = f.read()
+        else:
+            d = self._state.call_cost(name, args, hardware, None if trace is None else os.fspath(trace))
+            if timeline and str(trace).endswith(".svg"):
+                with open(trace, encoding="utf-8") as f:
+                    svg = f.read()
+        return CostReport(d, svg)
 
     def time(self, hardware="tpu-v5e"):
         """Run the statements loaded and not yet run under the cost model of
@@ -213,8 +229,8 @@ class Function:
     def show(self):
         return self.program.show(self.name)
 
-    def cost(self, *args, hardware="tpu-v5e"):
-        return self.program.cost(self.name, *args, hardware=hardware)
+    def cost(self, *args, hardware="tpu-v5e", trace=None, timeline=False):
+        return self.program.cost(self.name, *args, hardware=hardware, trace=trace, timeline=timeline)
 
     def __repr__(self):
         return "<shm function %s>" % self.name
@@ -285,8 +301,9 @@ class CostReport:
     are the most of any one device), peak_hbm and bytes_sent (bytes),
     devices; lines: the per-line table as dicts."""
 
-    def __init__(self, d):
+    def __init__(self, d, svg=None):
         self.text = d["report"]
+        self.svg = svg
         for k in ("makespan", "compute", "comm", "exposed", "peak_hbm", "bytes_sent", "devices"):
             setattr(self, k, d[k])
 
@@ -299,7 +316,7 @@ class CostReport:
 
     def _repr_html_(self):
         import html
-        return "<pre>%s</pre>" % html.escape(self.text)
+        return "<pre>%s</pre>%s" % (html.escape(self.text), self.svg or "")
 
 
 def load(source, *, max_memory=0, max_steps=0):

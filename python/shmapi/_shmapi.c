@@ -547,15 +547,15 @@ static PyObject *State_run_cost(StateObject *so, PyObject *args) {
 }
 
 static PyObject *State_call_cost(StateObject *so, PyObject *args) {
-  const char *name, *hw = NULL;
+  const char *name, *hw = NULL, *trace = NULL;
   PyObject *seq;
-  if (!PyArg_ParseTuple(args, "sOz", &name, &seq, &hw)) return NULL;
+  if (!PyArg_ParseTuple(args, "sOzz", &name, &seq, &hw, &trace)) return NULL;
   shmapi_Array *in = NULL;
   PyObject *keeps = NULL, *res = NULL;
   int n = 0, rc;
   if (args_in(seq, &in, &keeps, &n) == 0) {
     shmapi_Cost *c = NULL;
-    UNLOCKED(so, rc = shmapi_call_cost(so->S, name, in, n, hw, &c));
+    UNLOCKED(so, rc = shmapi_call_cost(so->S, name, in, n, hw, trace, &c));
     if (rc != SHMAPI_OK || so->pending) {
       if (c) UNLOCKED(so, shmapi_cost_free(c));
       raise_diags(so, rc);
@@ -590,7 +590,7 @@ static PyMethodDef State_methods[] = {
    "call_devices(name, args) -> (axes, outs, blocks, owner): blocks are (output, device, coords, array)"},
   {"run_cost", (PyCFunction)State_run_cost, METH_VARARGS, "run_cost(hardware) -> dict: run under the cost model"},
   {"call_cost", (PyCFunction)State_call_cost, METH_VARARGS,
-   "call_cost(name, args, hardware) -> dict: one call under the cost model"},
+   "call_cost(name, args, hardware, trace) -> dict: one call under the cost model"},
   {"memory_in_use", (PyCFunction)State_memory_in_use, METH_NOARGS, "bytes the state holds"},
   {NULL, NULL, 0, NULL}};
 

@@ -24,6 +24,7 @@
 #include "rngkey.h"
 #include "tiling.h"
 #include "timeline.h"
+#include "tracefile.h"
 
 /* The API's dtypes are shmapi's array dtypes in its order; typed PRNG keys
    (key<fry>, after them) stay inside: random_unwrap gives their data. */
@@ -850,8 +851,20 @@ int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
   return LEAVE(rc);
 }
 
+/* The trace of T at `path`: an SVG picture when it ends in .svg, else
+   Chrome's trace JSON (as --trace writes them). */
+static bool write_trace(shmapi_State *S, Timeline *T, const char *title, const char *path) {
+  size_t n = strlen(path);
+  bool svg = n >= 4 && !strcmp(path + n - 4, ".svg");
+  if (svg ? trace_svg(T, title, path, 0) : trace_json(T, title, path)) return true;
+  char msg[600];
+  snprintf(msg, sizeof msg, "cannot write the trace '%s'", path);
+  diag_keep(S, span_none(), "error", msg);
+  return false;
+}
+
 int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, const char *hardware,
-                     shmapi_Cost **out) {
+                     const char *trace, shmapi_Cost **out) {
   if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
   ENTER(S);
@@ -865,8 +878,9 @@ int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args
   if (ERR_TRY(&j)) {
     Hw hw;
     if (pick_hw(S, hardware, &hw)) {
-      T = tl_new(&hw, NULL, false);
+      T = tl_new(&hw, NULL, trace != NULL);
       rc = call(S, name, args, nargs, outs, 64, &nouts, NULL, T);
+      if (rc == SHMAPI_OK && trace && !write_trace(S, T, name, trace)) rc = SHMAPI_ERROR;
       if (rc == SHMAPI_OK) *out = cost_out(S, T);
     }
     err_end(&j);

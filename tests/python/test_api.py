@@ -245,6 +245,13 @@ def test_cost_report_equals_the_cli(tmp_path):
     # one call: the same model for that call alone
     call = shmapi.load(PSUM).cost("total", np.arange(8, dtype=np.float32), hardware="h100")
     assert call.bytes_sent == rep.bytes_sent and abs(call.makespan - rep.makespan) < 1e-12
+    # the timeline, as --trace writes it
+    rep = shmapi.load(PSUM).cost("total", np.arange(8, dtype=np.float32), hardware="h100", timeline=True)
+    assert rep.svg.startswith("<svg") and "psum" in rep.svg and rep.svg in rep._repr_html_()
+    shmapi.load(PSUM).cost("total", np.arange(8, dtype=np.float32), trace=tmp_path / "t.json")
+    import json
+    events = json.load(open(tmp_path / "t.json"))
+    assert any("psum" in e.get("name", "") for e in (events["traceEvents"] if isinstance(events, dict) else events))
     with pytest.raises(shmapi.Error, match="unknown hardware"):
         shmapi.load(PSUM).cost("total", np.ones(8, np.float32), hardware="no-such-chip")
 
