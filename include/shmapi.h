@@ -226,6 +226,15 @@ SHMAPI_API int shmapi_call_devices(shmapi_State *S, const char *name, const shma
    on their own). */
 SHMAPI_API void shmapi_devices_free(shmapi_Devices *d);
 
+/* ---- communication statistics ---------------------------------------------------------- */
+
+/* The table `shmapi --stats` prints (every collective run in S since it
+   opened or since shmapi_stats_reset: calls, devices, bytes sent per
+   device and in all, the totals per set of mesh axes), given to fn in one
+   piece. */
+SHMAPI_API int shmapi_stats(shmapi_State *S, shmapi_Writer fn, void *ud);
+SHMAPI_API int shmapi_stats_reset(shmapi_State *S);
+
 /* ---- the cost model ----------------------------------------------------------------------- */
 
 typedef struct shmapi_Cost {

@@ -201,6 +201,11 @@ class Program:
                     svg = f.read()
         return CostReport(d, svg)
 
+    def stats(self, reset=False):
+        """The communication table `shmapi --stats` prints, for every
+        collective this program has run (since the last reset=True)."""
+        return Stats(self._state.stats(bool(reset)))
+
     def time(self, hardware="tpu-v5e"):
         """Run the statements loaded and not yet run under the cost model of
         `hardware`: the report `shmapi --time` prints for them, as data."""
@@ -293,6 +298,13 @@ class PerDevice:
         if self.ndevices > 16:
             lines.append("  ... %d more devices" % (self.ndevices - 16))
         return "\n".join(lines)
+
+
+class Stats(str):
+    """The text of `--stats` (a str; a notebook shows it as it is)."""
+
+    def __repr__(self):
+        return str(self)
 
 
 class CostReport:

@@ -569,6 +569,32 @@ static PyObject *State_call_cost(StateObject *so, PyObject *args) {
   return res;
 }
 
+static void stats_to_file(void *ud, const char *text, size_t n) { fwrite(text, 1, n, (FILE *)ud); }
+
+static void append_text(void *ud, const char *text, size_t n) {
+  PyObject **s = ud;
+  *s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)n, "backslashreplace");
+}
+
+static PyObject *State_stats(StateObject *so, PyObject *args) {
+  int reset = 0;
+  if (!PyArg_ParseTuple(args, "|p", &reset)) return NULL;
+  PyObject *text = NULL;
+  int rc;
+  /* the writer runs in this thread with the lock held: it makes the str
+     after the GIL is back */
+  char *copy = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&copy, &len);
+  if (!f) return PyErr_NoMemory();
+  UNLOCKED(so, rc = shmapi_stats(so->S, stats_to_file, f); if (rc == SHMAPI_OK && reset) shmapi_stats_reset(so->S));
+  fclose(f);
+  if (rc == SHMAPI_OK) append_text(&text, copy, len);
+  free(copy);
+  if (rc != SHMAPI_OK) return raise_diags(so, rc);
+  return text;
+}
+
 static PyObject *State_memory_in_use(StateObject *so, PyObject *noargs) {
   (void)noargs;
   size_t n;
@@ -591,6 +617,7 @@ static PyMethodDef State_methods[] = {
   {"run_cost", (PyCFunction)State_run_cost, METH_VARARGS, "run_cost(hardware) -> dict: run under the cost model"},
   {"call_cost", (PyCFunction)State_call_cost, METH_VARARGS,
    "call_cost(name, args, hardware, trace) -> dict: one call under the cost model"},
+  {"stats", (PyCFunction)State_stats, METH_VARARGS, "stats(reset=False) -> str: the table of --stats"},
   {"memory_in_use", (PyCFunction)State_memory_in_use, METH_NOARGS, "bytes the state holds"},
   {NULL, NULL, 0, NULL}};
 

@@ -18,6 +18,7 @@
 #include "diag.h"
 #include "err.h"
 #include "eval.h"
+#include "fabric.h"
 #include "hw.h"
 #include "parse.h"
 #include "state.h"
@@ -769,6 +770,39 @@ int shmapi_call_devices(shmapi_State *S, const char *name, const shmapi_Array *a
 
 void shmapi_devices_free(shmapi_Devices *d) {
   if (d) release_out(d->priv_);
+}
+
+/* ---- communication statistics ---------------------------------------------------------- */
+
+int shmapi_stats(shmapi_State *S, shmapi_Writer fn, void *ud) {
+  if (!S || !fn) return SHMAPI_MISUSE;
+  ENTER(S);
+  diags_clear(S);
+  char *text = NULL;
+  size_t len = 0;
+  volatile int rc = SHMAPI_ERROR;
+  ErrJmp j;
+  if (ERR_TRY(&j)) {
+    FILE *f = open_memstream(&text, &len);
+    if (!f) err_throw("out of memory");
+    fab_stats_print(f, true);
+    fclose(f);
+    rc = SHMAPI_OK;
+    err_end(&j);
+  } else {
+    rc = caught(S);
+  }
+  if (rc == SHMAPI_OK) fn(ud, text, len);
+  free(text);
+  return LEAVE(rc);
+}
+
+int shmapi_stats_reset(shmapi_State *S) {
+  if (!S) return SHMAPI_MISUSE;
+  ENTER(S);
+  diags_clear(S);
+  fab_stats_reset();
+  return LEAVE(SHMAPI_OK);
 }
 
 /* ---- the cost model ----------------------------------------------------------------------- */

@@ -256,6 +256,18 @@ def test_cost_report_equals_the_cli(tmp_path):
         shmapi.load(PSUM).cost("total", np.ones(8, np.float32), hardware="no-such-chip")
 
 
+def test_stats_equal_the_cli(tmp_path):
+    p = tmp_path / "s.shm"
+    p.write_text(PSUM + "x = arange[stop=8, dtype=f32]\ny = total x\nz = total x\n")
+    cli = subprocess.run([SHMAPI, "--stats", str(p)], check=True, capture_output=True, text=True).stdout
+    prog = shmapi.load(p)
+    assert prog.stats() == cli and "psum" in cli
+    # calls count too; reset=True starts again
+    prog.total(np.ones(8, np.float32))
+    assert re.search(r"psum +3 ", prog.stats(reset=True))
+    assert "psum" not in prog.stats()
+
+
 def test_no_leak_over_many_calls():
     prog = shmapi.load(PSUM)
     x = np.arange(8, dtype=np.float32)
