@@ -942,14 +942,24 @@ static void device_row(Timeline *T, FILE *out, int64_t lo, int64_t hi, char cell
           cells[lo][4]);
 }
 
+/* Device d after its last computation, until the run ends at `span`:
+   waiting for its own communication to finish (exposed: the step cannot
+   end before it) for as long as its communication stream runs, then
+   idle. */
+static double tail_exposed(const Timeline *T, int64_t d, double span) {
+  double end = T->mfree[d] < span ? T->mfree[d] : span;
+  return end > T->cfree[d] ? end - T->cfree[d] : 0;
+}
+
 static void report_devices(Timeline *T, FILE *out, double span) {
   char(*cells)[5][24] = mem_calloc(sizeof *cells * (size_t)T->ndev);
   err_defer(mem_free, cells);
   for (int64_t d = 0; d < T->ndev; d++) {
-    double idle = T->idle[d] + (span - T->cfree[d]);
+    double tail = tail_exposed(T, d, span);
+    double idle = T->idle[d] + (span - T->cfree[d]) - tail;
     fmt_time(cells[d][0], 24, T->busy_c[d]);
     fmt_time(cells[d][1], 24, T->busy_m[d]);
-    fmt_time(cells[d][2], 24, T->exposed[d]);
+    fmt_time(cells[d][2], 24, T->exposed[d] + tail);
     fmt_time(cells[d][3], 24, idle < 1e-15 ? 0 : idle);
     fmt_bytes(cells[d][4], 24, T->peak[d]);
   }
@@ -1089,7 +1099,8 @@ void tl_totals(const Timeline *T, TlTotals *out) {
   for (int64_t d = 0; d < T->ndev; d++) {
     if (T->busy_c[d] > out->compute) out->compute = T->busy_c[d];
     if (T->busy_m[d] > out->comm) out->comm = T->busy_m[d];
-    if (T->exposed[d] > out->exposed) out->exposed = T->exposed[d];
+    double exposed = T->exposed[d] + tail_exposed(T, d, out->makespan);
+    if (exposed > out->exposed) out->exposed = exposed;
     if ((double)T->peak[d] > out->peak_hbm) out->peak_hbm = (double)T->peak[d];
   }
 }
