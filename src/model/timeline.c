@@ -458,7 +458,8 @@ static Cost cost_of(Timeline *T, const IrStmt *st, const Mesh *mesh) {
 
 static LineStat *line_of(Timeline *T, const IrStmt *st) {
   for (int i = T->nlines - 1; i >= 0; i--)
-    if (T->lines[i].line == st->line && T->lines[i].file == st->sp.file) return &T->lines[i];
+    if (T->lines[i].line == st->line && T->lines[i].file == st->sp.file && T->lines[i].first->backward == st->backward)
+      return &T->lines[i];
   VEC_GROW(T->lines, T->caplines, T->nlines + 1);
   LineStat *l = &T->lines[T->nlines++];
   memset(l, 0, sizeof *l);
@@ -907,8 +908,9 @@ void tl_event_name(const IrStmt *st, char *out, size_t n) {
   while (src.n && (src.p[src.n - 1] == ' ' || src.p[src.n - 1] == '\t')) src.n--;
   while (src.n && (src.p[src.n - 1] == ' ' || src.p[src.n - 1] == '\r')) src.n--;
   if (src.n > 72) src.n = 72;
-  if (src.n) snprintf(out, n, "%d: %.*s", st->line, src.n, src.p);
-  else snprintf(out, n, "%d: %s", st->line, st->prim >= 0 ? prim_table[st->prim].name : "call");
+  const char *bw = st->backward ? "(backward) " : "";
+  if (src.n) snprintf(out, n, "%d: %s%.*s", st->line, bw, src.n, src.p);
+  else snprintf(out, n, "%d: %s%s", st->line, bw, st->prim >= 0 ? prim_table[st->prim].name : "call");
 }
 
 
@@ -1025,7 +1027,15 @@ static void report_lines(Timeline *T, FILE *out, double total) {
     fmt_time(w, sizeof w, l->wait);
     tl_event_name(l->first, src, sizeof src);
     const char *text = strchr(src, ':') ? strchr(src, ':') + 2 : src;
-    fprintf(out, "  %5d %7ld %11s %5.1f%% %11s %11s %-8s %s\n", l->line, l->calls, t,
+    /* a line of another file than the program's (an imported one): file:line */
+    char where[96];
+    if (l->file > 0) {
+      const char *fn = diag_file_name(l->file), *slash = fn ? strrchr(fn, '/') : NULL;
+      snprintf(where, sizeof where, "%s:%d", slash ? slash + 1 : fn ? fn : "?", l->line);
+    } else {
+      snprintf(where, sizeof where, "%d", l->line);
+    }
+    fprintf(out, "  %5s %7ld %11s %5.1f%% %11s %11s %-8s %s\n", where, l->calls, t,
             total > 0 ? 100 * l->time / total : 0, b, l->wait > 0 ? w : "-", cost_limit_name((CostLimit)best), text);
   }
   if (nrest) {

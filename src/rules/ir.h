@@ -169,6 +169,7 @@ typedef struct IrStmt {
   IrVar **out;
   int nout;
   bool inserted;          /* added by the checker (pbroadcast) */
+  bool backward;          /* made by transposing the equation at sp (a backward pass's) */
   /* a call made by a front end (xmap, check_xmap.c): the callee is its
      lowering, what runs; show prints the equation `shown_prim[params]
      ...` it stands for, with at->fns[0] its body */

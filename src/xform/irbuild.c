@@ -7,6 +7,7 @@
 
 struct Builder {
   Emitter e;
+  bool backward;             /* statements made now are a backward pass's (IrStmt.backward) */
   Span where;
   Span whole;                /* the statement new ones stand for (bld_at) */
   int capparams;
@@ -22,6 +23,7 @@ Builder *bld_new(IrProg *P, const char *name, IrFunc *parent, Mesh *mesh, Span w
   B->e.prog = P;
   B->e.fn = f;
   B->e.mesh = mesh;
+  B->backward = false;
   B->where = where;
   B->whole = where;
   return B;
@@ -115,6 +117,7 @@ bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *
   st->at = at;
   st->params = r.canon;
   st->nparams = r.ncanon;
+  st->backward = B->backward;
   emit_stmt(&B->e, st);
   return true;
 }
@@ -126,6 +129,7 @@ static IrStmt *call_stmt(Builder *B, IrFunc *callee, IrAtom *in, int nin, IrAtom
   bld_captures(B, in, nin);
   IrStmt *st = bld_stmt(B, -1, in, nin, outt, callee->nouts, out);
   st->callee = callee;
+  st->backward = B->backward;
   emit_stmt(&B->e, st);
   return st;
 }
@@ -165,6 +169,7 @@ bool bld_higher(Builder *B, int prim, Attrs *at, const IrParam *params, int npar
   st->params = ENEWN(&B->e, IrParam, nparams);
   if (nparams) memcpy(st->params, params, sizeof(IrParam) * (size_t)nparams);
   st->nparams = nparams;
+  st->backward = B->backward;
   emit_stmt(&B->e, st);
   return true;
 }
@@ -308,6 +313,7 @@ void bld_print(Builder *B, const IrPrintItem *items, int n) {
   st->items = ENEWN(&B->e, IrPrintItem, n);
   if (n) memcpy(st->items, items, sizeof(IrPrintItem) * (size_t)n);
   st->nitems = n;
+  st->backward = B->backward;
   emit_stmt(&B->e, st);
 }
 
@@ -315,6 +321,7 @@ void bld_show(Builder *B, char *text) {
   IrStmt *st = emit_new_stmt(&B->e, IS_SHOW, B->where);
   st->whole = B->whole;
   st->text = text;
+  st->backward = B->backward;
   emit_stmt(&B->e, st);
 }
 
@@ -342,6 +349,7 @@ void bld_const(Builder *B, Array *value, IrAtom *out) {
   memset(out, 0, sizeof *out);
   out->var = st->out[0];
   out->t = t;
+  st->backward = B->backward;
   emit_stmt(&B->e, st);
 }
 
@@ -357,7 +365,23 @@ IrFunc *bld_finish(Builder *B, IrAtom *outs, int nouts) {
 
 void bld_set_where(Builder *B, Span where) { B->where = where; }
 
+Span bld_where(const Builder *B) { return B->where; }
+
+void bld_set_backward(Builder *B, bool on) { B->backward = on; }
+
+static bool copy_stmt(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out);
+
+/* A copy keeps the equation's backward mark (a pass over a transposed
+   function, DCE or a later derivative, keeps its lines' attribution). */
 bool bld_copy(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
+  bool was = B->backward;
+  B->backward = was || st->backward;
+  bool ok = copy_stmt(B, st, in, out);
+  B->backward = was;
+  return ok;
+}
+
+static bool copy_stmt(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
   bool ok;
   if (st->prim < 0) ok = copy_call(B, st, in, out);
   else if (st->prim == P_PBROADCAST) {
@@ -413,7 +437,8 @@ void bld_save(Builder *B, const IrStmt *st, IrAtom a) {
   c->path = st->path;
   c->load_path = st->load_path;
   bld_captures(B, c->in, 1);
+  c->backward = B->backward;
   emit_stmt(&B->e, c);
 }
 
-void bld_reuse(Builder *B, IrStmt *st) { emit_stmt(&B->e, st); }
+void bld_reuse(Builder *B, IrStmt *st) { emit_stmt(&B->e, st); }  /* (as it was) */

@@ -75,6 +75,10 @@ void bld_at(Builder *B, Span sp, Span whole);
 /* The place later statements are attributed to (errors, the debugger's
    line): a transformation sets it to each source equation in turn. */
 void bld_set_where(Builder *B, Span where);
+/* Where statements are being made, and whether they are a backward
+   pass's (transposed equations: IrStmt.backward). */
+Span bld_where(const Builder *B);
+void bld_set_backward(Builder *B, bool on);
 /* Emit a copy of equation st on operands in[] (st's own operands mapped
    into B's function); its results go to out[] (st->nout of them) and take
    st's result names.  A pbroadcast is copied as a lift, so that an operand

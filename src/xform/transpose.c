@@ -1517,8 +1517,13 @@ static void tr_backward(Tr *T, IrAtom *cts, const bool *has_ct, IrStmt **lin, in
     if (!atom_lin(T, o) || !has_ct[j]) continue;
     accumulate(T, o->var, cts[j]);
   }
+  /* each equation's transpose is written at its line, as a backward
+     pass's (the cost model's table and the debugger name that line) */
+  Span where = bld_where(T->B);
+  bld_set_backward(T->B, true);
   for (int i = nlin - 1; i >= 0 && !T->failed; i--) {
     IrStmt *st = lin[i];
+    bld_set_where(T->B, st->sp);
     IrAtom *ct = bld_alloc(T->B, sizeof(IrAtom) * (size_t)(st->nout + 1));
     bool *has = bld_alloc(T->B, sizeof(bool) * (size_t)(st->nout + 1));
     bool any = false;
@@ -1528,6 +1533,8 @@ static void tr_backward(Tr *T, IrAtom *cts, const bool *has_ct, IrStmt **lin, in
     }
     if (any) run_rule(T, st, false, ct, has);
   }
+  bld_set_backward(T->B, false);
+  bld_set_where(T->B, where);
 }
 
 /* The results: a cotangent per linear parameter (zeros where nothing
