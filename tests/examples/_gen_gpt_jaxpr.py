@@ -63,8 +63,8 @@ class Namer:
 class V:
     """A variable: dtype, shape, varying axes."""
 
-    def __init__(self, namer, dt, shape, vma):
-        self.name = namer.fresh()
+    def __init__(self, namer, dt, shape, vma, name=None):
+        self.name = name or namer.fresh()    # a name suggested by an enclosing jit
         self.dt, self.shape, self.vma = dt, tuple(shape), frozenset(vma)
 
     def ty(self):
@@ -85,6 +85,14 @@ class Lit:
         return "%s:%s[]" % (self.value, self.dt)
 
 
+def ns(rank):
+    """An aval's sharding inside the shard_map body (the manual mesh, no
+    axis in its spec), as JAX 0.7.0 prints it where a rule passes it on."""
+    inner = ", ".join(["None"] * rank) + ("," if rank == 1 else "")
+    return ("NamedSharding(mesh=AbstractMesh('data': 2, 'model': 2, axis_types=(Manual, Manual)), "
+            "spec=PartitionSpec(%s))" % inner)
+
+
 def tup(xs):
     xs = tuple(xs)
     if len(xs) == 1:
@@ -102,15 +110,16 @@ class Body:
     def __init__(self, namer, indent):
         self.namer, self.indent, self.lines = namer, indent, []
 
-    def eqn(self, prim, params, operands, outs):
-        """outs: list of (dtype, shape, vma); returns the new vars."""
-        vs = [V(self.namer, *o) for o in outs]
+    def eqn(self, prim, params, operands, outs, name=None):
+        """outs: list of (dtype, shape, vma); returns the new vars (one
+        output may take a given name)."""
+        vs = [V(self.namer, *o, name=name) for o in outs]
         lhs = " ".join("%s:%s" % (v.name, v.ty()) for v in vs)
         ps = ""
         if params:
             one = prim + "[" + " ".join("%s=%s" % kv for kv in params) + "]"
             head = "%s = %s" % (lhs, one)
-            if len(self.indent + head) + 1 + sum(len(o.ref()) + 1 for o in operands) <= 80 \
+            if len(self.indent + head) + sum(len(o.ref()) + 1 for o in operands) <= 80 \
                     and "\n" not in one:
                 ps = "[" + " ".join("%s=%s" % kv for kv in params) + "]"
             else:
@@ -135,8 +144,8 @@ class Tr:
         self.keep = []
 
     # --- helpers ------------------------------------------------------------------------
-    def e1(self, prim, params, ops, dt, shape, vma):
-        return self.b.eqn(prim, params, ops, [(dt, shape, vma)])[0]
+    def e1(self, prim, params, ops, dt, shape, vma, name=None):
+        return self.b.eqn(prim, params, ops, [(dt, shape, vma)], name)[0]
 
     def lit(self, v, dt="f32"):
         return Lit(v, dt)
@@ -367,7 +376,7 @@ class Tr:
             def tr(self, g):
                 bd = tuple(i for i in range(len(xs)) if i not in axes)
                 return [self.e1("broadcast_in_dim", [("broadcast_dimensions", tup(bd)),
-                                                     ("shape", tup(xs)), ("sharding", "None")],
+                                                     ("shape", tup(xs)), ("sharding", ns(len(xs)))],
                                 [g], g.dt, xs, g.vma)]
             self.linear(out, [x], tr)
         return out
@@ -415,9 +424,9 @@ class Tr:
             self.linear(out, [x], tr)
         return out
 
-    def reshape(self, x, shape):
+    def reshape(self, x, shape, name=None):
         out = self.e1("reshape", [("dimensions", "None"), ("new_sizes", tup(shape)),
-                                  ("sharding", "None")], [x], x.dt, shape, x.vma)
+                                  ("sharding", "None")], [x], x.dt, shape, x.vma, name)
         if self.has_t(x):
             xs = x.shape
             self.linear(out, [x], lambda self, g: [self.e1(
@@ -433,14 +442,14 @@ class Tr:
             # JVP: the zero tangents of the other cases instantiated as zeros
             # (a known value: it prints in the forward part)
             z = self.e1("broadcast_in_dim", [("broadcast_dimensions", "()"),
-                                             ("shape", tup(out.shape)), ("sharding", "None")],
+                                             ("shape", tup(out.shape)), ("sharding", ns(len(out.shape)))],
                         [Lit(0.0, "f32")], "f32", out.shape, frozenset())
             z, = self.insert_pvary_to(z, out.vma)
             tmask = [self.has_t(c) for c in cases]
 
             def tr(self, g):
                 zs = self.e1("broadcast_in_dim", [("broadcast_dimensions", "()"),
-                                                  ("shape", tup(g.shape)), ("sharding", "None")],
+                                                  ("shape", tup(g.shape)), ("sharding", ns(len(g.shape)))],
                              [Lit(0.0, "f32")], "f32", g.shape, frozenset())
                 zs, = self.insert_pvary_to(zs, g.vma)
                 ct0 = self.e1("select_n", [], [which, g, zs], g.dt, g.shape, g.vma) if tmask[0] else None
@@ -481,27 +490,84 @@ class Tr:
             self.linear(out, parts, lambda self, g: [g, g])
         return out
 
-    def gather(self, x, idx, dnums, slice_sizes, mode, fill, shape):
+    def gather(self, x, idx, dnums, slice_sizes, mode, fill, shape, name=None):
         x, idx = self.insert_pvary(x, idx)
         out = self.e1("gather", [("dimension_numbers", gdn(*dnums)), ("fill_value", fill),
                                  ("indices_are_sorted", "False"), ("mode", mode),
                                  ("slice_sizes", tup(slice_sizes)), ("unique_indices", "False")],
-                      [x, idx], x.dt, shape, x.vma | idx.vma)
+                      [x, idx], x.dt, shape, x.vma | idx.vma, name)
         if self.has_t(x):
             xs, xv = x.shape, x.vma
 
             def tr(self, g):
                 z = self.e1("broadcast_in_dim", [("broadcast_dimensions", "()"), ("shape", tup(xs)),
-                                                 ("sharding", "None")],
+                                                 ("sharding", ns(len(xs)))],
                             [Lit(0.0, "f32")], "f32", xs, frozenset())
                 z, = self.insert_pvary_to(z, xv)
                 z, i2, g2 = self.insert_pvary(z, idx, g)
-                return [self.e1("scatter-add", [("dimension_numbers", sdn(*dnums)),
-                                                ("indices_are_sorted", "False"), ("mode", mode),
-                                                ("unique_indices", "False"),
-                                                ("update_consts", "()"), ("update_jaxpr", "None")],
+                return [self.e1("scatter-add", scatter_add_params(self.b, sdn(*dnums), mode, len(xs)),
                                 [z, i2, g2], g.dt, xs, z.vma)]
             self.linear(out, [x], tr)
+        return out
+
+    def take_along_axis(self, arr, idx):
+        """jnp.take_along_axis(arr, idx, axis=-1), idx [b, T, 1]: a jit
+        (take_along_axis is @jit in JAX 0.7.0).  Linearized, the jit returns
+        the gathered values and the residual its tangent needs (the reshaped
+        indices); the backward pass transposes the tangent jit into another
+        jit named take_along_axis, holding the scatter-add."""
+        b = self.b
+        shape = idx.shape
+        gshape = idx.shape + (1,)
+        vma = arr.vma | idx.vma
+        # JAX's pretty printer names the outer results first, the jit's
+        # binders and results after the outer operands and results
+        out = V(b.namer, arr.dt, shape, vma)
+        res = V(b.namer, idx.dt, gshape, idx.vma)
+        inner = Tr(Body(b.namer, b.indent + "      "))
+        a_in = V(None, arr.dt, arr.shape, arr.vma, name=arr.name)
+        i_in = V(None, idx.dt, idx.shape, idx.vma, name=idx.name)
+        ti = wrap_index(inner, i_in, arr.shape[-1])
+        ti = inner.reshape(ti, gshape, name=res.name)
+        inner.gather(a_in, ti, ((), (2,), (2,), (0, 1), (0, 1)), (1, 1, 1),
+                     "GatherScatterMode.FILL_OR_DROP", "nan", shape, name=out.name)
+        lines = fill(b.indent, ["%s:%s" % (out.name, out.ty()), "%s:%s" % (res.name, res.ty())],
+                     " = jit[", b.indent + "  ")
+        lines.append(b.indent + "  name=take_along_axis")
+        lines += fill(b.indent + "  jaxpr={ lambda ; ", ["%s:%s" % (v.name, v.ty()) for v in (a_in, i_in)],
+                      ". let", b.indent + "      ")
+        lines += inner.b.lines
+        lines += fill(b.indent + "    in (", [out.name, res.name], ") }", b.indent + "      ", sep=",")
+        lines.append(b.indent + "] %s %s" % (arr.name, idx.name))
+        b.lines += lines
+        if self.has_t(arr):
+            ashape, avma = arr.shape, arr.vma
+
+            def tr(self, g):
+                b = self.b
+                ct = V(b.namer, g.dt, ashape, avma)
+                inner = Tr(Body(b.namer, b.indent + "      "))
+                r_in = V(None, res.dt, res.shape, res.vma, name=res.name)
+                g_in = V(None, g.dt, g.shape, g.vma, name=g.name)
+                z = inner.e1("broadcast_in_dim", [("broadcast_dimensions", "()"), ("shape", tup(ashape)),
+                                                  ("sharding", ns(len(ashape)))],
+                             [Lit(0.0, "f32")], "f32", ashape, frozenset())
+                z, = inner.insert_pvary_to(z, avma)
+                z, r2, g2 = inner.insert_pvary(z, r_in, g_in)
+                inner.e1("scatter-add", scatter_add_params(inner.b, sdn((), (2,), (2,), (0, 1), (0, 1)),
+                                                           "GatherScatterMode.FILL_OR_DROP", len(ashape)),
+                         [z, r2, g2], g.dt, ashape, z.vma, name=ct.name)
+                lines = ["%s%s:%s = jit[" % (b.indent, ct.name, ct.ty()),
+                         b.indent + "  name=take_along_axis"]
+                lines += fill(b.indent + "  jaxpr={ lambda ; ",
+                              ["%s:%s" % (v.name, v.ty()) for v in (r_in, g_in)],
+                              ". let", b.indent + "      ")
+                lines += inner.b.lines
+                lines += fill(b.indent + "    in (", [ct.name], ",) }", b.indent + "      ")
+                lines.append(b.indent + "] %s %s" % (res.name, g.name))
+                b.lines += lines
+                return [ct]
+            self.linear(out, [arr], tr)
         return out
 
     def psum(self, x, axis):
@@ -519,11 +585,22 @@ class _Lin:
         self.shape, self.vma = shape, vma
 
 
-def dg_params(contract, batch):
+def dg_params(contract, batch, out_sharding="None"):
     (xc, yc), (xb, yb) = contract, batch
     dn = "((%s, %s), (%s, %s))" % (tup(xc), tup(yc), tup(xb), tup(yb))
-    return [("dimension_numbers", dn), ("out_sharding", "None"), ("precision", "None"),
+    return [("dimension_numbers", dn), ("out_sharding", out_sharding), ("precision", "None"),
             ("preferred_element_type", "float32")]
+
+
+def scatter_add_params(body, dnums, mode, rank):
+    """scatter-add's parameters as JAX 0.7.0 binds them: the operand's
+    sharding as out_sharding, and update_jaxpr the reduction's jaxpr (lax.add
+    of two scalars: fresh names, printed inside the equation)."""
+    a, b, c = (body.namer.fresh() for _ in range(3))
+    upd = "{ lambda ; %s:f32[] %s:f32[]. let %s:f32[] = add %s %s in (%s,) }" % (a, b, c, a, b, c)
+    return [("dimension_numbers", dnums), ("indices_are_sorted", "False"), ("mode", mode),
+            ("out_sharding", ns(rank)), ("unique_indices", "False"), ("update_consts", "()"),
+            ("update_jaxpr", upd)]
 
 
 def _ranges_like(*xs):
@@ -555,7 +632,9 @@ def dot_transpose_lhs(tr, g, x, y, contract, batch, swap_ans=False):
     yk = [i for i in range(y_ndim) if i not in dims[0][1] and i not in dims[1][1]]
     shape = tuple(g.shape[i] for i in dims[1][0]) + tuple(g.shape[i] for i in gk) \
         + tuple(y.shape[i] for i in yk)
-    d = tr.e1("dot_general", dg_params(dims[0], dims[1]), [g, y], "f32", shape, g.vma | y.vma)
+    # out_sharding: x's sharding with its spec permuted (no axes inside the body)
+    d = tr.e1("dot_general", dg_params(dims[0], dims[1], ns(x_ndim)), [g, y], "f32", shape,
+              g.vma | y.vma)
     if tuple(out_axes) != tuple(range(len(out_axes))):
         d = tr.e1("transpose", [("permutation", tup(out_axes))], [d], "f32",
                   tuple(shape[i] for i in out_axes), d.vma)
@@ -601,9 +680,10 @@ def local(shape, spec):
 
 
 def pspec(spec):
+    """PartitionSpec's repr in JAX 0.7.0 (P(...) from 0.9.1)."""
     if not spec:
-        return "P()"
-    return "P(" + ", ".join("'%s'" % a if a else "None" for a in spec) + ")"
+        return "PartitionSpec()"
+    return "PartitionSpec(" + ", ".join("'%s'" % a if a else "None" for a in spec) + ")"
 
 
 def layer_norm(tr, x):
@@ -673,8 +753,12 @@ def model_loss(tr, tok, tgt, p):
     causal = tr.binop("ge", row, col, dt="bool")[0]
     hl = s2.shape[1]
     mask = tr.broadcast_in_dim(causal, (b, hl, T, T), (2, 3))
-    neg = tr.broadcast_in_dim(Lit("-1e+09", "f32"), (b, hl, T, T), ())
-    s3 = tr.select_n(mask, neg, s2)
+    # lax.full_like(s, -1e9): s's sharding, then lifted to s's varying axes
+    neg = tr.e1("broadcast_in_dim", [("broadcast_dimensions", "()"), ("shape", tup(s2.shape)),
+                                     ("sharding", ns(4))], [Lit("-1e+09", "f32")], "f32",
+                s2.shape, frozenset())
+    neg, = tr.insert_pvary_to(neg, s2.vma)
+    s3 = tr.select_n(mask, neg, s2)                          # lax.select(mask, s, neg)
     mx = softmax_last(tr, s3)
     z = tr.sub(s3, mx)
     e = tr.exp(z)
@@ -702,10 +786,7 @@ def model_loss(tr, tok, tgt, p):
     logp = tr.sub(zl, lse)
     # jnp.take_along_axis(logp, tgt[..., None], axis=-1)
     ti = tr.broadcast_in_dim(tgt, (b, T, 1), (0, 1))
-    ti = wrap_index(tr, ti, VOCAB)
-    ti = tr.reshape(ti, (b, T, 1, 1))
-    picked = tr.gather(logp, ti, ((), (2,), (2,), (0, 1), (0, 1)), (1, 1, 1),
-                       "GatherScatterMode.FILL_OR_DROP", "nan", (b, T, 1))
+    picked = tr.take_along_axis(logp, ti)
     tot = tr.reduce_sum(picked, (0, 1, 2))
     mean = tr.div(tot, Lit("%d.0" % (b * T), "f32"))
     nl = tr.unary("neg", mean)
