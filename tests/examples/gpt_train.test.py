@@ -126,14 +126,16 @@ def main():
 
     # gradients against central differences, float64, along random directions
     grads = [ld["g%d" % i].astype(np.float64) for i in range(n)]
-    rng = np.random.default_rng(29)
+    # another seed and more directions: GPT_SEED=7 GPT_DIRS=50 (per weight)
+    rng = np.random.default_rng(int(os.environ.get("GPT_SEED", "29")))
+    per = int(os.environ.get("GPT_DIRS", "3"))
     eps = 1e-4
     dirs = []
     for i in range(n):
-        for _ in range(3):
+        for _ in range(per):
             dirs.append([rng.standard_normal(p.shape) if j == i else np.zeros(p.shape)
                          for j, p in enumerate(p0)])
-    for _ in range(6):
+    for _ in range(2 * per):
         dirs.append([rng.standard_normal(p.shape) for p in p0])
     for k, d in enumerate(dirs):
         plus = loss([p + eps * e for p, e in zip(p0, d)], tok, tgt)
