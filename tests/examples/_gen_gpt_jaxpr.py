@@ -357,8 +357,8 @@ class Tr:
         out = self.e1("tanh", [], [x], x.dt, x.shape, x.vma)
         if self.has_t(x):
             # JVP (defjvp2): mul(add(g, mul(g, ans)), sub(_one(x), ans))
-            one, ans = self.insert_pvary(Lit(1.0, "f32"), out)
-            r = self.e1("sub", [], [one, ans], x.dt, x.shape, x.vma)
+            one = self.one(x)
+            r = self.e1("sub", [], [one, out], x.dt, x.shape, x.vma)
             m = _Lin(self, x.shape, x.vma)
             self.linear(m, [x], lambda self, g: [self.e1("mul", [], [g, out], g.dt, g.shape, g.vma)])
             a = _Lin(self, x.shape, x.vma)
@@ -457,6 +457,15 @@ class Tr:
                 return [ct0, ct1]
             self.linear(out, cases, tr)
         return out
+
+    def one(self, x):
+        """lax._one(x): full_like(x, shape=(), fill_value=1) with x's sharding's
+        mesh: a broadcast_in_dim to shape () (it has a sharding), lifted to
+        x's varying axes."""
+        o = self.e1("broadcast_in_dim", [("broadcast_dimensions", "()"), ("shape", "()"),
+                                         ("sharding", ns(0))], [Lit("1.0", "f32")], "f32", (),
+                    frozenset())
+        return self.insert_pvary_to(o, x.vma)[0]
 
     def insert_pvary_to(self, x, vma):
         miss = frozenset(vma) - x.vma
@@ -855,7 +864,7 @@ def main():
         tr.keep.append(p)
         tr.tan[id(p)] = next(tr.tid)
     loss = model_loss(tr, tok, tgt, params)
-    ct = tr.backward(loss, Lit("1.0", "f32"))
+    ct = tr.backward(loss, tr.one(loss))        # value_and_grad's seed, lax._one(ans)
     grads = [ct[tr.tan[id(p)]] for p in params]
     # AdamW on every leaf; the bias corrections once
     tr.tan.clear()
