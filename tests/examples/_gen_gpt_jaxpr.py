@@ -31,18 +31,6 @@ MESH = ("data", "model")
 
 
 # ---- names as JAX's printer gives them: a .. z, ba, bb, ... ---------------------------
-def _name(n):
-    s = ""
-    while True:
-        s = "abcdefghijklmnopqrstuvwxyz"[n % 26] + s
-        n //= 26
-        if n == 0:
-            break
-    if len(s) > 1 and s[0] == "a":
-        pass
-    return s
-
-
 class Namer:
     def __init__(self):
         self.n = 0

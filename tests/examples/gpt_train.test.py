@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# timeout: 120
 """The GPT of examples/gpt.shm against a NumPy model of it.
 
 - the loss of the initial weights, on the 2 x 2 mesh, is the NumPy
