@@ -883,7 +883,8 @@ def main():
     lines.extend(tr.b.lines)
     lines += fill(ind1 + "    in (", [v.ref() for v in body_out], ") }", ind1 + "      ", sep=",")
     lines.append("%s  manual_axes=frozenset({'data', 'model'})" % ind1)
-    lines.append("%s  mesh=Mesh('data': 2, 'model': 2, axis_types=(Explicit, Explicit))" % ind1)
+    lines.append("%s  mesh=Mesh(axis_sizes=(2, 2), axis_names=('data', 'model'), axis_types=(Auto, Auto))"
+                 % ind1)
     lines.append("%s  out_specs=%s" % (ind1, tup(pspec(s) for s in out_specs)))
     lines += fill(ind1 + "]", [v.name for v in outer], "", ind1 + "  ", first_sep=" ")
     lines += fill(ind0 + "    in (", [v.name for v in results], ") }", ind0 + "      ", sep=",")
