@@ -817,8 +817,11 @@ def fill(prefix, items, suffix, cont, sep="", first_sep="", width=80):
     next item would pass `width`, continued at `cont`; then suffix."""
     lines, cur = [], prefix + first_sep
     for k, it in enumerate(items):
-        piece = it + (sep if k < len(items) - 1 else "")
-        if k and len(cur) + 1 + len(piece) > width:
+        last = k == len(items) - 1
+        piece = it + ("" if last else sep)
+        # the text after the last item stays on its line (JAX's printer
+        # measures up to the next break)
+        if k and len(cur) + 1 + len(piece) + (len(suffix) if last else 0) > width:
             lines.append(cur)
             cur = cont + piece
         else:
