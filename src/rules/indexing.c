@@ -434,6 +434,8 @@ bool idx_rule_scatter(RARGS) {
   int mode;
   if (!read_mode(cx, IDX_FILL_OR_DROP, &mode)) return false;
   if (!rule_bool(cx, "unique_indices", false, &flag)) return false;
+  PVal *sh = rule_get(cx, "out_sharding");        /* JAX 0.7's; kept for show, not read */
+  if (sh) rule_record(cx, "out_sharding", sh);
   if (!read_update(cx, op)) return false;
   static const int both[2] = {0, 2};
   int dt;
