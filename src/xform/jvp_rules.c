@@ -162,6 +162,18 @@ bool jvp_linear(JvpCx *cx) {
   return true;
 }
 
+/* split: linear, the tangent split as the operand is (one tangent per
+   result). */
+bool jvp_split(JvpCx *cx) {
+  const IrStmt *st = cx->st;
+  if (!cx->has[0] || !st->nout) return true;
+  Builder *B = cx->J->B;
+  IrAtom t = tan_of(cx, 0), *res = bld_alloc(B, sizeof(IrAtom) * (size_t)st->nout);
+  if (!bld_prim(B, P_SPLIT, st->params, st->nparams, &t, 1, res)) { cx->J->R->failed = true; return false; }
+  for (int j = 0; j < st->nout; j++) jv_set(cx, j, res[j]);
+  return true;
+}
+
 /* pbroadcast moves nothing: the tangent is the operand's, lifted only
    where an equation needs it. */
 bool jvp_pbroadcast(JvpCx *cx) {

@@ -28,7 +28,8 @@ typedef struct Tr {
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(scatter_mul) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
-  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile)
+  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile) \
+  X(split)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -784,6 +785,23 @@ static bool tr_concatenate(TrCtx *cx) {
     IrParam ps[2] = {kv("start_indices", bld_pv_ints(B, st, o->rank)), kv("limit_indices", bld_pv_ints(B, lim, o->rank))};
     tr_give(cx, k, emit1(cx, P_SLICE, ps, 2, &ct, 1));
   }
+  return true;
+}
+
+/* split: JAX's _split_transpose_rule, the concatenation of the results'
+   cotangents along the axis (zeros for a result without one). */
+static bool tr_split(TrCtx *cx) {
+  if (cx->checking) return true;
+  const IrStmt *st = cx->st;
+  Builder *B = tr_builder(cx);
+  if (!st->nout) {                       /* split of an empty axis into nothing */
+    tr_give(cx, 0, bld_zeros(B, tr_in_type(cx, 0)));
+    return true;
+  }
+  IrAtom *cts = bld_alloc(B, sizeof(IrAtom) * (size_t)st->nout);
+  for (int j = 0; j < st->nout; j++) cts[j] = tr_ct(cx, j);
+  IrParam ps[1] = {kv("dimension", bld_pv_int(B, st->at->i[0]))};
+  tr_give(cx, 0, emit1(cx, P_CONCATENATE, ps, 1, cts, st->nout));
   return true;
 }
 
