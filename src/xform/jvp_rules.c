@@ -94,11 +94,18 @@ static IrAtom primal(JvpCx *cx, int k) { return cx->in[k]; }
 static IrAtom tan_of(JvpCx *cx, int k) { return cx->tin[k]; }
 static IrAtom ans(JvpCx *cx) { return cx->out[0]; }
 
+/* The tangent of result j; one of a smaller shape (a scalar, or size-1
+   dimensions where an elementwise operand broadcast) is broadcast to the
+   result's shape. */
 void jv_set(JvpCx *cx, int j, IrAtom t) {
   const Type *o = &cx->st->out[j]->t;
-  if (t.t.rank == 0 && o->rank > 0) {
+  bool same = t.t.rank == o->rank;
+  for (int d = 0; same && d < o->rank; d++) same = t.t.shape[d] == o->shape[d];
+  if (!same && (t.t.rank == 0 || t.t.rank == o->rank)) {
     Builder *B = cx->J->B;
-    IrParam ps[2] = {kv("shape", bld_pv_ints(B, o->shape, o->rank)), kv("broadcast_dimensions", bld_pv_ints(B, NULL, 0))};
+    int64_t dims[SHM_MAXRANK];
+    for (int d = 0; d < t.t.rank; d++) dims[d] = d;
+    IrParam ps[2] = {kv("shape", bld_pv_ints(B, o->shape, o->rank)), kv("broadcast_dimensions", bld_pv_ints(B, dims, t.t.rank))};
     t = jv_emit(cx, P_BROADCAST_IN_DIM, ps, 2, &t, 1);
   }
   cx->tout[j] = t;

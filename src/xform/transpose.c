@@ -338,14 +338,23 @@ static IrAtom lit_of(TrCtx *cx, const Type *t, double v) {
 
 IrAtom tr_lit(TrCtx *cx, const Type *t, double v) { return lit_of(cx, t, v); }
 
-/* Sum a cotangent down to a scalar operand's shape (scalar broadcast). */
+/* Sum a cotangent down to its operand's shape: a scalar operand was
+   broadcast to the result, and an operand of the result's rank along its
+   size-1 dimensions (the broadcasting lax's elementwise rules accept). */
 static IrAtom unbroadcast(TrCtx *cx, IrAtom ct, int k) {
   const Type *t = tr_in_type(cx, k);
-  if (t->rank != 0 || ct.t.rank == 0) return ct;
+  if (ct.t.rank == 0 || (t->rank != 0 && t->rank != ct.t.rank)) return ct;
   int64_t ax[SHM_MAXRANK];
-  for (int i = 0; i < ct.t.rank; i++) ax[i] = i;
-  IrParam ps[1] = {kv("axes", bld_pv_ints(tr_builder(cx), ax, ct.t.rank))};
-  return emit1(cx, P_REDUCE_SUM, ps, 1, &ct, 1);
+  int na = 0;
+  for (int i = 0; i < ct.t.rank; i++)
+    if (t->rank == 0 || (t->shape[i] == 1 && ct.t.shape[i] != 1)) ax[na++] = i;
+  if (!na) return ct;
+  Builder *B = tr_builder(cx);
+  IrParam ps[1] = {kv("axes", bld_pv_ints(B, ax, na))};
+  IrAtom r = emit1(cx, P_REDUCE_SUM, ps, 1, &ct, 1);
+  if (t->rank == 0) return r;
+  IrParam rs[1] = {kv("new_sizes", bld_pv_ints(B, t->shape, t->rank))};
+  return emit1(cx, P_RESHAPE, rs, 1, &r, 1);
 }
 
 /* Every operand must be linear (sums of linear values and constants are
