@@ -540,8 +540,8 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   Attrs *at = NEW(cx->C, Attrs);
   Type *intypes = NEWN(cx->C, Type, s->nargs);
   for (int k = 0; k < s->nargs; k++) intypes[k] = in[k].t;
-  int nout = prim_nout(prim, s->nargs);
-  Type *out = NEWN(cx->C, Type, nout);
+  int nout = prim_nout_params(prim, s->nargs, s->params, s->nparams);
+  Type *out = NEWN(cx->C, Type, nout + 1);
   if (!emit_prim_shape(EM(cx), &r, prim, s->callee_sp, s->params, s->nparams, intypes, s->nargs, at, out)) {
     check_bind_bad(cx, s);
     return;

@@ -1005,7 +1005,7 @@ static void low_eqn(Low *L, IrStmt *st) {
   case P_SLICE:
     low_dims(L, st);
     break;
-  case P_SORT: case P_TOP_K: case P_APPROX_TOP_K:
+  case P_SORT: case P_TOP_K: case P_APPROX_TOP_K: case P_SPLIT:
     fail(L, st->sp, "%s is not supported in an xmap body: compute it outside the xmap, or in a shard_map",
          prim_table[st->prim].name);
     return;

@@ -16,6 +16,8 @@
 **   name[name] x                 jax.ad_checkpoint.checkpoint_name: a
 **                                name for remat policies; the identity
 **   tile[reps] x                 x repeated reps[d] times along each d
+**   split[axis, sizes] x         lax.split: x cut along axis into
+**                                len(sizes) pieces, one result each
 */
 #include <math.h>
 #include "moreprims.h"
@@ -281,4 +283,52 @@ void mp_kern_reduce_precision(const Attrs *at, Array *const *in, int nin, Array 
     memcpy(dst + i * w, &u, (size_t)w);
   }
   out[0] = r;
+}
+
+/* split[axis=0, sizes]: any operand of rank >= 1; sizes nonnegative and
+   summing to the axis' size (JAX's _split_shape_rule); one result per
+   size, the operand's shape with that size along the axis.  Fills
+   i[0] = axis, l[0] = sizes. */
+bool mp_rule_split(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  int64_t axis, sum = 0;
+  IntList sz = {0, NULL};
+  TyBuf a;
+  LsBuf b;
+  if (!rule_int(cx, "axis", false, 0, &axis) || !rule_ints(cx, "sizes", true, &sz)) return false;
+  rule_axis_index(cx, "axis", &axis, in[0].rank);       /* negative: from the end */
+  if (axis < 0 || axis >= in[0].rank)
+    return rule_param_error(cx, "axis", "split axis %lld out of range for %s", (long long)axis, rule_ty(&a, &in[0]));
+  for (int j = 0; j < sz.n; j++) {
+    if (sz.v[j] < 0) return rule_param_error(cx, "sizes", "sizes passed to split must be nonnegative, got %s", rule_ls(&b, &sz));
+    sum += sz.v[j];
+  }
+  if (sum != in[0].shape[axis])
+    return rule_param_error(cx, "sizes", "sum of sizes %lld must be equal to dimension %lld of the operand %s",
+                            (long long)sum, (long long)axis, rule_ty(&a, &in[0]));
+  for (int j = 0; j < sz.n; j++) {
+    out[j] = in[0];
+    out[j].weak = false;
+    out[j].shape[axis] = sz.v[j];
+  }
+  at->i[0] = axis;
+  at->l[0] = sz;
+  return true;
+}
+
+/* split: each result a strided copy of its slab of the operand. */
+void mp_kern_split(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)nin;
+  const Array *x = in[0];
+  int ax = (int)at->i[0];
+  size_t es = dtype_sizes[x->dt];
+  int64_t sst[SHM_MAXRANK], dst[SHM_MAXRANK], pos = 0;
+  arr_byte_strides(x->rank, x->shape, es, sst);
+  for (int j = 0; j < at->l[0].n; j++) {
+    Array *r = arr_new((DType)outt[j].dt, outt[j].rank, outt[j].shape);
+    out[j] = r;
+    arr_byte_strides(r->rank, r->shape, es, dst);
+    if (r->size) arr_copy_strided(r->data, dst, (const char *)x->data + pos * sst[ax], sst, r->rank, r->shape, es);
+    pos += r->shape[ax];
+  }
 }

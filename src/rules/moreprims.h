@@ -14,6 +14,7 @@ bool mp_rule_device_put(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_zeros_like(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_bits(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_reduce_precision(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool mp_rule_split(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_erf_inv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_layout_constraint(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_name(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
@@ -24,6 +25,7 @@ void mp_kern_zeros_like(const Attrs *at, Array *const *in, int nin, Array **out,
 void mp_kern_clz(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_population_count(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_reduce_precision(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+void mp_kern_split(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_erf_inv(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_tile(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 

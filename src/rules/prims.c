@@ -1534,3 +1534,14 @@ bool prim_accepts(int prim, Str key) {
   }
   return false;
 }
+
+int prim_nout_params(int prim, int nin, AstParam *const *params, int nparams) {
+  if (prim_table[prim].nout != NOUT_SIZES) return prim_nout(prim, nin);
+  for (int i = 0; i < nparams; i++) {
+    if (!str_eqc(params[i]->key, "sizes")) continue;
+    const PVal *v = params[i]->v ? pv_unparen(params[i]->v) : NULL;
+    if (v && (v->k == PV_TUPLE || v->k == PV_LIST)) return v->n;
+    return 1;
+  }
+  return 1;
+}

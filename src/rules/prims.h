@@ -9,7 +9,9 @@
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
 **   nout         result count (-1: decided by the rule, e.g. control flow;
-**                0: one result per operand, as sort gives)
+**                0: one result per operand, as sort gives; NOUT_SIZES:
+**                one result per entry of the `sizes` parameter, as split
+**                gives)
 **   params       the parameter names, space-separated, in the order `show`
 **                prints them, for help and completion; after a `|`, the
 **                synonyms also accepted ("axes | axis_name"); a function
@@ -43,6 +45,9 @@
 #define SHM_PRIMS_H
 
 #include "ir.h"
+
+/* The nout column of a primitive with one result per entry of `sizes`. */
+#define NOUT_SIZES (-2)
 
 /* ---- shape rules ------------------------------------------------------------
 ** A shape rule (rule.h describes its context and the parameter readers)
@@ -85,11 +90,16 @@ typedef struct PrimInfo {
 extern const PrimInfo prim_table[P_COUNT];
 
 /* How many results an equation of `prim` with nin operands gives (1 for
-   the rows whose count their special form decides). */
+   the rows whose count their special form decides, and for NOUT_SIZES:
+   prim_nout_params counts those). */
 static inline int prim_nout(int prim, int nin) {
   int n = prim_table[prim].nout;
   return n > 0 ? n : n == 0 ? nin : 1;
 }
+/* The same, given the equation's parameters as written: a NOUT_SIZES row
+   gives one result per entry of its `sizes` tuple (at least 1 when that is
+   not a tuple of ints: the shape rule then reports it). */
+int prim_nout_params(int prim, int nin, AstParam *const *params, int nparams);
 
 /* The length of the canonical part of a params column (before " |"). */
 static inline size_t prim_params_len(const char *params) {

@@ -139,6 +139,23 @@ bool rule_missing(RuleCtx *r, const char *key) {
   return rule_error(r, "%s requires the parameter '%s'", r->prim, key);
 }
 
+/* An int, or a NumPy integer scalar as NumPy 2 writes it, np.int64(3):
+   JAX prints a parameter holding one so (jnp.split's sizes, computed by
+   np.diff, print as sizes=(np.int64(2), np.int64(3))). */
+static bool int_value(const PVal *v, int64_t *out) {
+  static const char *const names[] = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                      "intp", "uintp", NULL};
+  if (v->k == PV_INT) { *out = v->i; return true; }
+  if (v->k != PV_CALL || v->n != 1 || !v->items[0] || pv_unparen(v->items[0])->k != PV_INT) return false;
+  Str n = v->s;
+  if (n.n > 3 && !memcmp(n.p, "np.", 3)) { n.p += 3; n.n -= 3; }
+  else if (n.n > 6 && !memcmp(n.p, "numpy.", 6)) { n.p += 6; n.n -= 6; }
+  else return false;
+  for (int i = 0; names[i]; i++)
+    if (str_eqc(n, names[i])) { *out = pv_unparen(v->items[0])->i; return true; }
+  return false;
+}
+
 bool rule_int(RuleCtx *r, const char *key, bool required, int64_t dflt, int64_t *out) {
   PVal *v = pv_unparen(rule_get(r, key));
   if (!v) {
@@ -147,9 +164,8 @@ bool rule_int(RuleCtx *r, const char *key, bool required, int64_t dflt, int64_t 
     rule_record(r, key, rule_pv_int(r, dflt));
     return true;
   }
-  if (v->k != PV_INT) return rule_param_error(r, key, "parameter '%s' of %s must be an integer", key, r->prim);
-  *out = v->i;
-  rule_record(r, key, v);
+  if (!int_value(v, out)) return rule_param_error(r, key, "parameter '%s' of %s must be an integer", key, r->prim);
+  rule_record(r, key, v->k == PV_INT ? v : rule_pv_int(r, *out));
   return true;
 }
 
@@ -224,10 +240,11 @@ bool rule_dtype(RuleCtx *r, const char *key, bool required, int dflt, int *out) 
 /* Read a tuple/list of ints from v into out. */
 static bool ints_of(RuleCtx *r, const char *key, PVal *v, IntList *out) {
   v = pv_unparen(v);
-  if (v->k == PV_INT) {
+  int64_t one;
+  if (int_value(v, &one)) {
     out->n = 1;
     out->v = rule_alloc_ints(r, 1);
-    out->v[0] = v->i;
+    out->v[0] = one;
     return true;
   }
   if (v->k == PV_NONE) {
@@ -240,10 +257,8 @@ static bool ints_of(RuleCtx *r, const char *key, PVal *v, IntList *out) {
   out->n = v->n;
   out->v = rule_alloc_ints(r, v->n);
   for (int i = 0; i < v->n; i++) {
-    PVal *e = pv_unparen(v->items[i]);
-    if (e->k != PV_INT)
+    if (!int_value(pv_unparen(v->items[i]), &out->v[i]))
       return rule_param_error(r, key, "parameter '%s' of %s must be a tuple of integers", key, r->prim);
-    out->v[i] = e->i;
   }
   return true;
 }

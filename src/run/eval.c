@@ -390,10 +390,13 @@ static void exec_local(Frame *F, IrStmt *st) {
   const Mesh *mesh = sp->mesh;
   uint32_t R = st->nout ? st->out[0]->t.vma : 0;
   int64_t nb = til_nblk(mesh, R);
-  Type outt[8];
-  Val *outs[8];
-  Array *res[8];
   int nout = st->nout, nin = st->nin;
+  Type tbuf[8];
+  Val *obuf[8];
+  Array *rbuf[8];
+  Type *outt = nout <= 8 ? tbuf : scratch(sizeof(Type) * (size_t)nout);          /* split, sort: any number */
+  Val **outs = nout <= 8 ? obuf : scratch(sizeof(Val *) * (size_t)nout);
+  Array **res = nout <= 8 ? rbuf : scratch(sizeof(Array *) * (size_t)nout);
   Array *inbuf[16];
   int32_t rcbuf[16];
   Val *vbuf[16];
@@ -440,6 +443,7 @@ static void exec_local(Frame *F, IrStmt *st) {
   if (opv != vbuf) scratch_free(opv);
   if (refc != rcbuf) scratch_free(refc);
   if (ins != inbuf) scratch_free(ins);
+  if (outt != tbuf) { scratch_free(outt); scratch_free(outs); scratch_free(res); }
 }
 
 /* ---- shard_map ------------------------------------------------------------------- */

@@ -107,8 +107,8 @@ bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *
     ins[k] = in[k];
     intypes[k] = in[k].t;
   }
-  int nout = prim_nout(prim, nin);
-  Type *outt = ENEWN(&B->e, Type, nout);
+  int nout = prim_nout_params(prim, nin, aps, nparams);
+  Type *outt = ENEWN(&B->e, Type, nout + 1);
   if (!emit_prim_shape(&B->e, &r, prim, B->where, aps, nparams, intypes, nin, at, outt) ||
       !emit_prim_vary(&B->e, prim, ins, nin, at, outt, nout, B->where))
     return false;

@@ -94,11 +94,18 @@ static IrAtom primal(JvpCx *cx, int k) { return cx->in[k]; }
 static IrAtom tan_of(JvpCx *cx, int k) { return cx->tin[k]; }
 static IrAtom ans(JvpCx *cx) { return cx->out[0]; }
 
+/* The tangent of result j; one of a smaller shape (a scalar, or size-1
+   dimensions where an elementwise operand broadcast) is broadcast to the
+   result's shape. */
 void jv_set(JvpCx *cx, int j, IrAtom t) {
   const Type *o = &cx->st->out[j]->t;
-  if (t.t.rank == 0 && o->rank > 0) {
+  bool same = t.t.rank == o->rank;
+  for (int d = 0; same && d < o->rank; d++) same = t.t.shape[d] == o->shape[d];
+  if (!same && (t.t.rank == 0 || t.t.rank == o->rank)) {
     Builder *B = cx->J->B;
-    IrParam ps[2] = {kv("shape", bld_pv_ints(B, o->shape, o->rank)), kv("broadcast_dimensions", bld_pv_ints(B, NULL, 0))};
+    int64_t dims[SHM_MAXRANK];
+    for (int d = 0; d < t.t.rank; d++) dims[d] = d;
+    IrParam ps[2] = {kv("shape", bld_pv_ints(B, o->shape, o->rank)), kv("broadcast_dimensions", bld_pv_ints(B, dims, t.t.rank))};
     t = jv_emit(cx, P_BROADCAST_IN_DIM, ps, 2, &t, 1);
   }
   cx->tout[j] = t;
@@ -159,6 +166,18 @@ bool jvp_linear(JvpCx *cx) {
     } else in[k] = primal(cx, k);
   }
   jv_set(cx, 0, jv_emit(cx, st->prim, st->params, st->nparams, in, st->nin));
+  return true;
+}
+
+/* split: linear, the tangent split as the operand is (one tangent per
+   result). */
+bool jvp_split(JvpCx *cx) {
+  const IrStmt *st = cx->st;
+  if (!cx->has[0] || !st->nout) return true;
+  Builder *B = cx->J->B;
+  IrAtom t = tan_of(cx, 0), *res = bld_alloc(B, sizeof(IrAtom) * (size_t)st->nout);
+  if (!bld_prim(B, P_SPLIT, st->params, st->nparams, &t, 1, res)) { cx->J->R->failed = true; return false; }
+  for (int j = 0; j < st->nout; j++) jv_set(cx, j, res[j]);
   return true;
 }
 
@@ -719,28 +738,50 @@ bool jvp_sort(JvpCx *cx) {
   return true;
 }
 
-/* top_k, approx_top_k: JAX's _top_k_jvp gathers the tangent at the
-   indices of the result along the axis.  Written as a one-hot selection:
-   with an axis of n inserted after the axis (the result's k along it),
-   where(indices == iota, tangent, 0) summed over the inserted axis, which
-   picks exactly one tangent element (never multiplies by zero, so a
-   non-finite tangent elsewhere stays out) and is linear in the tangent. */
+/* A keyword argument key=v of a call value (GatherDimensionNumbers(...)). */
+static PVal *kw(Builder *B, const char *key, PVal *v) {
+  PVal *t = bld_pv_tuple(B, &v, 1);
+  t->k = PV_KW;
+  t->s = str_c(key);
+  return t;
+}
+
+/* top_k, approx_top_k: JAX's _top_k_jvp, the tangent gathered at the
+   result's indices along the axis, every other dimension a batching
+   dimension of the gather:
+     gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(),
+       collapsed_slice_dims=(axis,), start_index_map=(axis,),
+       operand_batching_dims=(others), start_indices_batching_dims=(others))
+       slice_sizes=(1, ...)] tangent (reshape indices to [..., 1])
+   which picks exactly one tangent element per result (a non-finite
+   tangent elsewhere stays out) and is linear in the tangent (its
+   transpose is a scatter-add). */
 bool jvp_top_k(JvpCx *cx) {
   if (!cx->has[0]) return true;
   Builder *B = cx->J->B;
   IrAtom t = tan_of(cx, 0), idx = cx->out[1];
-  int d = (int)cx->st->at->i[1], r = t.t.rank;
-  int64_t wide[SHM_MAXRANK + 1], di[SHM_MAXRANK], dt[SHM_MAXRANK], ax[1] = {d + 1};
-  for (int k = 0, w = 0; k <= r; k++) wide[w++] = k <= d ? idx.t.shape[k] : k == d + 1 ? t.t.shape[d] : idx.t.shape[k - 1];
-  for (int k = 0; k < r; k++) { di[k] = k <= d ? k : k + 1; dt[k] = k < d ? k : k + 1; }
+  int d = (int)cx->st->at->i[1], r = t.t.rank, nb = 0;
   if (r + 1 > SHM_MAXRANK) return jv_error(cx, "the derivative of %s needs rank %d, more than %d", prim_table[cx->st->prim].name, r + 1, SHM_MAXRANK);
-  IrParam bi[2] = {kv("shape", bld_pv_ints(B, wide, r + 1)), kv("broadcast_dimensions", bld_pv_ints(B, di, r))};
-  IrParam bt[2] = {kv("shape", bld_pv_ints(B, wide, r + 1)), kv("broadcast_dimensions", bld_pv_ints(B, dt, r))};
-  IrParam ip[3] = {kv("dtype", bld_pv_name(B, "int32")), kv("shape", bld_pv_ints(B, wide, r + 1)),
-                   kv("dimension", bld_pv_int(B, d + 1))};
-  IrAtom hit = EQ(jv_emit(cx, P_BROADCAST_IN_DIM, bi, 2, &idx, 1), jv_emit(cx, P_IOTA, ip, 3, &t, 0));
-  IrAtom picked = sel(cx, hit, jv_emit(cx, P_BROADCAST_IN_DIM, bt, 2, &t, 1), cst(cx, t, 0));
-  IrParam rp[1] = {kv("axes", bld_pv_ints(B, ax, 1))};
-  jv_set(cx, 0, jv_emit(cx, P_REDUCE_SUM, rp, 1, &picked, 1));
+  int64_t wide[SHM_MAXRANK + 1], others[SHM_MAXRANK], ones[SHM_MAXRANK], ax[1] = {d};
+  for (int k = 0; k < r; k++) {
+    wide[k] = idx.t.shape[k];
+    ones[k] = 1;
+    if (k != d) others[nb++] = k;
+  }
+  wide[r] = 1;
+  IrParam rp[1] = {kv("new_sizes", bld_pv_ints(B, wide, r + 1))};
+  IrAtom ix = jv_emit(cx, P_RESHAPE, rp, 1, &idx, 1);
+  PVal *f[5] = {kw(B, "offset_dims", bld_pv_ints(B, NULL, 0)), kw(B, "collapsed_slice_dims", bld_pv_ints(B, ax, 1)),
+                kw(B, "start_index_map", bld_pv_ints(B, ax, 1)), kw(B, "operand_batching_dims", bld_pv_ints(B, others, nb)),
+                kw(B, "start_indices_batching_dims", bld_pv_ints(B, others, nb))};
+  PVal *dn = bld_pv_tuple(B, f, 5), *none = bld_pv_name(B, "None");
+  dn->k = PV_CALL;
+  dn->s = str_c("GatherDimensionNumbers");
+  none->k = PV_NONE;
+  IrParam gp[6] = {kv("dimension_numbers", dn), kv("fill_value", none), kv("indices_are_sorted", bld_pv_bool(B, false)),
+                   kv("mode", bld_pv_name(B, "GatherScatterMode.FILL_OR_DROP")), kv("slice_sizes", bld_pv_ints(B, ones, r)),
+                   kv("unique_indices", bld_pv_bool(B, false))};
+  IrAtom in[2] = {t, ix};
+  jv_set(cx, 0, jv_emit(cx, P_GATHER, gp, 6, in, 2));
   return true;
 }

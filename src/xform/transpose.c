@@ -28,7 +28,8 @@ typedef struct Tr {
   X(concatenate) X(dynamic_slice) X(dynamic_update_slice) X(gather) X(scatter) X(scatter_add) X(scatter_mul) X(convert_element_type) \
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
-  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile)
+  X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile) \
+  X(split)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -337,14 +338,23 @@ static IrAtom lit_of(TrCtx *cx, const Type *t, double v) {
 
 IrAtom tr_lit(TrCtx *cx, const Type *t, double v) { return lit_of(cx, t, v); }
 
-/* Sum a cotangent down to a scalar operand's shape (scalar broadcast). */
+/* Sum a cotangent down to its operand's shape: a scalar operand was
+   broadcast to the result, and an operand of the result's rank along its
+   size-1 dimensions (the broadcasting lax's elementwise rules accept). */
 static IrAtom unbroadcast(TrCtx *cx, IrAtom ct, int k) {
   const Type *t = tr_in_type(cx, k);
-  if (t->rank != 0 || ct.t.rank == 0) return ct;
+  if (ct.t.rank == 0 || (t->rank != 0 && t->rank != ct.t.rank)) return ct;
   int64_t ax[SHM_MAXRANK];
-  for (int i = 0; i < ct.t.rank; i++) ax[i] = i;
-  IrParam ps[1] = {kv("axes", bld_pv_ints(tr_builder(cx), ax, ct.t.rank))};
-  return emit1(cx, P_REDUCE_SUM, ps, 1, &ct, 1);
+  int na = 0;
+  for (int i = 0; i < ct.t.rank; i++)
+    if (t->rank == 0 || (t->shape[i] == 1 && ct.t.shape[i] != 1)) ax[na++] = i;
+  if (!na) return ct;
+  Builder *B = tr_builder(cx);
+  IrParam ps[1] = {kv("axes", bld_pv_ints(B, ax, na))};
+  IrAtom r = emit1(cx, P_REDUCE_SUM, ps, 1, &ct, 1);
+  if (t->rank == 0) return r;
+  IrParam rs[1] = {kv("new_sizes", bld_pv_ints(B, t->shape, t->rank))};
+  return emit1(cx, P_RESHAPE, rs, 1, &r, 1);
 }
 
 /* Every operand must be linear (sums of linear values and constants are
@@ -784,6 +794,23 @@ static bool tr_concatenate(TrCtx *cx) {
     IrParam ps[2] = {kv("start_indices", bld_pv_ints(B, st, o->rank)), kv("limit_indices", bld_pv_ints(B, lim, o->rank))};
     tr_give(cx, k, emit1(cx, P_SLICE, ps, 2, &ct, 1));
   }
+  return true;
+}
+
+/* split: JAX's _split_transpose_rule, the concatenation of the results'
+   cotangents along the axis (zeros for a result without one). */
+static bool tr_split(TrCtx *cx) {
+  if (cx->checking) return true;
+  const IrStmt *st = cx->st;
+  Builder *B = tr_builder(cx);
+  if (!st->nout) {                       /* split of an empty axis into nothing */
+    tr_give(cx, 0, bld_zeros(B, tr_in_type(cx, 0)));
+    return true;
+  }
+  IrAtom *cts = bld_alloc(B, sizeof(IrAtom) * (size_t)st->nout);
+  for (int j = 0; j < st->nout; j++) cts[j] = tr_ct(cx, j);
+  IrParam ps[1] = {kv("dimension", bld_pv_int(B, st->at->i[0]))};
+  tr_give(cx, 0, emit1(cx, P_CONCATENATE, ps, 1, cts, st->nout));
   return true;
 }
 

@@ -445,7 +445,7 @@ OPS = {
     'neg': 1, 'mul': 2, 'div': 1, 'add': 2, 'sub': 1, 'dot': 2, 'reshape': 2, 'transpose': 1,
     'broadcast_in_dim': 1, 'reduce_sum': 2, 'squeeze': 1, 'expand_dims': 1, 'slice': 2, 'pad': 1,
     'concatenate': 1, 'dynamic_slice': 1, 'dynamic_update_slice': 1, 'convert': 1, 'cumsum': 1, 'rev': 1,
-    'psum': 3, 'pmean': 1, 'pbroadcast': 2, 'all_gather': 2, 'psum_scatter': 2,
+    'split': 1, 'psum': 3, 'pmean': 1, 'pbroadcast': 2, 'all_gather': 2, 'psum_scatter': 2,
     'all_gather_invariant': 1, 'pscatter': 2, 'ppermute': 2, 'all_to_all': 2,
 }
 COLLECTIVES = {'psum', 'pmean', 'pbroadcast', 'all_gather', 'psum_scatter', 'all_gather_invariant', 'pscatter',

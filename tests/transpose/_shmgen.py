@@ -431,6 +431,29 @@ class Gen:
         self.emit('%s = concatenate[dimension=%d] %s' % (v.name, d, ' '.join(p.name for p in parts)))
         return v
 
+    def op_split(self, a):
+        """split into 1 to 3 pieces (some may be empty) along a random axis;
+        every piece joins the pool (a piece never used has no cotangent:
+        the transpose concatenates zeros there); the last is the result."""
+        r = self.rng
+        if not a.shape:
+            return None
+        d = r.randrange(a.rank)
+        n = a.shape[d]
+        cuts = sorted(r.randint(0, n) for _ in range(r.choice([0, 1, 1, 2])))
+        sizes = [hi - lo for lo, hi in zip([0] + cuts, cuts + [n])]
+        ax = d - a.rank if r.random() < 0.3 else d
+        pieces = []
+        for m in sizes:
+            shape = list(a.shape)
+            shape[d] = m
+            pieces.append(V(self.fresh(), a.dt, shape, a.vma))
+        self.emit('%s = split[axis=%d sizes=%s] %s' % (', '.join(p.name for p in pieces), ax, tup(sizes), a.name))
+        self.ops_used.append('split')
+        big = [p for p in pieces if all(m > 0 for m in p.shape)]
+        self.pool.extend(big)
+        return big[-1] if big else None
+
     def index_operands(self, shape, sizes):
         """Start indices for dynamic_slice/update: literals (sometimes out
         of range: clamped) or, varying, from axis_index."""
@@ -819,12 +842,12 @@ OPS_WEIGHTS = {
     'dynamic_slice': 2, 'dynamic_update_slice': 2, 'convert': 1, 'select_n': 2,
     'cumsum': 2, 'rev': 1, 'tile': 1, 'cond': 2, 'fori_loop': 2, 'call': 2,
     'psum': 4, 'pmean': 1, 'pbroadcast': 3, 'all_gather': 3, 'psum_scatter': 3,
-    'all_gather_invariant': 2, 'pscatter': 3, 'ppermute': 3, 'all_to_all': 3,
+    'all_gather_invariant': 2, 'pscatter': 3, 'ppermute': 3, 'all_to_all': 3, 'split': 2,
 }
 LOCAL_OPS = ['neg', 'mul', 'div', 'add', 'sub', 'dot', 'reshape', 'transpose',
              'broadcast_in_dim', 'reduce_sum', 'squeeze', 'expand_dims', 'slice',
              'pad', 'concatenate', 'dynamic_slice', 'dynamic_update_slice',
-             'select_n', 'cumsum', 'rev', 'tile', 'copy']
+             'select_n', 'cumsum', 'rev', 'tile', 'copy', 'split']
 
 
 def rand_vals(rng, n):
