@@ -97,6 +97,7 @@ double cost_flops(const IrStmt *st) {
   case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT: case P_GATHER:
   case P_SCATTER: case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
   case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
+  case P_PLATFORM_INDEX:
     return 0;
   /* a combining scatter: one operation per update element */
   case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
