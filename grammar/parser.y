@@ -178,6 +178,9 @@ value(A) ::= LBRACE(O) ditems(L) COMMA RBRACE(C). { A = ast_pv_seq(P, PV_DICT, O
 callargs(A) ::= callarg(X).                { A = ast_list_add(P, ast_list(P), X); }
 callargs(A) ::= callargs(L) COMMA callarg(X). { A = ast_list_add(P, L, X); }
 callarg(A) ::= value(X).                   { A = X; }
+/* a type inside a repr, as JAX prints avals: ShapedArray(float32[2,3]) */
+callarg(A) ::= IDENT(D) LBRACK dims RBRACK(C). { A = ast_pv_text(P, D, C); }
+callarg(A) ::= IDENT(D) LBRACK RBRACK(C).  { A = ast_pv_text(P, D, C); }
 callarg(A) ::= IDENT(K) EQ value(V).       { A = ast_pv_pair(P, PV_KW, ast_pv_name(P, K), V); }
 callarg(A) ::= value(K) COLON value(V).    { A = ast_pv_pair(P, PV_PAIR, K, V); }
 ditems(A) ::= ditem(X).                    { A = ast_list_add(P, ast_list(P), X); }

@@ -234,6 +234,10 @@ void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* debug_callback: a Python callback the jaxpr names only; it has no
    results, and does nothing here (a note says so, once). */
 void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r);
+/* shard_alike x y: x and y (a call of the identity). */
+void jax_shard_alike(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
+/* pure_callback, io_callback: an error naming the Python function. */
+void jax_callback(Ctx *cx, AstStmt *s, RuleCtx *r, int prim);
 /* xla_pmap[axis_name, axis_size, call_jaxpr, mapped_invars, ...] args... */
 void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* A mesh written as JAX prints one (Mesh('i': 4), Mesh(device_ids=array(

@@ -22,7 +22,7 @@
 bool jax_is_call(int prim) {
   switch (prim) {
   case P_PJIT: case P_XLA_CALL: case P_CLOSED_CALL: case P_CHECKPOINT: case P_CUSTOM_JVP_CALL:
-  case P_CUSTOM_VJP_CALL:
+  case P_CUSTOM_VJP_CALL: case P_COMPOSITE:
     return true;
   default:
     return false;
@@ -125,7 +125,7 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) 
   const char *key = call_key(s);
   if (!key) {
     rule_error(r, "%s requires the parameter '%s' (the function it calls)", prim_table[prim].name,
-               prim == P_PJIT || prim == P_CHECKPOINT ? "jaxpr" : "call_jaxpr");
+               prim == P_PJIT || prim == P_CHECKPOINT || prim == P_COMPOSITE ? "jaxpr" : "call_jaxpr");
     check_bind_bad(cx, s);
     return;
   }
@@ -156,14 +156,46 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at) 
    apart; an interpreter has nothing to keep apart, so it is the identity,
    a call of an identity function (the JVP and the transpose pass through
    it as through any call; show prints it back). */
-void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+static void identity_call(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at, int prim) {
   Type *args = rule_unused(r, "") ? call_args(cx, s, in, s->nargs) : NULL;
   if (!args) { check_bind_bad(cx, s); return; }
-  Builder *B = bld_new(&cx->C->prog, "optimization_barrier", cx->fn, cx->mesh, s->callee_sp);
+  Builder *B = bld_new(&cx->C->prog, prim_table[prim].name, cx->fn, cx->mesh, s->callee_sp);
   IrAtom *outs = NEWN(cx->C, IrAtom, s->nargs + 1);
   for (int k = 0; k < s->nargs; k++) outs[k] = ir_var_atom(bld_param(B, str_c("x"), args[k]));
   IrFunc *f = bld_finish(B, outs, s->nargs);
-  emit_via_call(cx, s, f, P_OPTIMIZATION_BARRIER, at, in, NULL, args);
+  emit_via_call(cx, s, f, prim, at, in, NULL, args);
+}
+
+void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  identity_call(cx, s, in, r, at, P_OPTIMIZATION_BARRIER);
+}
+
+/* shard_alike x y: jax.experimental.shard_alike asks the compiler to shard
+   x and y alike, which changes no value: x and y again (operands of one
+   shape), a call of the identity as optimization_barrier is. */
+void jax_shard_alike(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at) {
+  if (s->nargs == 2 && !type_same_shape(&in[0].t, &in[1].t) && in[0].var && in[1].var) {
+    TyBuf a, b;
+    rule_error(r, "shard_alike needs operands of one shape, got %s and %s", rule_ty(&a, &in[0].t), rule_ty(&b, &in[1].t));
+    check_bind_bad(cx, s);
+    return;
+  }
+  identity_call(cx, s, in, r, at, P_SHARD_ALIKE);
+}
+
+/* pure_callback[callback=...] and io_callback[callback=...]: a Python
+   function, which the jaxpr shows only as its repr: it cannot run, and
+   its results cannot be made up, so the equation is an error naming it. */
+void jax_callback(Ctx *cx, AstStmt *s, RuleCtx *r, int prim) {
+  PVal *cb = pv_unparen(rule_get(r, "callback"));
+  const char *name = prim_table[prim].name;
+  if (cb && cb->k == PV_REPR)
+    rule_param_error(r, "callback", "%s calls the Python function %.*s, which cannot run here: shmapi has no Python (write the "
+               "computation in shm in its place)", name, cb->s.n, cb->s.p);
+  else
+    rule_error(r, "%s calls a Python function, which cannot run here: shmapi has no Python (write the "
+               "computation in shm in its place)", name);
+  check_bind_bad(cx, s);
 }
 
 /* debug_callback[callback=<function ...> effect=Debug] x...: what

@@ -78,7 +78,7 @@ static int expr_nouts(Ctx *cx, AstStmt *s) {
     if (prim == P_SHARD_MAP && str_eqc(s->params[i]->key, "f")) k = "f";
     if (k) n = pval_func_nouts(cx, s->params[i]->v);
   }
-  if (prim == P_FORI_LOOP || prim == P_OPTIMIZATION_BARRIER) n = s->nargs;
+  if (prim == P_FORI_LOOP || prim == P_OPTIMIZATION_BARRIER || prim == P_SHARD_ALIKE) n = s->nargs;
   if (prim == P_WHILE) n = s->nargs - (int)param_int(s, "cond_nconsts") - (int)param_int(s, "body_nconsts");
   return n < 1 ? 1 : n;
 }

@@ -76,6 +76,13 @@ PVal *ast_pv_call(Parser *P, Tok open, AstList *items, Tok close) {
   return v;
 }
 
+PVal *ast_pv_text(Parser *P, Tok first, Tok last) {
+  PVal *v = pv(P, PV_REPR, span_join(first.sp, last.sp));
+  v->s.p = first.text.p;
+  v->s.n = (int)(last.text.p + last.text.n - first.text.p);
+  return v;
+}
+
 PVal *ast_pv_pair(Parser *P, PVKind k, PVal *key, PVal *x) {
   PVal *v = pv(P, k, span_join(key->sp, x->sp));
   if (k == PV_KW) {

@@ -251,6 +251,8 @@ PVal *ast_pv_func(Parser *P, struct AstFunc *fn);
 PVal *ast_pv_complex(Parser *P, Tok t);
 /* Name(args): the CALL token is the name and its `(`. */
 PVal *ast_pv_call(Parser *P, Tok open, AstList *items, Tok close);
+/* The source text from `first` to `last` as a PV_REPR (a type in a repr). */
+PVal *ast_pv_text(Parser *P, Tok first, Tok last);
 /* key: value (PV_PAIR) or key=value (PV_KW, key a PV_NAME). */
 PVal *ast_pv_pair(Parser *P, PVKind k, PVal *key, PVal *v);
 /* The items of a then those of b, in a new list. */

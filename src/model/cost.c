@@ -78,6 +78,18 @@ double cost_flops(const IrStmt *st) {
     return win_positions(st->at, out);
   case P_SELECT_AND_SCATTER_ADD:
     return win_positions(st->at, &st->in[0].t) + type_elems(&st->in[0].t);
+  /* special functions, per result element: the operations of XLA's
+     expansion of each (the Bessel functions' Chebyshev series, about 20
+     terms of 3 operations; zeta's 10 powers and 11 Horner steps), and for
+     the series and continued fractions of the incomplete gamma and beta
+     functions about 20 operations a step over a nominal 20 steps (they
+     stop when converged, after a data-dependent count) */
+  case P_BESSEL_I0E: case P_BESSEL_I1E:
+    return 60 * type_elems(out);
+  case P_ZETA:
+    return 110 * type_elems(out);
+  case P_IGAMMA: case P_IGAMMAC: case P_IGAMMA_GRAD_A: case P_RANDOM_GAMMA_GRAD: case P_REGULARIZED_INCOMPLETE_BETA:
+    return 400 * type_elems(out);
   /* moving data, not computing */
   case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
@@ -86,6 +98,7 @@ double cost_flops(const IrStmt *st) {
   case P_SCATTER: case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
   case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
   case P_SPLIT:
+  case P_PLATFORM_INDEX:
     return 0;
   /* a combining scatter: one operation per update element */
   case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:

@@ -80,6 +80,9 @@ static double hurwitz_zeta(double s, double q) {
   return sum;
 }
 
+double ew_digamma(double x) { return digamma(x); }
+double ew_hurwitz_zeta(double s, double q) { return hurwitz_zeta(s, q); }
+
 /* polygamma(m, x), the m-th derivative of digamma: NaN unless m is a
    whole number (as XLA); (-1)^(m+1) m! zeta(m + 1, x) for m >= 1. */
 static double polygamma(double m, double x) {

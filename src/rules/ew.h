@@ -30,6 +30,11 @@ typedef enum EwOp {
 void ew_binary(int op, const Array *a, const Array *b, Array *r);
 /* r = op a (unary ops). */
 void ew_unary(int op, const Array *a, Array *r);
+
+/* digamma(x) and the Hurwitz zeta function zeta(s, q) (s > 1) in double,
+   as the digamma and polygamma primitives compute them. */
+double ew_digamma(double x);
+double ew_hurwitz_zeta(double s, double q);
 /* r = a op b, or op a (a unary op: b unused), on the calling thread
    alone whatever the size: for small arrays, where ew_binary's and
    ew_unary's look at the size costs more than it saves.  The same

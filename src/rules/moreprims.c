@@ -18,6 +18,11 @@
 **   tile[reps] x                 x repeated reps[d] times along each d
 **   split[axis, sizes] x         lax.split: x cut along axis into
 **                                len(sizes) pieces, one result each
+**   mulhi x y                    the high half of the double-width product
+**                                of two integers (lax.mulhi)
+**   platform_index[platforms]    lax.platform_dependent's branch: the index
+**                                of the tuple naming "cpu", else of the
+**                                default (None), as JAX lowers it for CPU
 */
 #include <math.h>
 #include "moreprims.h"
@@ -331,4 +336,97 @@ void mp_kern_split(const Attrs *at, Array *const *in, int nin, Array **out, cons
     if (r->size) arr_copy_strided(r->data, dst, (const char *)x->data + pos * sst[ax], sst, r->rank, r->shape, es);
     pos += r->shape[ax];
   }
+}
+
+/* mulhi: two integers of one dtype (a weak literal takes the other's). */
+bool mp_rule_mulhi(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const int idx[2] = {0, 1};
+  int dt = 0;
+  (void)nin; (void)at;
+  if (!rule_unify_dtypes(cx, in, idx, 2, &dt)) return false;
+  if (!rule_check_kind(cx, &in[0], K_INT)) return false;
+  if (!rule_unify_shapes(cx, in, idx, 2, out)) return false;
+  out->dt = (uint8_t)dt;
+  out->weak = false;
+  return true;
+}
+
+/* The high 64 bits of the 128-bit product of two unsigned 64-bit numbers,
+   by 32-bit halves. */
+static uint64_t umulhi64(uint64_t a, uint64_t b) {
+  uint64_t al = a & 0xffffffffu, ah = a >> 32, bl = b & 0xffffffffu, bh = b >> 32;
+  uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+  uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+  return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}
+
+int64_t mp_mulhi(int64_t a, int64_t b, int bits, bool is_signed) {
+  if (bits < 64) {
+    /* the full product fits in 64 bits */
+    if (is_signed) return (int64_t)((a * b) >> bits);   /* arithmetic shift (gcc, clang) */
+    return (int64_t)(((uint64_t)a * (uint64_t)b) >> bits);
+  }
+  uint64_t h = umulhi64((uint64_t)a, (uint64_t)b);
+  if (is_signed) {   /* the signed product's high half: subtract b when a < 0, a when b < 0 */
+    if (a < 0) h -= (uint64_t)b;
+    if (b < 0) h -= (uint64_t)a;
+  }
+  return (int64_t)h;
+}
+
+void mp_kern_mulhi(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)at; (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, outt[0].rank, outt[0].shape);
+  int bits = 8 * dtype_sizes[r->dt];
+  bool sgn = !dtype_is_unsigned((DType)r->dt);
+  uint64_t mask = bits == 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1;
+  for (int64_t i = 0; i < r->size; i++) {
+    int64_t a = arr_geti(in[0], in[0]->rank ? i : 0), b = arr_geti(in[1], in[1]->rank ? i : 0);
+    if (!sgn) {
+      a = (int64_t)((uint64_t)a & mask);
+      b = (int64_t)((uint64_t)b & mask);
+    }
+    arr_seti(r, i, mp_mulhi(a, b, bits, sgn));
+  }
+  out[0] = r;
+}
+
+/* platform_index[platforms=(("cpu",), ("cuda", "rocm"), None)]: an i32
+   scalar, the index of the entry naming "cpu", else of the default entry
+   (None; JAX before 0.4.36 wrote has_default=True and left the default
+   out: its index is then the number of entries).  Fills i[0]. */
+bool mp_rule_platform_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)in; (void)nin;
+  PVal *v = pv_unparen(rule_get(cx, "platforms"));
+  bool has_default = false;
+  if (!v) return rule_error(cx, "platform_index requires the parameter 'platforms'");
+  if (rule_has(cx, "has_default") && !rule_bool(cx, "has_default", false, &has_default)) return false;
+  if (v->k != PV_TUPLE && v->k != PV_LIST)
+    return rule_param_error(cx, "platforms", "platform_index platforms must be a tuple of tuples of platform names");
+  rule_record(cx, "platforms", v);
+  int64_t cpu = -1, dflt = has_default ? v->n : -1;
+  for (int i = 0; i < v->n; i++) {
+    PVal *e = pv_unparen(v->items[i]);
+    if (e->k == PV_NONE) { dflt = i; continue; }
+    bool one = e->k == PV_STR || e->k == PV_NAME;
+    if (!one && e->k != PV_TUPLE && e->k != PV_LIST)
+      return rule_param_error(cx, "platforms", "platform_index platforms must be a tuple of tuples of platform names");
+    for (int j = 0; j < (one ? 1 : e->n); j++) {
+      PVal *p = one ? e : pv_unparen(e->items[j]);
+      if ((p->k == PV_STR || p->k == PV_NAME) && str_eqc(p->s, "cpu") && cpu < 0) cpu = i;
+    }
+  }
+  if (cpu < 0 && dflt < 0)
+    return rule_param_error(cx, "platforms", "platform_index has no branch for cpu (shmapi runs as JAX on CPU) "
+                            "and no default branch");
+  at->i[0] = cpu >= 0 ? cpu : dflt;
+  rule_set_type(out, DT_I32, 0, NULL);
+  return true;
+}
+
+void mp_kern_platform_index(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)in; (void)nin;
+  Array *r = arr_new((DType)outt[0].dt, 0, NULL);
+  arr_seti(r, 0, at->i[0]);
+  out[0] = r;
 }

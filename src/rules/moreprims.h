@@ -19,6 +19,8 @@ bool mp_rule_erf_inv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_layout_constraint(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_name(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_tile(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool mp_rule_mulhi(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool mp_rule_platform_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 
 void mp_kern_identity(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_zeros_like(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
@@ -28,6 +30,12 @@ void mp_kern_reduce_precision(const Attrs *at, Array *const *in, int nin, Array 
 void mp_kern_split(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_erf_inv(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void mp_kern_tile(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+void mp_kern_mulhi(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+void mp_kern_platform_index(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+
+/* The high half of the product of two integers of `bits` bits (8 ... 64),
+   signed or not, given sign-extended (or zero-extended) to 64 bits. */
+int64_t mp_mulhi(int64_t a, int64_t b, int bits, bool is_signed);
 
 /* erf_inv in double precision: NaN outside [-1, 1], +-inf at +-1. */
 double mp_erf_inv(double x);

@@ -40,6 +40,7 @@
 #include "rngkey.h"
 #include "rule.h"
 #include "sort.h"
+#include "special.h"
 #include "window.h"
 
 #define KARGS const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt

@@ -59,7 +59,7 @@ typedef bool (*JvpFn)(JvpCx *cx);
   X(reduce_chooser) X(cumulative) X(dot_general) X(gather) X(scatter) X(scatter_mul)        \
   X(scatter_extremal) X(cond) X(while) X(fori_loop)                                        \
   X(scan) X(shard_map) X(call) X(sort) X(top_k) X(reduce_window_chooser) X(select_window)  \
-  X(conv_general_dilated) X(split)
+  X(conv_general_dilated) X(split) X(igamma) X(bessel_i0e) X(bessel_i1e) X(betainc)
 
 #define X(n) bool jvp_##n(JvpCx *cx);
 JVP_RULES(X)

@@ -324,6 +324,59 @@ bool jvp_polygamma(JvpCx *cx) {
   return true;
 }
 
+/* ---- special functions (JAX's rules in jax/_src/lax/special.py) ---------------------- */
+
+/* d/dx igamma(a, x) = exp(-x + (a - 1) log x - lgamma a) (igamma_gradx). */
+static IrAtom igamma_dx(JvpCx *cx, IrAtom a, IrAtom x) {
+  IrAtom e = ADD(NEG(x), SUB(MUL(SUB(a, cst(cx, a, 1)), un(cx, P_LOG, x)), un(cx, P_LGAMMA, a)));
+  return un(cx, P_EXP, e);
+}
+
+/* igamma a x: g igamma_grad_a(a, x) in a, g igamma_gradx in x; igammac
+   the negatives of both. */
+static IrAtom igamma_term(JvpCx *cx, int k, IrAtom g) {
+  IrAtom a = primal(cx, 0), x = primal(cx, 1);
+  IrAtom d = k == 0 ? bin(cx, P_IGAMMA_GRAD_A, a, x) : igamma_dx(cx, a, x);
+  return cx->st->prim == P_IGAMMAC ? NEG(MUL(g, d)) : MUL(g, d);
+}
+bool jvp_igamma(JvpCx *cx) { return by_terms(cx, igamma_term); }
+
+/* bessel_i0e: g (bessel_i1e(x) - sign(x) y). */
+UNARY(bessel_i0e, MUL(g, SUB(un(cx, P_BESSEL_I1E, x), MUL(un(cx, P_SIGN, x), y))))
+
+/* The machine epsilon of a float dtype (finfo(dtype).eps). */
+static double dtype_eps(int dt) {
+  switch (dt) {
+  case DT_F16: return ldexp(1, -10);
+  case DT_BF16: return ldexp(1, -7);
+  case DT_F64: return ldexp(1, -52);
+  default: return ldexp(1, -23);
+  }
+}
+
+/* bessel_i1e (JAX's _bessel_i1e_jvp): with x kept away from 0 by eps,
+   g (bessel_i0e(x) - y (sign(x) + 1/x)), and g/2 where |x| <= eps. */
+bool jvp_bessel_i1e(JvpCx *cx) {
+  IrAtom g = tan_of(cx, 0), x = primal(cx, 0), y = ans(cx), eps = cst(cx, x, dtype_eps(x.t.dt));
+  IrAtom big = bin(cx, P_GT, un(cx, P_ABS, x), eps);
+  IrAtom sx = sel(cx, big, x, eps);
+  IrAtom d = SUB(un(cx, P_BESSEL_I0E, sx), MUL(y, ADD(un(cx, P_SIGN, sx), ipow(cx, sx, -1))));
+  jv_set(cx, 0, MUL(g, sel(cx, big, d, cst(cx, x, 0.5))));
+  return true;
+}
+
+/* regularized_incomplete_beta a b x: no derivative in a or b (JAX
+   raises), in x g exp((b - 1) log1p(-x) + (a - 1) log x - lbeta(a, b)). */
+bool jvp_betainc(JvpCx *cx) {
+  if (cx->has[0] || cx->has[1])
+    return jv_error(cx, "regularized_incomplete_beta has no derivative with respect to a and b (as in JAX)");
+  IrAtom a = primal(cx, 0), b = primal(cx, 1), x = primal(cx, 2), one = cst(cx, x, 1);
+  IrAtom lbeta = SUB(ADD(un(cx, P_LGAMMA, a), un(cx, P_LGAMMA, b)), un(cx, P_LGAMMA, ADD(a, b)));
+  IrAtom e = SUB(ADD(MUL(SUB(b, one), un(cx, P_LOG1P, NEG(x))), MUL(SUB(a, one), un(cx, P_LOG, x))), lbeta);
+  jv_set(cx, 0, MUL(un(cx, P_EXP, e), tan_of(cx, 2)));
+  return true;
+}
+
 /* integer_pow[y]: y x^(y-1) xdot (JAX's _integer_pow_jvp). */
 bool jvp_integer_pow(JvpCx *cx) {
   int64_t y = cx->st->at->i[0];

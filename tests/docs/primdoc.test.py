@@ -102,6 +102,8 @@ def main():
         rc, out, err = run(['-c', program])
         if p['name'] == 'debug_callback' and 'note: debug_callback calls a Python function' in err.split('\n')[0]:
             err = '\n'.join(err.split('\n')[3:])   # the note it is documented to print, with its excerpt
+        if p['name'] in ('pure_callback', 'io_callback') and rc != 0 and 'which cannot run here' in err:
+            rc, err = 0, ''   # documented to be an error naming the callback
         if rc != 0 or err:
             problems.append('%s: the example %r fails:\n%s' % (p['name'], ex, err.rstrip()))
 
