@@ -538,6 +538,10 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   RuleCtx r;
   Attrs *at = NEW(cx->C, Attrs);
+  if (!body_check(cx, s, prim, in, at)) {
+    check_bind_bad(cx, s);
+    return;
+  }
   Type *intypes = NEWN(cx->C, Type, s->nargs);
   for (int k = 0; k < s->nargs; k++) intypes[k] = in[k].t;
   int nout = prim_nout_params(prim, s->nargs, s->params, s->nparams);

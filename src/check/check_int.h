@@ -214,6 +214,12 @@ PVal *check_fn_ref(Ctx *cx, int k);
 /* Append a checked function to an equation's at->fns. */
 void check_add_fn(Ctx *cx, Attrs *at, IrFunc *f);
 
+/* ---- check_body.c: the scalar functions primitives carry ------------------ */
+/* reduce_window's jaxpr, scatter's update_jaxpr (scatter_apply): checked for
+   scalar arguments and put in at->fns[0] (nothing for other primitives, or
+   a parameter the shape rule rejects); false after an error. */
+bool body_check(Ctx *cx, AstStmt *s, int prim, const IrAtom *in, Attrs *at);
+
 /* ---- check_flow.c: control flow -------------------------------------------- */
 /* cond[branches=...] index args... */
 void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);

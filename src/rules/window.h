@@ -38,14 +38,24 @@
 
 bool win_rule_sum(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool win_rule_chooser(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool win_rule_generic(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool win_rule_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool win_rule_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 
 void win_kern_sum(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void win_kern_max(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void win_kern_min(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+void win_kern_generic(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void win_kern_gather(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 void win_kern_scatter(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
+
+/* The reduction a reduce_window body f is: P_ADD, P_MAX or P_MIN when its
+   one equation is that primitive of its two parameters (in either order),
+   or -1. */
+int win_body_op(const IrFunc *f);
+/* Is init (a literal) the identity of op's reduction: 0 for add, -inf (or
+   the dtype's least value) for max, +inf (its greatest) for min? */
+bool win_is_identity(int op, const Array *init);
 
 /* The number of window positions, a window's size times the result's
    element count, for the cost model. */

@@ -146,8 +146,12 @@ bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **param
                      Attrs *at, Type *out) {
   const PrimInfo *pi = &prim_table[prim];
   rule_init(r, &E->prog->arena, E->mesh, pi->name, sp, params, nparams);
+  struct IrFunc **fns = at->fns;         /* a body the caller checked (check_body.c) */
+  int nfns = at->nfns;
   memset(at, 0, sizeof *at);
   at->dtype = -1;
+  at->fns = fns;
+  at->nfns = nfns;
   if (!pi->shape(r, in, nin, at, out) || r->failed) return false;
   return rule_unused(r, pi->params);
 }

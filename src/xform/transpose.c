@@ -1396,7 +1396,7 @@ static void copy_forward(Tr *T, IrStmt *st) {
     for (int j = 0; j < st->nout; j++) outt[j] = st->out[j]->t;
     ok = bld_higher(T->B, st->prim, st->at, st->params, st->nparams, in, st->nin, outt, st->nout, out);
   } else {
-    ok = bld_prim(T->B, st->prim, st->params, st->nparams, in, st->nin, out);
+    ok = bld_prim_fns(T->B, st->prim, st->params, st->nparams, in, st->nin, out, st->at);
   }
   if (!ok) { T->failed = true; return; }
   for (int j = 0; j < st->nout; j++) {
