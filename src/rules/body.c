@@ -29,6 +29,7 @@ static bool elementwise(int prim) {
 static bool reads_inside(const IrFunc *f, const IrAtom *a) { return !a->var || a->var->owner == f; }
 
 bool body_runnable(const IrFunc *f, const IrStmt **bad) {
+  const IrStmt *lifted = NULL;    /* a pbroadcast the checker inserted: blame what needed it */
   for (int i = 0; i < f->nbody; i++) {
     const IrStmt *st = f->body[i];
     bool ok = st->k == IS_CONST || st->k == IS_SHOW;
@@ -38,10 +39,18 @@ bool body_runnable(const IrFunc *f, const IrStmt **bad) {
       if (st->prim < 0 && !ok && bad && *bad) return false;
       for (int k = 0; ok && k < st->nin; k++) ok = reads_inside(f, &st->in[k]);
     }
+    if (!ok && st->inserted && !lifted) {
+      lifted = st;
+      continue;
+    }
     if (!ok) {
       if (bad) *bad = st;
       return false;
     }
+  }
+  if (lifted) {
+    if (bad) *bad = lifted;
+    return false;
   }
   for (int k = 0; k < f->nouts; k++)
     if (!reads_inside(f, &f->outs[k])) {

@@ -13,7 +13,6 @@
 #include "window.h"
 
 #include <string.h>
-#include "body.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -563,7 +562,7 @@ void win_kern_generic(KARGS) {
         xs[j] = arr_new((DType)in[j]->dt, outt[j].rank, outt[j].shape);
         gather_pos(&t, k, in[j], xs[j], inb);
       }
-      body_run(f, args, nw);
+      at->run(f, args, nw);
       for (int j = 0; j < n; j++) arr_unref(xs[j]);
       keep_in_bounds(acc, nw, n, inb);
       for (int d = t.rank - 1; d >= 0; d--) {

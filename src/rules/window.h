@@ -1,7 +1,8 @@
 /*
-** window.h — JAX's windowed reductions (window.c): reduce_window_sum,
-** reduce_window_max, reduce_window_min, and the two primitives of max
-** pooling's derivatives, select_and_gather_add and select_and_scatter_add.
+** window.h — JAX's windowed reductions (window.c): reduce_window with a
+** body of its own, reduce_window_sum, reduce_window_max,
+** reduce_window_min, and the two primitives of max pooling's derivatives,
+** select_and_gather_add and select_and_scatter_add.
 **
 **   reduce_window_sum[window_dimensions=(2, 2), window_strides=(2, 2),
 **                     padding=((0, 0), (0, 0)), base_dilation=(1, 1),
@@ -25,6 +26,12 @@
 ** window_strides, padding] s x (no dilations) adds each s[y] into the
 ** position of x that window y selects; the result has x's shape and s's
 ** dtype.  They are JAX's JVP and VJP of reduce_window_max and _min.
+**
+** reduce_window[jaxpr=body, ...] x1..xn i1..in folds each window of the
+** n operands with the body (at->fns[0], run by body.c): the accumulators
+** start at the init values and become body(accumulators, elements) for
+** each window position, in row-major window order, that lies in the
+** operands; padding and holes take no part (XLA's CPU backend).
 **
 ** Attrs: l[0] window_dimensions, l[1] window_strides, l[2] padding (lo, hi
 ** pairs flattened), l[3] base_dilation, l[4] window_dilation (all ones for

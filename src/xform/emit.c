@@ -4,6 +4,7 @@
 ** Builder.
 */
 #include <stdio.h>
+#include "body.h"
 #include "diag.h"
 #include "prims.h"
 #include "emit.h"
@@ -153,6 +154,7 @@ bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **param
   at->fns = fns;
   at->nfns = nfns;
   if (!pi->shape(r, in, nin, at, out) || r->failed) return false;
+  if (at->nfns && pi->vrule != VR_SPECIAL) at->run = body_run;
   return rule_unused(r, pi->params);
 }
 

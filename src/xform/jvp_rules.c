@@ -408,7 +408,7 @@ bool jvp_reduce_window(JvpCx *cx) {
   if (op < 0 || (op != P_ADD && !win_is_identity(op, st->in[1].lit)))
     return jv_error(cx, "cannot differentiate reduce_window with this body: shmapi differentiates reduce_window only "
                     "where its body is add, or max or min with init value -inf or +inf (the windowed sum, max "
-                    "and min, which JAX prints as reduce_window_sum, _max and _min)");
+                    "and min, which JAX prints as reduce_window_sum, _max and _min); JAX's forward-mode rule for other bodies, through the body's own JVP, is not implemented here");
   const char *keys[5] = {"base_dilation", "padding", "window_dilation", "window_dimensions", "window_strides"};
   IrParam ps[6];
   for (int i = 0; i < 5; i++) ps[i] = kv(keys[i], rule_stmt_param(st, keys[i]));
