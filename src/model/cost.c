@@ -50,6 +50,8 @@ double cost_flops(const IrStmt *st) {
   int p = st->prim;
   if (p < 0 || !st->nout) return 0;
   const Type *out = &st->out[0]->t;
+  if (p == P_SCATTER && st->at && st->at->nfns)     /* scatter_apply: the function per update element */
+    return type_elems(&st->in[2].t) * body_flops(st->at->fns[0]);
   switch (p) {
   case P_DOT_GENERAL: {
     double k = 1;

@@ -503,6 +503,9 @@ static IrAtom update_ids(JvpCx *cx, const Type *u, int dt) {
    operand's elements no window overwrote). */
 bool jvp_scatter(JvpCx *cx) {
   if (!cx->has[0] && !cx->has[2]) return true;
+  if (cx->st->at->nfns)
+    return jv_error(cx, "cannot differentiate scatter with an update_jaxpr of its own (jax.lax.scatter_apply): "
+                    "JAX has no derivative rule for it either (it raises NotImplementedError)");
   IrAtom gx = tan_or_zeros(cx, 0), gu = tan_or_zeros(cx, 2);
   if (is_true(rule_stmt_param(cx->st, "unique_indices"))) {
     jv_set(cx, 0, scatter_as(cx, P_SCATTER, gx, gu));

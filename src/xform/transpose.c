@@ -894,6 +894,8 @@ static bool tr_scatter_add(TrCtx *cx) {
    windows zeroed; JAX transposes it only with unique_indices=True. */
 static bool tr_scatter(TrCtx *cx) {
   if (cx->checking) {
+    if (cx->st->at->nfns)
+      return tr_error(cx, "scatter with an update_jaxpr of its own (jax.lax.scatter_apply) is not linear");
     if (cx->lin_in[1]) return tr_error(cx, "scatter with linear indices is not linear");
     if (!pv_int(rule_stmt_param(cx->st, "unique_indices"), 0))
       return tr_error(cx, "scatter is transposed only with unique_indices=True (as JAX does)");
