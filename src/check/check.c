@@ -1231,7 +1231,8 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_SCAN: flow_scan(cx, s, in, &r, at); break;
   case P_XLA_PMAP: jax_pmap(cx, s, in, &r, at); break;
   case P_OPTIMIZATION_BARRIER: jax_barrier(cx, s, in, &r, at); break;
-  case P_DEBUG_CALLBACK: jax_debug_callback(cx, s, &r); break;
+  case P_DEBUG_CALLBACK: jax_debug_callback(cx, s, in); break;
+  case P_DEBUG_PRINT: jax_debug_print(cx, s, in, &r); break;
   default:
     if (jax_is_call(prim)) jax_call(cx, s, prim, in, &r, at);
     else check_bind_bad(cx, s);

@@ -109,7 +109,8 @@ struct Checker {
   int deferred;            /* equations such a check left to the calls: they name axes */
   ScopeSlot *slots;        /* the scope index (see Binding): open addressing */
   size_t nslots, usedslots;
-  bool callback_noted;     /* the note that a debug_callback does nothing was printed */
+  bool callback_noted;     /* the note that a debug_callback prints only its operands was printed */
+  bool fmt_noted;          /* the note that debug_print's format specs are ignored was printed */
 };
 
 /* The function being checked. */
@@ -239,7 +240,10 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at);
 void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* debug_callback: a Python callback the jaxpr names only; it has no
    results, and does nothing here (a note says so, once). */
-void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r);
+void jax_debug_callback(Ctx *cx, AstStmt *s, IrAtom *in);
+/* debug_print[fmt=...] x...: jax.debug.print as newer JAX prints it, its
+   format string in the text: a print of the formatted operands. */
+void jax_debug_print(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r);
 /* xla_pmap[axis_name, axis_size, call_jaxpr, mapped_invars, ...] args... */
 void jax_pmap(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* A mesh written as JAX prints one (Mesh('i': 4), Mesh(device_ids=array(

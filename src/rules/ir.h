@@ -189,6 +189,7 @@ typedef struct IrStmt {
   /* IS_PRINT */
   IrPrintItem *items;
   bool print_global;      /* print[global=...]: the assembled array of each value */
+  bool print_joined;      /* items written with nothing between them (jax.debug.print's format) */
   struct Spec *print_spec; /* print[global=P(...)]: its spec; NULL: the default (valprint.h) */
   int nitems;
   /* IS_SHOW */
