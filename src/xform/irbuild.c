@@ -315,7 +315,9 @@ IrAtom bld_zeros(Builder *B, const Type *t) {
   return bld_lift(B, out, t->vma);
 }
 
-void bld_print(Builder *B, const IrPrintItem *items, int n) {
+void bld_print(Builder *B, const IrPrintItem *items, int n) { bld_print_like(B, items, n, NULL); }
+
+void bld_print_like(Builder *B, const IrPrintItem *items, int n, const IrStmt *src) {
   bld_captures_items(B, items, n);
   IrStmt *st = emit_new_stmt(&B->e, IS_PRINT, B->where);
   st->whole = B->whole;
@@ -323,6 +325,7 @@ void bld_print(Builder *B, const IrPrintItem *items, int n) {
   if (n) memcpy(st->items, items, sizeof(IrPrintItem) * (size_t)n);
   st->nitems = n;
   st->backward = B->backward;
+  st->print_joined = src && src->print_joined;
   emit_stmt(&B->e, st);
 }
 
@@ -425,7 +428,7 @@ bool bld_inline(Builder *B, const IrFunc *g, const IrAtom *args, IrAtom *out) {
         items[k] = st->items[k];
         if (items[k].atom.var || items[k].atom.lit) items[k].atom = MAP(st->items[k].atom);
       }
-      bld_print(B, items, st->nitems);
+      bld_print_like(B, items, st->nitems, st);
       continue;
     }
     IrAtom *in = ENEWN(&B->e, IrAtom, st->nin), *o = ENEWN(&B->e, IrAtom, st->nout);

@@ -71,6 +71,9 @@ void *bld_alloc(Builder *B, size_t n);
 void bld_const(Builder *B, Array *value, IrAtom *out);
 /* A print or show statement (items' atoms in the function's terms). */
 void bld_print(Builder *B, const IrPrintItem *items, int n);
+/* The same, written as print statement src is (jax.debug.print's joined
+   items; NULL: a plain print). */
+void bld_print_like(Builder *B, const IrPrintItem *items, int n, const IrStmt *src);
 void bld_show(Builder *B, char *text);
 /* A scalar literal of dtype dt (kept by the program). */
 IrAtom bld_lit(Builder *B, int dt, double v);

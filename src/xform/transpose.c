@@ -1516,7 +1516,7 @@ static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
         lin_item |= atom_lin(T, &items[k].atom);
         if (items[k].atom.var || items[k].atom.lit) items[k].atom = map_atom(T, &st->items[k].atom);
       }
-      if (!lin_item) bld_print(T->B, items, st->nitems);
+      if (!lin_item) bld_print_like(T->B, items, st->nitems, st);
       continue;
     }
     if (st->k == IS_CONST) {
