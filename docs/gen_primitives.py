@@ -116,7 +116,7 @@ def read_prims():
     for _, a in rows(PRIMS_DEF, {'PRIM'}):
         prims.append({
             'tag': a[0], 'name': a[1], 'alias': None if a[2] == 'NULL' else a[2],
-            'nin_min': int(a[3]), 'nin_max': int(a[4]), 'nout': -2 if a[5] == 'NOUT_SIZES' else int(a[5]),
+            'nin_min': int(a[3]), 'nin_max': int(a[4]), 'nout': -2 if a[5] == 'NOUT_SIZES' else -3 if a[5] == 'NOUT_HALF' else int(a[5]),
             'params': a[6].split('|')[0].split(),   # synonyms after '|' are documented in the meaning
             'synonyms': a[6].split('|')[1].split() if '|' in a[6] else [], 'vrule': a[8], 'transpose': a[11] != 'NULL',
             'jvp': a[12],
@@ -156,6 +156,8 @@ def operands(p):
 def results(p):
     if p['nout'] == -2:
         return 'one result per entry of sizes'
+    if p['nout'] == -3:
+        return 'one result per operand (half the operands: the other half are init values)'
     if p['nout'] < 0:
         return 'as many results as its function returns'
     if p['nout'] == 0:

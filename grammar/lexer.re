@@ -220,6 +220,36 @@ static const char *brace_end(const Lexer *L, const char *p) {
   return NULL;
 }
 
+/* After `fmt` in brackets (debug_print[fmt=x is {x} has_placeholders=...]):
+   JAX prints the format string raw, so its text runs to the whitespace
+   before the next parameter, has_placeholders (the parameters are sorted);
+   a quoted value is an ordinary string.  Sets L->raw_from/raw_to. */
+static void raw_fmt(Lexer *L, const char *eq) {
+  static const char next[] = "has_placeholders=";
+  if (eq >= L->lim || *eq != '=' || eq[1] == '"' || eq[1] == '\'') return;
+  const char *from = eq + 1, *p = strstr(from, next);
+  while (p && !(p > from && (p[-1] == ' ' || p[-1] == '\n'))) p = strstr(p + 1, next);
+  if (!p) return;
+  const char *to = p;
+  while (to > from && (to[-1] == ' ' || to[-1] == '\n')) to--;
+  L->raw_from = from;
+  L->raw_to = to;
+}
+
+/* The end of the balanced (...) at p on its line (quotes skipped), or NULL:
+   PyTreeDef(((*,), {'x': *})), a repr JAX prints as debug_print's in_tree. */
+static const char *paren_end(const Lexer *L, const char *p) {
+  int depth = 0;
+  char q = 0;
+  for (; p < L->lim && *p != '\n' && *p; p++) {
+    if (q) { if (*p == q) q = 0; }
+    else if (*p == '\'' || *p == '"') q = *p;
+    else if (*p == '(') depth++;
+    else if (*p == ')' && --depth == 0) return p + 1;
+  }
+  return NULL;
+}
+
 /* A float of Python's str(): digits, nan or inf, with an optional sign. */
 static double py_float(const char *p, const char **end) {
   bool neg = *p == '-';
@@ -238,6 +268,19 @@ void lex_next(Lexer *L, Tok *t) {
   for (;;) {
     YYCURSOR = (const unsigned char *)L->cur;
     start = YYCURSOR;
+    if (L->raw_to && L->cur == L->raw_from) {       /* debug_print's raw fmt */
+      t->type = TK_STRING;
+      t->text.p = L->raw_from;
+      t->text.n = (int)(L->raw_to - L->raw_from);
+      t->sp.file = L->file;
+      t->sp.off = (uint32_t)(L->raw_from - L->src);
+      t->sp.len = (uint32_t)t->text.n;
+      L->cur = L->raw_to;
+      L->raw_to = NULL;
+      L->at_line_start = false;
+      L->prev = TK_STRING;
+      return;
+    }
     t->text.p = (const char *)start;
     t->sp.file = L->file;
     t->sp.off = (uint32_t)((const char *)start - L->src);
@@ -303,12 +346,19 @@ void lex_next(Lexer *L, Tok *t) {
         YYCURSOR = (const unsigned char *)e;
         TOK(TK_REPR);
       }
+      "PyTreeDef(" {
+        const char *e = paren_end(L, (const char *)YYCURSOR - 1);
+        if (!e) { L->error = "unterminated PyTreeDef(...)"; TOK(TK_ILLEGAL); }
+        YYCURSOR = (const unsigned char *)e;
+        TOK(TK_REPR);
+      }
       "P(" | "PartitionSpec(" { TOK(push(L, '(') ? TK_PSPEC : TK_ILLEGAL); }
       /* JAX's scatter primitives have a hyphen in their names: scatter-add
          is one name, as jaxprs print it (shm has no infix minus) */
       "scatter-" ("add" | "sub" | "mul" | "min" | "max") { TOK(TK_IDENT); }
       ident ("." ident)* {
         Str w = {(const char *)start, (int)(YYCURSOR - start)};
+        if (str_eqc(w, "fmt") && top(L) == '[') raw_fmt(L, (const char *)YYCURSOR);
         for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
           if (str_eqc(w, keywords[i].w)) TOK(contextual_keyword(L, keywords[i].tk, (const char *)YYCURSOR));
         if (*YYCURSOR == '(' && (top(L) == '[' || top(L) == '(')) {

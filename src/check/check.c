@@ -538,6 +538,10 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   RuleCtx r;
   Attrs *at = NEW(cx->C, Attrs);
+  if (!body_check(cx, s, prim, in, at)) {
+    check_bind_bad(cx, s);
+    return;
+  }
   Type *intypes = NEWN(cx->C, Type, s->nargs);
   for (int k = 0; k < s->nargs; k++) intypes[k] = in[k].t;
   int nout = prim_nout_params(prim, s->nargs, s->params, s->nparams);
@@ -1227,7 +1231,8 @@ static void check_special(Ctx *cx, AstStmt *s, int prim, IrAtom *in) {
   case P_SCAN: flow_scan(cx, s, in, &r, at); break;
   case P_XLA_PMAP: jax_pmap(cx, s, in, &r, at); break;
   case P_OPTIMIZATION_BARRIER: jax_barrier(cx, s, in, &r, at); break;
-  case P_DEBUG_CALLBACK: jax_debug_callback(cx, s, &r); break;
+  case P_DEBUG_CALLBACK: jax_debug_callback(cx, s, in); break;
+  case P_DEBUG_PRINT: jax_debug_print(cx, s, in, &r); break;
   case P_SHARD_ALIKE: jax_shard_alike(cx, s, in, &r, at); break;
   case P_PURE_CALLBACK: case P_IO_CALLBACK: jax_callback(cx, s, &r, prim); break;
   default:

@@ -109,7 +109,8 @@ struct Checker {
   int deferred;            /* equations such a check left to the calls: they name axes */
   ScopeSlot *slots;        /* the scope index (see Binding): open addressing */
   size_t nslots, usedslots;
-  bool callback_noted;     /* the note that a debug_callback does nothing was printed */
+  bool callback_noted;     /* the note that a debug_callback prints only its operands was printed */
+  bool fmt_noted;          /* the note that debug_print's format specs are ignored was printed */
 };
 
 /* The function being checked. */
@@ -214,6 +215,12 @@ PVal *check_fn_ref(Ctx *cx, int k);
 /* Append a checked function to an equation's at->fns. */
 void check_add_fn(Ctx *cx, Attrs *at, IrFunc *f);
 
+/* ---- check_body.c: the scalar functions primitives carry ------------------ */
+/* reduce_window's jaxpr, scatter's update_jaxpr (scatter_apply): checked for
+   scalar arguments and put in at->fns[0] (nothing for other primitives, or
+   a parameter the shape rule rejects); false after an error. */
+bool body_check(Ctx *cx, AstStmt *s, int prim, const IrAtom *in, Attrs *at);
+
 /* ---- check_flow.c: control flow -------------------------------------------- */
 /* cond[branches=...] index args... */
 void flow_cond(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
@@ -233,7 +240,10 @@ void jax_call(Ctx *cx, AstStmt *s, int prim, IrAtom *in, RuleCtx *r, Attrs *at);
 void jax_barrier(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* debug_callback: a Python callback the jaxpr names only; it has no
    results, and does nothing here (a note says so, once). */
-void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r);
+void jax_debug_callback(Ctx *cx, AstStmt *s, IrAtom *in);
+/* debug_print[fmt=...] x...: jax.debug.print as newer JAX prints it, its
+   format string in the text: a print of the formatted operands. */
+void jax_debug_print(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r);
 /* shard_alike x y: x and y (a call of the identity). */
 void jax_shard_alike(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r, Attrs *at);
 /* pure_callback, io_callback: an error naming the Python function. */

@@ -198,23 +198,158 @@ void jax_callback(Ctx *cx, AstStmt *s, RuleCtx *r, int prim) {
   check_bind_bad(cx, s);
 }
 
-/* debug_callback[callback=<function ...> effect=Debug] x...: what
-   jax.debug.print and jax.debug.callback stage out.  The callback is a
-   Python function the jaxpr shows only as its repr (the format string of
-   jax.debug.print is not printed), so it cannot run: the equation does
-   nothing, and the first one says so. */
-void jax_debug_callback(Ctx *cx, AstStmt *s, RuleCtx *r) {
-  (void)r;
+/* ---- jax.debug.print ------------------------------------------------------------- */
+
+/* A print statement of s's operands (literals given their values);
+   NULL after an error. */
+static IrStmt *debug_print_stmt(Ctx *cx, AstStmt *s, IrAtom *in, const char *what) {
   if (s->nouts) {
-    diag_error(s->outs[0]->sp, "debug_callback gives no results, but %d name%s bound", s->nouts,
+    diag_error(s->outs[0]->sp, "%s gives no results, but %d name%s bound", what, s->nouts,
                s->nouts == 1 ? " is" : "s are");
-    return;
+    return NULL;
   }
+  for (int k = 0; k < s->nargs; k++) in[k].t.weak = false;
+  if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) return NULL;
+  IrStmt *st = emit_new_stmt(EM(cx), IS_PRINT, s->sp);
+  st->line = s->line;
+  return st;
+}
+
+/* debug_callback[callback=<function ...> effect=Debug] x...: what
+   jax.debug.print and jax.debug.callback staged out before debug_print.
+   The callback is a Python function the jaxpr shows only as its repr (the
+   format string of jax.debug.print is not printed): the operands are
+   printed, per device as `print` prints them, and the first equation says
+   so. */
+void jax_debug_callback(Ctx *cx, AstStmt *s, IrAtom *in) {
+  IrStmt *st = debug_print_stmt(cx, s, in, "debug_callback");
+  if (!st) return;
+  st->items = NEWN(cx->C, IrPrintItem, s->nargs);
+  st->nitems = s->nargs;
+  for (int k = 0; k < s->nargs; k++) st->items[k].atom = in[k];
+  if (s->nargs) emit_stmt(EM(cx), st);
   if (cx->C->callback_noted) return;
   cx->C->callback_noted = true;
   diag_remark(s->callee_sp, "debug_callback calls a Python function (jax.debug.print or jax.debug.callback) that "
-              "the jaxpr names only by its repr: it cannot run here, so this equation and any other "
-              "debug_callback do nothing");
+              "the jaxpr names only by its repr, without jax.debug.print's format string: this and every "
+              "debug_callback print their operands instead, as print does");
+}
+
+/* The leaves debug_print's in_tree, PyTreeDef(((*, *), {'x': *})), lists:
+   the count of positional ones, then the names of the keyword ones (in
+   order) into names[]; -1 for a tree of another form (nested values). */
+static int tree_leaves(const char *p, const char *e, Str *names, int max, int *nkw) {
+  *nkw = 0;
+  if (strncmp(p, "PyTreeDef(((", 12)) return -1;
+  p += 12;
+  int npos = 0;
+  while (p < e && *p == '*') {
+    npos++;
+    p++;
+    if (*p == ',') p++;
+    while (*p == ' ') p++;
+  }
+  if (*p++ != ')') return -1;
+  if (strncmp(p, ", {", 3)) return -1;
+  p += 3;
+  while (p < e && *p == '\'') {
+    const char *q = strchr(p + 1, '\'');
+    if (!q || q >= e || *nkw >= max || strncmp(q, "': *", 4)) return -1;
+    names[(*nkw)++] = (Str){p + 1, (int)(q - p - 1)};
+    p = q + 4;
+    if (*p == ',') p++;
+    while (*p == ' ') p++;
+  }
+  return strncmp(p, "}))", 3) ? -1 : npos;
+}
+
+/* Python's str.format over the leaves: {} and {0} positional, {name} a
+   keyword; {{ and }} braces; a conversion or format spec is dropped (a
+   note says so, once).  Items into st; false when a field names no leaf. */
+static bool format_items(Ctx *cx, AstStmt *s, IrStmt *st, Str fmt, const IrAtom *leaf, int npos, const Str *names,
+                         int nkw) {
+  IrPrintItem *items = NEWN(cx->C, IrPrintItem, 2 * fmt.n + 2);
+  int n = 0, autonum = 0;
+  Buf lit = {0};
+  err_defer(buf_release, &lit);
+  bool ok = true, spec = false;
+  for (int i = 0; i < fmt.n && ok; i++) {
+    char c = fmt.p[i];
+    if ((c == '{' || c == '}') && i + 1 < fmt.n && fmt.p[i + 1] == c) { buf_putc(&lit, c); i++; continue; }
+    if (c != '{') { buf_putc(&lit, c); continue; }
+    int j = i + 1;
+    while (j < fmt.n && fmt.p[j] != '}') j++;
+    if (j == fmt.n) { ok = false; break; }
+    int f = i + 1, fe = f;
+    while (fe < j && fmt.p[fe] != ':' && fmt.p[fe] != '!') fe++;
+    spec |= fe < j;
+    Str field = {fmt.p + f, fe - f};
+    int k = -1;
+    if (!field.n) k = autonum++;
+    else if (field.p[0] >= '0' && field.p[0] <= '9') k = atoi(field.p);
+    else
+      for (int m = 0; m < nkw; m++)
+        if (str_eq(field, names[m])) k = npos + m;
+    if (k < 0 || (field.n && field.p[0] >= '0' && field.p[0] <= '9' && k >= npos) || k >= npos + nkw) {
+      diag_error(s->callee_sp, "debug_print's format string names {%.*s}, but its in_tree gives no such operand "
+                 "(%d positional, %d by keyword)", field.n, field.p, npos, nkw);
+      ok = false;
+      break;
+    }
+    if (lit.n) items[n++].text = (Str){arena_strndup(&cx->C->prog.arena, lit.p, lit.n), (int)lit.n};
+    buf_reset(&lit);
+    items[n++].atom = leaf[k];
+    i = j;
+  }
+  if (ok && lit.n) items[n++].text = (Str){arena_strndup(&cx->C->prog.arena, lit.p, lit.n), (int)lit.n};
+  err_undefer(&lit);
+  buf_free(&lit);
+  if (!ok) return false;
+  if (spec && !cx->C->fmt_noted) {
+    cx->C->fmt_noted = true;
+    diag_remark(s->callee_sp, "debug_print's format specs and conversions (after : or !) are ignored: each value "
+                "prints as print prints it");
+  }
+  st->items = items;
+  st->nitems = n;
+  st->print_joined = true;
+  return true;
+}
+
+void jax_debug_print(Ctx *cx, AstStmt *s, IrAtom *in, RuleCtx *r) {
+  PVal *fv = rule_get(r, "fmt"), *tv = rule_get(r, "in_tree"), *hv = rule_get(r, "has_placeholders");
+  PVal *sv = rule_get(r, "static_args");
+  fv = fv ? pv_unparen(fv) : NULL;
+  tv = tv ? pv_unparen(tv) : NULL;
+  sv = sv ? pv_unparen(sv) : NULL;
+  if (!fv || fv->k != PV_STR) {
+    diag_error(s->callee_sp, "debug_print needs its format string, fmt=...");
+    return;
+  }
+  IrStmt *st = debug_print_stmt(cx, s, in, "debug_print");
+  if (!st) return;
+  bool holes = !hv || pv_unparen(hv)->k != PV_BOOL || pv_unparen(hv)->i;
+  Str names[64];
+  int nkw = 0, npos = -1;
+  if (tv && tv->k == PV_REPR) {
+    char *t = arena_strndup(&cx->C->prog.arena, tv->s.p, (size_t)tv->s.n);
+    npos = tree_leaves(t, t + tv->s.n, names, 64, &nkw);
+  }
+  bool statics = sv && (sv->k == PV_TUPLE || sv->k == PV_LIST) && sv->n;
+  if (holes && (npos < 0 || statics || npos + nkw != s->nargs)) {
+    diag_error(s->callee_sp, "debug_print's in_tree must list its %d operand%s as PyTreeDef(((*, ...), {'name': *, "
+               "...})), without static_args", s->nargs, s->nargs == 1 ? "" : "s");
+    return;
+  }
+  if (holes) {
+    if (!format_items(cx, s, st, fv->s, in, npos, names, nkw)) return;
+  } else {                      /* JAX writes the format, then the operands, space-separated */
+    st->items = NEWN(cx->C, IrPrintItem, s->nargs + 1);
+    st->items[0].text = fv->s;
+    for (int k = 0; k < s->nargs; k++) st->items[k + 1].atom = in[k];
+    st->nitems = s->nargs + 1;
+  }
+  emit_stmt(EM(cx), st);
 }
 
 /* ---- shared jaxprs ------------------------------------------------------------------ */

@@ -70,6 +70,7 @@ static int expr_nouts(Ctx *cx, AstStmt *s) {
   int prim = prim_lookup(s->callee);
   if (prim >= 0 && prim_table[prim].nout == 0) return s->nargs;
   if (prim >= 0 && prim_table[prim].nout == NOUT_SIZES) return prim_nout_params(prim, s->nargs, s->params, s->nparams);
+  if (prim >= 0 && prim_table[prim].nout == NOUT_HALF) return s->nargs / 2 < 1 ? 1 : s->nargs / 2;
   if (prim < 0 || prim_table[prim].nout > 0) return 1;
   int n = -1;
   for (int i = 0; i < s->nparams; i++) {

@@ -1048,7 +1048,7 @@ static void low_stmt(Low *L, IrStmt *st) {
       items[i] = st->items[i];
       if (st->items[i].atom.var) items[i].atom = get(L, &st->items[i].atom).a;
     }
-    bld_print(L->B, items, st->nitems);
+    bld_print_like(L->B, items, st->nitems, st);
     break;
   }
   case IS_SHOW: bld_show(L->B, st->text); break;

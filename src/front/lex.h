@@ -33,6 +33,10 @@ typedef struct Lexer {
   bool at_line_start;    /* no token yet since the last NL */
   const char *error;     /* message of the last TK_ILLEGAL */
   bool too_deep;         /* brackets passed LEX_MAXNEST: the file is not read further */
+  /* debug_print's fmt=, which JAX prints as the raw text of the format
+     string: that text, [raw_from, raw_to), is the string token after the
+     `=` (raw_to NULL: none pending) */
+  const char *raw_from, *raw_to;
 } Lexer;
 
 void lex_init(Lexer *L, Arena *arena, int file, const char *src, size_t len);

@@ -35,10 +35,23 @@ static double type_elems(const Type *t) { return (double)type_size(t); }
    each of three words and two key adds), for the random primitives. */
 enum { THREEFRY_OPS = 20 * 5 + 5 * 3, PHILOX_OPS = 10 * (2 + 4 + 2) };
 
+/* The operations of one run of a primitive's scalar function (reduce_window's
+   body, scatter_apply's function): its equations' own, on scalars. */
+static double body_flops(const IrFunc *f) {
+  double n = 0;
+  for (int i = 0; i < f->nbody; i++) {
+    const IrStmt *st = f->body[i];
+    if (st->k == IS_EQN) n += st->prim < 0 ? (st->callee ? body_flops(st->callee) : 0) : cost_flops(st);
+  }
+  return n;
+}
+
 double cost_flops(const IrStmt *st) {
   int p = st->prim;
   if (p < 0 || !st->nout) return 0;
   const Type *out = &st->out[0]->t;
+  if (p == P_SCATTER && st->at && st->at->nfns)     /* scatter_apply: the function per update element */
+    return type_elems(&st->in[2].t) * body_flops(st->at->fns[0]);
   switch (p) {
   case P_DOT_GENERAL: {
     double k = 1;
@@ -76,6 +89,9 @@ double cost_flops(const IrStmt *st) {
      compares over its source's windows, and adds once per one) */
   case P_REDUCE_WINDOW_SUM: case P_REDUCE_WINDOW_MAX: case P_REDUCE_WINDOW_MIN: case P_SELECT_AND_GATHER_ADD:
     return win_positions(st->at, out);
+  /* the body once per window element, per window */
+  case P_REDUCE_WINDOW:
+    return win_positions(st->at, out) * body_flops(st->at->fns[0]);
   case P_SELECT_AND_SCATTER_ADD:
     return win_positions(st->at, &st->in[0].t) + type_elems(&st->in[0].t);
   /* special functions, per result element: the operations of XLA's

@@ -403,21 +403,39 @@ static bool scatter_checks(RuleCtx *cx, const IntList dn[5], const Type *op, con
   return true;
 }
 
+/* scatter_apply's function (at->fns[0], which the checker or a
+   transformation copying the equation gives): two scalars of the
+   operand's dtype (the element, and the update JAX passes and the
+   function ignores) to one. */
+static bool read_apply(RuleCtx *cx, const Type *in, Attrs *at) {
+  PVal *ref = rule_pv(cx, PV_FUNC);
+  ref->i = 0;
+  rule_record(cx, "update_jaxpr", ref);
+  const IrFunc *f = at->fns[0];
+  bool ok = f->nparams == 2 && f->nouts == 1 && f->outs[0].t.rank == 0 && f->outs[0].t.dt == in[0].dt;
+  for (int k = 0; ok && k < 2; k++) ok = f->params[k]->t.rank == 0 && f->params[k]->t.dt == in[0].dt;
+  if (!ok)
+    return rule_param_error(cx, "update_jaxpr", "scatter's update_jaxpr (jax.lax.scatter_apply's function) must take "
+                            "two %s scalars (the element and the update) and give one", dtype_names[in[0].dt]);
+  return true;
+}
+
 /* update_jaxpr: None, or (older JAX) the combining function, which the
    primitive's name already says (show prints None, as JAX does now);
-   `scatter` with a function of its own is scatter_apply. */
-static bool read_update(RuleCtx *cx, int op) {
+   `scatter` with a function of its own is scatter_apply (at->fns[0]).
+   update_consts: () (a function keeps its constants in its jaxpr). */
+static bool read_update(RuleCtx *cx, int op, const Type *in, Attrs *at) {
   PVal *c = rule_get(cx, "update_consts");
   if (c && !((pv_unparen(c)->k == PV_TUPLE || pv_unparen(c)->k == PV_LIST) && pv_unparen(c)->n == 0) &&
       pv_unparen(c)->k != PV_NONE)
-    return rule_param_error(cx, "update_consts", "%s's update_consts must be () (scatter_apply is not supported)",
-                            cx->prim);
+    return rule_param_error(cx, "update_consts", "%s's update_consts must be (): a function keeps its constants "
+                            "in its jaxpr", cx->prim);
   rule_record(cx, "update_consts", rule_pv_ints(cx, NULL, 0, PV_TUPLE));
   PVal *j = rule_get(cx, "update_jaxpr");
   PVal *u = j ? pv_unparen(j) : NULL;
+  if (op == IDX_SET && at->nfns) return read_apply(cx, in, at);
   if (u && u->k != PV_NONE && op == IDX_SET)
-    return rule_param_error(cx, "update_jaxpr", "scatter with an update_jaxpr of its own (jax.lax.scatter_apply) "
-                            "is not supported");
+    return rule_param_error(cx, "update_jaxpr", "scatter's update_jaxpr must be None or a function (jax.lax.scatter_apply's)");
   if (u && u->k != PV_NONE && u->k != PV_FUNC && u->k != PV_REPR)
     return rule_param_error(cx, "update_jaxpr", "%s's update_jaxpr must be None or a jaxpr", cx->prim);
   rule_record(cx, "update_jaxpr", rule_pv(cx, PV_NONE));
@@ -436,7 +454,7 @@ bool idx_rule_scatter(RARGS) {
   if (!rule_bool(cx, "unique_indices", false, &flag)) return false;
   PVal *sh = rule_get(cx, "out_sharding");        /* JAX 0.7's; kept for show, not read */
   if (sh) rule_record(cx, "out_sharding", sh);
-  if (!read_update(cx, op)) return false;
+  if (!read_update(cx, op, in, at)) return false;
   static const int both[2] = {0, 2};
   int dt;
   if (!rule_unify_dtypes(cx, in, both, 2, &dt)) return false;
@@ -730,6 +748,22 @@ static void combine_box(RunFn f, size_t es, char *d, const int64_t *dstr, const 
     combine_box(f, es, d + i * dstr[0], dstr + 1, s + i * sstr[0], sstr + 1, rank - 1, shape + 1);
 }
 
+/* scatter_apply: the window of the result at dst replaced by the function
+   (at->fns[0]) of its elements and the updates' at src. */
+static void apply_box(const Attrs *at, const Plan *p, DType dt, char *dst, const char *src) {
+  size_t es = dtype_sizes[dt];
+  int64_t cs[SHM_MAXRANK];
+  arr_byte_strides(p->nw, p->wshape, es, cs);
+  Array *args[2] = {arr_new(dt, p->nw, p->wshape), arr_new(dt, p->nw, p->wshape)}, *res = NULL;
+  arr_copy_strided(args[0]->data, cs, dst, p->wop, p->nw, p->wshape, es);
+  arr_copy_strided(args[1]->data, cs, src, p->wbig, p->nw, p->wshape, es);
+  at->run(at->fns[0], args, &res);
+  arr_copy_strided(dst, p->wop, res->data, cs, p->nw, p->wshape, es);
+  arr_unref(args[0]);
+  arr_unref(args[1]);
+  arr_unref(res);
+}
+
 void idx_kern_scatter(KARGS) {
   (void)nin;
   const Array *op = in[0], *ix = in[1], *up = in[2];
@@ -750,7 +784,8 @@ void idx_kern_scatter(KARGS) {
     if (s >= 0) {
       char *dst = (char *)r->data + s * (int64_t)es;
       const char *src = (const char *)up->data + boff * (int64_t)es;
-      if (f) combine_box(f, es, dst, p.wop, src, p.wbig, p.nw, p.wshape);
+      if (at->nfns) apply_box(at, &p, (DType)r->dt, dst, src);
+      else if (f) combine_box(f, es, dst, p.wop, src, p.wbig, p.nw, p.wshape);
       else arr_copy_strided(dst, p.wop, src, p.wbig, p.nw, p.wshape, es);
     }
     boff = step(bpos, p.bshape, p.bstr, p.nb, boff);

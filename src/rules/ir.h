@@ -76,6 +76,12 @@ typedef struct Attrs {
   /* higher-order primitives: branches, loop bodies, shard_map body */
   struct IrFunc **fns;
   int nfns;
+  /* a local primitive that carries a scalar function (reduce_window's body,
+     scatter_apply's update_jaxpr, at fns[0]): how its kernel runs it on
+     whole arrays (body.h's body_run, set where the equation is typed:
+     emit.c; a pointer, so that the kernels need not know the table of
+     primitives the runner calls) */
+  void (*run)(const struct IrFunc *f, Array *const *args, Array **outs);
   void *ext;             /* primitive-specific data (shard_map specs) */
 } Attrs;
 
@@ -183,6 +189,7 @@ typedef struct IrStmt {
   /* IS_PRINT */
   IrPrintItem *items;
   bool print_global;      /* print[global=...]: the assembled array of each value */
+  bool print_joined;      /* items written with nothing between them (jax.debug.print's format) */
   struct Spec *print_spec; /* print[global=P(...)]: its spec; NULL: the default (valprint.h) */
   int nitems;
   /* IS_SHOW */

@@ -11,7 +11,8 @@
 **   nout         result count (-1: decided by the rule, e.g. control flow;
 **                0: one result per operand, as sort gives; NOUT_SIZES:
 **                one result per entry of the `sizes` parameter, as split
-**                gives)
+**                gives; NOUT_HALF: one per two operands, as reduce_window's
+**                operands and init values)
 **   params       the parameter names, space-separated, in the order `show`
 **                prints them, for help and completion; after a `|`, the
 **                synonyms also accepted ("axes | axis_name"); a function
@@ -48,6 +49,7 @@
 
 /* The nout column of a primitive with one result per entry of `sizes`. */
 #define NOUT_SIZES (-2)
+#define NOUT_HALF (-3)
 
 /* ---- shape rules ------------------------------------------------------------
 ** A shape rule (rule.h describes its context and the parameter readers)
@@ -94,7 +96,7 @@ extern const PrimInfo prim_table[P_COUNT];
    prim_nout_params counts those). */
 static inline int prim_nout(int prim, int nin) {
   int n = prim_table[prim].nout;
-  return n > 0 ? n : n == 0 ? nin : 1;
+  return n > 0 ? n : n == 0 ? nin : n == NOUT_HALF ? nin / 2 : 1;
 }
 /* The same, given the equation's parameters as written: a NOUT_SIZES row
    gives one result per entry of its `sizes` tuple (at least 1 when that is

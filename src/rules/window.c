@@ -12,6 +12,8 @@
 */
 #include "window.h"
 
+#include <string.h>
+
 #include <math.h>
 #include <stdio.h>
 #include "err.h"
@@ -47,9 +49,15 @@ static bool read_dims(RuleCtx *cx, const char *key, int rank, int64_t least, int
 /* The window parameters of an operand of rank `rank`, in the order JAX
    prints them (sorted by name), into at->l[0..4]; `dil`: the dilations
    are parameters (otherwise ones); `sel`: select_prim is one. */
+static bool read_window_rest(RuleCtx *cx, int rank, bool dil, bool sel, Attrs *at);
 static bool read_window(RuleCtx *cx, int rank, bool dil, bool sel, Attrs *at) {
+  if (dil && !read_dims(cx, "base_dilation", rank, 1, 1, &at->l[3])) return false;
+  return read_window_rest(cx, rank, dil, sel, at);
+}
+
+/* The window parameters after base_dilation. */
+static bool read_window_rest(RuleCtx *cx, int rank, bool dil, bool sel, Attrs *at) {
   IntList *l = at->l;
-  if (dil && !read_dims(cx, "base_dilation", rank, 1, 1, &l[3])) return false;
   if (!rule_int_tuples(cx, "padding", true, 2, &l[2])) return false;
   if (l[2].n != 2 * rank)
     return rule_param_error(cx, "padding", "%s padding has %d (lo, hi) pair%s for an operand of rank %d",
@@ -104,6 +112,65 @@ bool win_rule_chooser(RARGS) {
   if (!read_window(cx, in[0].rank, true, false, at)) return false;
   rule_set_type(out, in[0].dt, in[0].rank, in[0].shape);
   window_shape(at, &in[0], out);
+  return true;
+}
+
+/* reduce_window's consts (only (): the body's constants are its own) and
+   jaxpr, the body: at->fns[0], which the checker (or a transformation
+   copying the equation) gives, taking 2n scalars (the accumulators, then
+   the elements) and giving n, of the operands' dtypes. */
+static bool read_body(RuleCtx *cx, const Type *in, int n, Attrs *at) {
+  PVal *c = rule_get(cx, "consts");
+  PVal *cu = c ? pv_unparen(c) : NULL;
+  if (cu && !((cu->k == PV_TUPLE || cu->k == PV_LIST) && cu->n == 0))
+    return rule_param_error(cx, "consts", "reduce_window's consts must be (): a body with constants of its own "
+                            "keeps them in its jaxpr");
+  rule_record(cx, "consts", rule_pv_ints(cx, NULL, 0, PV_TUPLE));
+  PVal *j = rule_get(cx, "jaxpr");
+  if (!j) return rule_missing(cx, "jaxpr");
+  if (at->nfns < 1)
+    return rule_param_error(cx, "jaxpr", "reduce_window's jaxpr must be a function { lambda ; a:f32[] b:f32[]. ... }");
+  PVal *ref = rule_pv(cx, PV_FUNC);
+  ref->i = 0;
+  rule_record(cx, "jaxpr", ref);
+  const IrFunc *f = at->fns[0];
+  bool ok = f->nparams == 2 * n && f->nouts == n;
+  for (int k = 0; ok && k < 2 * n; k++) ok = f->params[k]->t.rank == 0 && f->params[k]->t.dt == in[k % n].dt;
+  for (int k = 0; ok && k < n; k++) ok = f->outs[k].t.rank == 0 && f->outs[k].t.dt == in[k].dt;
+  if (!ok)
+    return rule_param_error(cx, "jaxpr", "reduce_window's jaxpr must take %d scalars (the accumulators, then the "
+                            "elements) and give %d, of the operands' dtypes (%s%s)", 2 * n, n,
+                            dtype_names[in[0].dt], n > 1 ? ", ..." : "");
+  return true;
+}
+
+/* reduce_window[jaxpr, consts, window params] operands... init_values...:
+   n operands of one shape, n scalar init values of their dtypes. */
+bool win_rule_generic(RARGS) {
+  TyBuf a, b;
+  if (nin % 2)
+    return rule_error(cx, "reduce_window takes one init value per operand, got %d operands and init values in all", nin);
+  int n = nin / 2;
+  for (int k = 0; k < n; k++) {
+    Type *iv = &in[n + k];
+    if (iv->weak && rule_kind_rank(in[k].dt) >= rule_kind_rank(iv->dt)) iv->dt = in[k].dt;
+    if (iv->rank != 0)
+      return rule_error(cx, "reduce_window expected init_values to be scalars, but init value %d is %s", k,
+                        rule_ty(&a, iv));
+    if (iv->dt != in[k].dt)
+      return rule_error(cx, "reduce_window got inconsistent dtypes for operands and init_values: operand %d is %s "
+                        "and its init value %s", k, rule_ty(&a, &in[k]), rule_ty(&b, iv));
+    if (!type_same_shape(&in[k], &in[0]))
+      return rule_error(cx, "reduce_window's operands must have one shape, got %s and %s", rule_ty(&a, &in[0]),
+                        rule_ty(&b, &in[k]));
+  }
+  if (!read_dims(cx, "base_dilation", in[0].rank, 1, 1, &at->l[3])) return false;
+  if (!read_body(cx, in, n, at)) return false;
+  if (!read_window_rest(cx, in[0].rank, true, false, at)) return false;
+  for (int k = 0; k < n; k++) {
+    rule_set_type(&out[k], in[k].dt, in[k].rank, in[k].shape);
+    window_shape(at, &in[k], &out[k]);
+  }
   return true;
 }
 
@@ -435,4 +502,104 @@ void win_kern_scatter(KARGS) {
   arr_unref(s);
   arr_unref(x);
   out[0] = narrow(r, dt, false);
+}
+
+/* ---- reduce_window with a body ------------------------------------------------------ */
+
+/* Gather window position k's element of operand x for every output
+   position into g (x's dtype, the result's shape), and whether it lies in
+   the operand (not in padding or a dilation hole) into inb. */
+static void gather_pos(const WinTab *t, const int64_t *k, const Array *x, Array *g, uint8_t *inb) {
+  size_t es = dtype_sizes[x->dt];
+  int64_t y[SHM_MAXRANK] = {0};
+  for (int64_t o = 0; o < g->size; o++, next_pos(t, y)) {
+    int64_t off = 0;
+    bool in = true;
+    for (int d = 0; d < t->rank && in; d++) {
+      int64_t s = t->off[d][y[d] * t->wdim[d] + k[d]];
+      in = s >= 0;
+      off += s;
+    }
+    inb[o] = in;
+    if (in) memcpy((char *)g->data + o * (int64_t)es, (const char *)x->data + off * (int64_t)es, es);
+    else memset((char *)g->data + o * (int64_t)es, 0, es);
+  }
+}
+
+/* acc[j] becomes nw[j] where inb is set (nw consumed). */
+static void keep_in_bounds(Array **acc, Array **nw, int n, const uint8_t *inb) {
+  for (int j = 0; j < n; j++) {
+    size_t es = dtype_sizes[acc[j]->dt];
+    for (int64_t o = 0; o < acc[j]->size; o++)
+      if (!inb[o]) memcpy((char *)nw[j]->data + o * (int64_t)es, (const char *)acc[j]->data + o * (int64_t)es, es);
+    arr_unref(acc[j]);
+    acc[j] = nw[j];
+  }
+}
+
+/* Each window folded by the body: the accumulators start at the init
+   values, and for each window position in row-major window order that
+   lies in the operand, acc = body(acc, element) (padding and holes take
+   no part, as XLA's CPU backend computes it). */
+void win_kern_generic(KARGS) {
+  int n = nin / 2;
+  const IrFunc *f = at->fns[0];
+  Array **args = mem_calloc(sizeof(Array *) * (size_t)(3 * n));
+  Array **acc = args, **xs = args + n, **nw = args + 2 * n;
+  for (int j = 0; j < n; j++) {
+    acc[j] = arr_new((DType)outt[j].dt, outt[j].rank, outt[j].shape);
+    size_t es = dtype_sizes[acc[j]->dt];
+    for (int64_t o = 0; o < acc[j]->size; o++) memcpy((char *)acc[j]->data + o * (int64_t)es, in[n + j]->data, es);
+  }
+  if (acc[0]->size) {
+    WinTab t;
+    tab_make(&t, at, in[0]->rank, in[0]->shape, outt[0].shape);
+    uint8_t *inb = mem_alloc((size_t)acc[0]->size);
+    int64_t k[SHM_MAXRANK] = {0}, wsize = 1;
+    for (int d = 0; d < t.rank; d++) wsize *= t.wdim[d];
+    for (int64_t w = 0; w < wsize; w++) {
+      for (int j = 0; j < n; j++) {
+        xs[j] = arr_new((DType)in[j]->dt, outt[j].rank, outt[j].shape);
+        gather_pos(&t, k, in[j], xs[j], inb);
+      }
+      at->run(f, args, nw);
+      for (int j = 0; j < n; j++) arr_unref(xs[j]);
+      keep_in_bounds(acc, nw, n, inb);
+      for (int d = t.rank - 1; d >= 0; d--) {
+        if (++k[d] < t.wdim[d]) break;
+        k[d] = 0;
+      }
+    }
+    mem_free(inb);
+    tab_free(&t);
+  }
+  for (int j = 0; j < n; j++) out[j] = acc[j];
+  mem_free(args);
+}
+
+/* ---- which reduce_window is a monoid's ------------------------------------------------ */
+
+int win_body_op(const IrFunc *f) {
+  if (f->nparams != 2 || f->nouts != 1 || f->nbody != 1 || f->body[0]->k != IS_EQN) return -1;
+  const IrStmt *st = f->body[0];
+  if (st->prim != P_ADD && st->prim != P_MAX && st->prim != P_MIN) return -1;
+  if (st->nin != 2 || st->nout != 1 || f->outs[0].var != st->out[0]) return -1;
+  IrVar *a = st->in[0].var, *b = st->in[1].var, *p = f->params[0], *q = f->params[1];
+  if (!((a == p && b == q) || (a == q && b == p))) return -1;
+  return st->prim;
+}
+
+bool win_is_identity(int op, const Array *init) {
+  if (!init || init->rank != 0) return false;
+  DType dt = (DType)init->dt;
+  if (op == P_ADD) return dtype_is_complex(dt) ? arr_getf(init, 0) == 0 : dtype_is_float(dt) ? arr_getf(init, 0) == 0
+                                                                                             : arr_geti(init, 0) == 0;
+  bool hi = op == P_MIN;
+  if (dtype_is_float(dt)) return arr_getf(init, 0) == (hi ? INFINITY : -INFINITY);
+  if (dtype_is_complex(dt)) return false;
+  double f;
+  int64_t i;
+  chooser_identity(dt, hi, &f, &i);
+  if (dt == DT_U64) return arr_getu(init, 0) == (hi ? UINT64_MAX : 0);
+  return arr_geti(init, 0) == i;
 }

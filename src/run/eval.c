@@ -999,7 +999,7 @@ static void print_event(Frame *F, IrStmt *st) {
     IrPrintItem *it = &st->items[i];
     bool blocks = it->atom.var && m;
     buf_reset(&b);
-    if (i) buf_putc(&b, blocks || after_blocks ? '\n' : ' ');
+    if (i && (!st->print_joined || blocks || after_blocks)) buf_putc(&b, blocks || after_blocks ? '\n' : ' ');
     after_blocks = blocks;
     if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
     else if (it->atom.lit) fmt_array(&b, it->atom.lit);
@@ -1041,7 +1041,7 @@ static void exec_print(Frame *F, IrStmt *st) {
   for (int i = 0; i < st->nitems; i++) {
     IrPrintItem *it = &st->items[i];
     bool blocks = it->atom.var && F->space.mesh;
-    if (i) buf_putc(&b, blocks || after_blocks ? '\n' : ' ');
+    if (i && (!st->print_joined || blocks || after_blocks)) buf_putc(&b, blocks || after_blocks ? '\n' : ' ');
     after_blocks = blocks;
     if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
     else if (it->atom.lit) fmt_array(&b, it->atom.lit);

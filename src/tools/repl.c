@@ -387,6 +387,7 @@ static bool help_prim(const char *name) {
   buf_printf(&b, "    %s", operand_text(p, ops, sizeof ops));
   if (p->nout > 0) buf_printf(&b, ", %d result%s", p->nout, p->nout == 1 ? "" : "s");
   else if (p->nout == 0) buf_printf(&b, ", one result per operand");
+  else if (p->nout == NOUT_HALF) buf_printf(&b, ", one result per operand (the other half are init values)");
   puts(buf_cstr(&b));
   buf_free(&b);
   if (p->alias) printf("  also spelled %s\n", p->alias);

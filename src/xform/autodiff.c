@@ -226,7 +226,7 @@ static IrFunc *rebuild(IrProg *P, IrFunc *f, const bool *need_out, const bool *p
         items[k] = st->items[k];
         if (items[k].atom.var || items[k].atom.lit) items[k].atom = MAP(st->items[k].atom);
       }
-      bld_print(B, items, st->nitems);
+      bld_print_like(B, items, st->nitems, st);
       continue;
     }
     IrAtom *in = dalloc(P, sizeof(IrAtom) * (size_t)(st->nin + 1)), *out = dalloc(P, sizeof(IrAtom) * (size_t)(st->nout + 1));

@@ -4,6 +4,7 @@
 ** Builder.
 */
 #include <stdio.h>
+#include "body.h"
 #include "diag.h"
 #include "prims.h"
 #include "emit.h"
@@ -146,9 +147,14 @@ bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **param
                      Attrs *at, Type *out) {
   const PrimInfo *pi = &prim_table[prim];
   rule_init(r, &E->prog->arena, E->mesh, pi->name, sp, params, nparams);
+  struct IrFunc **fns = at->fns;         /* a body the caller checked (check_body.c) */
+  int nfns = at->nfns;
   memset(at, 0, sizeof *at);
   at->dtype = -1;
+  at->fns = fns;
+  at->nfns = nfns;
   if (!pi->shape(r, in, nin, at, out) || r->failed) return false;
+  if (at->nfns && pi->vrule != VR_SPECIAL) at->run = body_run;
   return rule_unused(r, pi->params);
 }
 

@@ -54,6 +54,8 @@ IrAtom emit_lift(Emitter *E, IrAtom a, uint32_t to, Span sp);
 /* Typing a primitive equation, first half: its shape rule and parameter
    names (a RuleCtx over params, read into `at` and r->canon).  in[].t may
    be changed (a weak literal's dtype); out[] gets dtypes and shapes.
+   at->fns, the functions of a primitive that carries its own
+   (reduce_window's body: check_body.c, bld_prim_fns), are kept.
    False after a diagnostic. */
 bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **params, int nparams, Type *in, int nin,
                      Attrs *at, Type *out);

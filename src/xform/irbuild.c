@@ -92,6 +92,11 @@ static IrStmt *bld_stmt(Builder *B, int prim, IrAtom *in, int nin, const Type *o
 }
 
 bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out) {
+  return bld_prim_fns(B, prim, params, nparams, in, nin, out, NULL);
+}
+
+bool bld_prim_fns(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out,
+                  const Attrs *src) {
   AstParam **aps = ENEWN(&B->e, AstParam *, nparams);
   for (int i = 0; i < nparams; i++) {
     aps[i] = ENEW(&B->e, AstParam);
@@ -101,6 +106,10 @@ bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *
   }
   RuleCtx r;
   Attrs *at = ENEW(&B->e, Attrs);
+  if (src) {
+    at->fns = src->fns;
+    at->nfns = src->nfns;
+  }
   IrAtom *ins = ENEWN(&B->e, IrAtom, nin);
   Type *intypes = ENEWN(&B->e, Type, nin);
   for (int k = 0; k < nin; k++) {
@@ -306,7 +315,9 @@ IrAtom bld_zeros(Builder *B, const Type *t) {
   return bld_lift(B, out, t->vma);
 }
 
-void bld_print(Builder *B, const IrPrintItem *items, int n) {
+void bld_print(Builder *B, const IrPrintItem *items, int n) { bld_print_like(B, items, n, NULL); }
+
+void bld_print_like(Builder *B, const IrPrintItem *items, int n, const IrStmt *src) {
   bld_captures_items(B, items, n);
   IrStmt *st = emit_new_stmt(&B->e, IS_PRINT, B->where);
   st->whole = B->whole;
@@ -314,6 +325,7 @@ void bld_print(Builder *B, const IrPrintItem *items, int n) {
   if (n) memcpy(st->items, items, sizeof(IrPrintItem) * (size_t)n);
   st->nitems = n;
   st->backward = B->backward;
+  st->print_joined = src && src->print_joined;
   emit_stmt(&B->e, st);
 }
 
@@ -394,7 +406,7 @@ static bool copy_stmt(Builder *B, const IrStmt *st, IrAtom *in, IrAtom *out) {
     for (int j = 0; j < st->nout; j++) outt[j] = st->out[j]->t;
     ok = bld_higher(B, st->prim, st->at, st->params, st->nparams, in, st->nin, outt, st->nout, out);
   } else {
-    ok = bld_prim(B, st->prim, st->params, st->nparams, in, st->nin, out);
+    ok = bld_prim_fns(B, st->prim, st->params, st->nparams, in, st->nin, out, st->at);
   }
   for (int j = 0; ok && j < st->nout; j++)
     if (out[j].var && out[j].var->owner == B->e.fn && !out[j].var->name.n) out[j].var->name = st->out[j]->name;
@@ -416,7 +428,7 @@ bool bld_inline(Builder *B, const IrFunc *g, const IrAtom *args, IrAtom *out) {
         items[k] = st->items[k];
         if (items[k].atom.var || items[k].atom.lit) items[k].atom = MAP(st->items[k].atom);
       }
-      bld_print(B, items, st->nitems);
+      bld_print_like(B, items, st->nitems, st);
       continue;
     }
     IrAtom *in = ENEWN(&B->e, IrAtom, st->nin), *o = ENEWN(&B->e, IrAtom, st->nout);

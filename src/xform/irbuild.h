@@ -22,6 +22,11 @@ Builder *bld_attach(IrProg *P, IrFunc *fn, const Mesh *mesh, Span where);
 IrVar *bld_param(Builder *B, Str name, Type t);
 /* Emit prim[params] in...; result atoms in out[] (prim_table nout of them). */
 bool bld_prim(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out);
+/* The same for a primitive that carries functions of its own (reduce_window's
+   body, scatter_apply's update_jaxpr): src's functions, which params name
+   as references (PV_FUNC), go with it (NULL: none). */
+bool bld_prim_fns(Builder *B, int prim, const IrParam *params, int nparams, IrAtom *in, int nin, IrAtom *out,
+                  const Attrs *src);
 /* Emit a call, a cond, a fori_loop or a shard_map with given functions;
    out types are the callee's results (cond: the branches', widened by the
    index's variance; shard_map: `outt`). */
@@ -66,6 +71,9 @@ void *bld_alloc(Builder *B, size_t n);
 void bld_const(Builder *B, Array *value, IrAtom *out);
 /* A print or show statement (items' atoms in the function's terms). */
 void bld_print(Builder *B, const IrPrintItem *items, int n);
+/* The same, written as print statement src is (jax.debug.print's joined
+   items; NULL: a plain print). */
+void bld_print_like(Builder *B, const IrPrintItem *items, int n, const IrStmt *src);
 void bld_show(Builder *B, char *text);
 /* A scalar literal of dtype dt (kept by the program). */
 IrAtom bld_lit(Builder *B, int dt, double v);

@@ -905,7 +905,7 @@ static void jv_stmt(Jv *J, IrStmt *st) {
       items[k] = st->items[k];
       if (items[k].atom.var || items[k].atom.lit) items[k].atom = jv_atom(J, &st->items[k].atom, NULL, NULL);
     }
-    bld_print(J->B, items, st->nitems);
+    bld_print_like(J->B, items, st->nitems, st);
     break;
   }
   case IS_SHOW: bld_reuse(J->B, st); break;

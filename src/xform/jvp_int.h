@@ -58,7 +58,7 @@ typedef bool (*JvpFn)(JvpCx *cx);
   X(polygamma) X(integer_pow) X(convert_element_type) X(clamp) X(select_n) X(reduce_prod)  \
   X(reduce_chooser) X(cumulative) X(dot_general) X(gather) X(scatter) X(scatter_mul)        \
   X(scatter_extremal) X(cond) X(while) X(fori_loop)                                        \
-  X(scan) X(shard_map) X(call) X(sort) X(top_k) X(reduce_window_chooser) X(select_window)  \
+  X(scan) X(shard_map) X(call) X(sort) X(top_k) X(reduce_window_chooser) X(reduce_window) X(select_window)  \
   X(conv_general_dilated) X(split) X(igamma) X(bessel_i0e) X(bessel_i1e) X(betainc)
 
 #define X(n) bool jvp_##n(JvpCx *cx);

@@ -16,6 +16,7 @@
 */
 #include <math.h>
 #include "jvp_int.h"
+#include "window.h"
 
 static const JvpFn jvp_table[P_COUNT] = {
 #define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = jvp,
@@ -444,6 +445,38 @@ bool jvp_reduce_window_chooser(JvpCx *cx) {
   return true;
 }
 
+/* reduce_window with a body.  JAX differentiates the body (its tangent init
+   value must be zero), a rule shmapi does not have; it takes the rules of
+   the primitives JAX's reduce_window API turns a monoid's body into: a
+   body of add is reduce_window_sum's (whatever the init value, whose
+   tangent is zero), one of max or min with the identity as init value
+   reduce_window_max's or _min's. */
+bool jvp_reduce_window(JvpCx *cx) {
+  const IrStmt *st = cx->st;
+  int n = st->nin / 2;
+  for (int k = n; k < st->nin; k++)
+    if (cx->has[k]) return jv_error(cx, "reduce_window's derivative needs init values without a tangent (as JAX's)");
+  if (!cx->has[0]) return true;
+  int op = n == 1 ? win_body_op(st->at->fns[0]) : -1;
+  if (op < 0 || (op != P_ADD && !win_is_identity(op, st->in[1].lit)))
+    return jv_error(cx, "cannot differentiate reduce_window with this body: shmapi differentiates reduce_window only "
+                    "where its body is add, or max or min with init value -inf or +inf (the windowed sum, max "
+                    "and min, which JAX prints as reduce_window_sum, _max and _min); JAX's forward-mode rule for other bodies, through the body's own JVP, is not implemented here");
+  const char *keys[5] = {"base_dilation", "padding", "window_dilation", "window_dimensions", "window_strides"};
+  IrParam ps[6];
+  for (int i = 0; i < 5; i++) ps[i] = kv(keys[i], rule_stmt_param(st, keys[i]));
+  if (op == P_ADD) {
+    IrAtom t = tan_of(cx, 0);
+    jv_set(cx, 0, jv_emit(cx, P_REDUCE_WINDOW_SUM, ps, 5, &t, 1));
+    return true;
+  }
+  for (int i = 0; i < 5; i++) ps[i + (i >= 2)] = kv(keys[i], rule_stmt_param(st, keys[i]));
+  ps[2] = kv("select_prim", bld_pv_name(cx->J->B, op == P_MAX ? "ge" : "le"));
+  IrAtom in[2] = {tan_of(cx, 0), primal(cx, 0)};
+  jv_set(cx, 0, jv_emit(cx, P_SELECT_AND_GATHER_ADD, ps, 6, in, 2));
+  return true;
+}
+
 /* select_and_gather_add and select_and_scatter_add: linear in the values
    (operand 0), constant in what they select by (JAX's rules). */
 bool jvp_select_window(JvpCx *cx) {
@@ -523,6 +556,9 @@ static IrAtom update_ids(JvpCx *cx, const Type *u, int dt) {
    operand's elements no window overwrote). */
 bool jvp_scatter(JvpCx *cx) {
   if (!cx->has[0] && !cx->has[2]) return true;
+  if (cx->st->at->nfns)
+    return jv_error(cx, "cannot differentiate scatter with an update_jaxpr of its own (jax.lax.scatter_apply): "
+                    "JAX has no derivative rule for it either (it raises NotImplementedError)");
   IrAtom gx = tan_or_zeros(cx, 0), gu = tan_or_zeros(cx, 2);
   if (is_true(rule_stmt_param(cx->st, "unique_indices"))) {
     jv_set(cx, 0, scatter_as(cx, P_SCATTER, gx, gu));

@@ -931,7 +931,7 @@ static void pe_stmt(Pe *E, IrStmt *st) {
       items[k] = st->items[k];
       if (items[k].atom.var || items[k].atom.lit) items[k].atom = known_of(E, &st->items[k].atom);
     }
-    bld_print(E->KB, items, st->nitems);
+    bld_print_like(E->KB, items, st->nitems, st);
     break;
   }
   case IS_SHOW: bld_reuse(E->KB, st); break;

@@ -894,6 +894,8 @@ static bool tr_scatter_add(TrCtx *cx) {
    windows zeroed; JAX transposes it only with unique_indices=True. */
 static bool tr_scatter(TrCtx *cx) {
   if (cx->checking) {
+    if (cx->st->at->nfns)
+      return tr_error(cx, "scatter with an update_jaxpr of its own (jax.lax.scatter_apply) is not linear");
     if (cx->lin_in[1]) return tr_error(cx, "scatter with linear indices is not linear");
     if (!pv_int(rule_stmt_param(cx->st, "unique_indices"), 0))
       return tr_error(cx, "scatter is transposed only with unique_indices=True (as JAX does)");
@@ -1396,7 +1398,7 @@ static void copy_forward(Tr *T, IrStmt *st) {
     for (int j = 0; j < st->nout; j++) outt[j] = st->out[j]->t;
     ok = bld_higher(T->B, st->prim, st->at, st->params, st->nparams, in, st->nin, outt, st->nout, out);
   } else {
-    ok = bld_prim(T->B, st->prim, st->params, st->nparams, in, st->nin, out);
+    ok = bld_prim_fns(T->B, st->prim, st->params, st->nparams, in, st->nin, out, st->at);
   }
   if (!ok) { T->failed = true; return; }
   for (int j = 0; j < st->nout; j++) {
@@ -1514,7 +1516,7 @@ static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
         lin_item |= atom_lin(T, &items[k].atom);
         if (items[k].atom.var || items[k].atom.lit) items[k].atom = map_atom(T, &st->items[k].atom);
       }
-      if (!lin_item) bld_print(T->B, items, st->nitems);
+      if (!lin_item) bld_print_like(T->B, items, st->nitems, st);
       continue;
     }
     if (st->k == IS_CONST) {

@@ -9,7 +9,8 @@ collapsed / inserted dimensions, window sizes from 0 to the whole
 dimension, offset and window dimensions anywhere in the result or the
 updates, batching dimensions as vmap makes them), indices of i32, i64, i8
 or u8 with values from -2 to past the end (out of bounds in every mode,
-repeated indices for the scatters), a mode (CLIP, FILL_OR_DROP,
+repeated indices for the scatters; scatter_apply, `scatter` with a
+function of its own, applies it once per occurrence), a mode (CLIP, FILL_OR_DROP,
 PROMISE_IN_BOUNDS, written in the forms JAX printed) and a fill value.
 The model walks the batch positions in row-major order: gather clamps
 (CLIP, PROMISE_IN_BOUNDS) or fills (FILL_OR_DROP, with the dtype's default
@@ -45,7 +46,18 @@ BATCH = 150
 DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32, "u8": np.uint8,
           "i8": np.int8, "bool": np.bool_}
 IDX = {"i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
-OPS = ["gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max"]
+OPS = ["gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max", "apply"]
+# scatter_apply (`scatter` with an update_jaxpr of its own): the function of
+# an element p and its update q, per dtype kind, as shm text and as the model
+# computes it; "i1" runs through primitives that are not elementwise (the
+# kernel then runs the function element by element).
+APPLY = {
+    "b": ("s:bool[] = not p; r:bool[] = or s q", lambda a, b: np.bool_((not a) or b)),
+    "i": ("s:{t}[] = mul p 3:{t}[]; r:{t}[] = sub s q", lambda a, b: a * a.dtype.type(3) - b),
+    "i1": ("s:{t}[1] = broadcast_in_dim[broadcast_dimensions=() shape=(1,)] p; m:{t}[] = reduce_max[axes=(0,)] s; "
+           "r:{t}[] = max m q", lambda a, b: max(a, b)),
+    "f": ("s:{t}[] = mul p 2.0:{t}[]; r:{t}[] = sub s q", lambda a, b: a * a.dtype.type(2) - b),
+}
 MODES = ["CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS"]
 
 
@@ -83,7 +95,7 @@ class Case:
         self.op = rng.choice(OPS)
         op = self.op
         kinds = {"scatter-add": ["f32", "f64", "f16", "i32", "u8", "i8"], "scatter-sub": ["f32", "f64", "i32", "i8"],
-                 "scatter-mul": ["f32", "f64", "i32", "u8"]}
+                 "scatter-mul": ["f32", "f64", "i32", "u8"], "apply": ["f32", "f64", "i32", "u8", "i8", "bool"]}
         self.dt = rng.choice(kinds.get(op, list(DTYPES)))
         R = rng.randint(1, 3)
         oshape = [rng.randint(1, 5) for _ in range(R)]
@@ -138,6 +150,9 @@ class Case:
                 self.fill = rng.choice([0, 1, 7] + ([-1] if self.dt[0] in "fi" else [])) if self.dt != "bool" else 1
         else:
             self.u = rand_values(rng, big, self.dt)
+        if op == "apply":
+            kind = "b" if self.dt == "bool" else "f" if self.dt[0] == "f" else rng.choice(["i", "i1"])
+            self.apply = kind
 
     # ---- the program --------------------------------------------------------------
     def dnums(self):
@@ -157,8 +172,13 @@ class Case:
             ss = tup([self.win[d] for d in range(self.R)])
             return (f"gather[dimension_numbers={self.dnums()} fill_value={fill} indices_are_sorted=False "
                     f"mode={self.mode_text} slice_sizes={ss} unique_indices=False] {x} {ix}")
-        return (f"{self.op}[dimension_numbers={self.dnums()} indices_are_sorted=False mode={self.mode_text} "
-                f"unique_indices=False update_consts=() update_jaxpr=None] {x} {ix} {u}")
+        upd = "None"
+        if self.op == "apply":
+            text = APPLY[self.apply][0].format(t=self.dt)
+            upd = f"{{ lambda ; p:{self.dt}[] q:{self.dt}[]. let {text} in (r,) }}"
+        op = "scatter" if self.op == "apply" else self.op
+        return (f"{op}[dimension_numbers={self.dnums()} indices_are_sorted=False mode={self.mode_text} "
+                f"unique_indices=False update_consts=() update_jaxpr={upd}] {x} {ix} {u}")
 
     def program(self, d):
         k = self.k
@@ -234,7 +254,7 @@ class Case:
                     continue
                 for w in self.window_positions():
                     o, v = self.op_index(s, w), u[self.big_index(g, w)]
-                    r[o] = combine(self.op, r[o], v)
+                    r[o] = APPLY[self.apply][1](r[o], v) if self.op == "apply" else combine(self.op, r[o], v)
         return r
 
     def big_shape(self, ix):
