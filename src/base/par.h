@@ -17,7 +17,8 @@
 
 typedef void (*ParFn)(void *ctx, int64_t i);
 
-/* fn(ctx, i) for i in [0, n): split over two threads when `bytes` is large. */
+/* fn(ctx, i) for i in [0, n), each once: when `bytes` is large, over two
+   threads, each taking the next task not yet taken. */
 void par_for(int64_t n, ParFn fn, void *ctx, double bytes);
 
 #endif

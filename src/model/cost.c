@@ -29,12 +29,70 @@ static double type_elems(const Type *t) { return (double)type_size(t); }
 
 /* ---- local equations --------------------------------------------------------------------- */
 
-/* Integer operations of one Threefry 2x32 hash (20 rounds of add, rotate
-   (two shifts and an or) and xor; 5 key injections of three adds) and of
-   one Philox 4x32 block (10 rounds of two 32x32->64 multiplies, two xors
-   each of three words and two key adds), for the random primitives. */
-enum { THREEFRY_OPS = 20 * 5 + 5 * 3, PHILOX_OPS = 10 * (2 + 4 + 2) };
+/* What one local equation does on one block: the operations it computes
+   and the HBM bytes it reads and writes.  Each primitive's rule is the
+   cost column of its prims.def row (prims.h lists the classes). */
+typedef struct Work {
+  double flops, bytes;
+} Work;
 
+typedef Work (*CostFn)(const IrStmt *st);
+
+/* The bytes of the operands that are variables (a literal is folded into
+   the code) and of every result: what an unfused equation reads and writes. */
+static double io_bytes(const IrStmt *st) {
+  double b = 0;
+  for (int i = 0; i < st->nin; i++)
+    if (st->in[i].var) b += type_bytes(&st->in[i].t);
+  for (int j = 0; j < st->nout; j++) b += type_bytes(&st->out[j]->t);
+  return b;
+}
+
+static const Type *out0(const IrStmt *st) { return &st->out[0]->t; }
+
+/* elementwise, and the default: one operation per result element */
+static Work cost_ew(const IrStmt *st) { return (Work){type_elems(out0(st)), io_bytes(st)}; }
+
+/* moving data, not computing */
+static Work cost_move(const IrStmt *st) { return (Work){0, io_bytes(st)}; }
+
+/* bitcasts, annotations of where a value lives (XLA moves nothing for
+   them here), or nothing at all */
+static Work cost_view(const IrStmt *st) {
+  (void)st;
+  return (Work){0, 0};
+}
+
+/* control flow and calls: nothing of their own, their bodies' equations
+   are priced one by one (timeline.c, abstract.c) */
+static Work cost_none(const IrStmt *st) {
+  (void)st;
+  return (Work){0, 0};
+}
+
+/* a collective: cost_collective prices it on the communication stream;
+   it computes nothing on the compute stream */
+static Work cost_coll(const IrStmt *st) {
+  (void)st;
+  return (Work){0, 0};
+}
+
+/* writes its result, reads nothing */
+static Work cost_fill(const IrStmt *st) { return (Work){0, type_bytes(out0(st))}; }
+
+/* read what the result holds, write it */
+static Work cost_slice(const IrStmt *st) { return (Work){0, 2 * type_bytes(out0(st))}; }
+
+/* in place: read the update, write it into the operand */
+static Work cost_dus(const IrStmt *st) { return (Work){0, 2 * type_bytes(&st->in[1].t)}; }
+
+/* gather: the indices, the windows read, the result written */
+static Work cost_gather(const IrStmt *st) {
+  return (Work){0, type_bytes(&st->in[1].t) + 2 * type_bytes(out0(st))};
+}
+
+/* in place, as XLA does: the indices and updates read, the windows
+   written (and, combining, read first: one operation per update element) */
 /* The operations of one run of a primitive's scalar function (reduce_window's
    body, scatter_apply's function): its equations' own, on scalars. */
 static double body_flops(const IrFunc *f) {
@@ -46,143 +104,127 @@ static double body_flops(const IrFunc *f) {
   return n;
 }
 
-double cost_flops(const IrStmt *st) {
-  int p = st->prim;
-  if (p < 0 || !st->nout) return 0;
-  const Type *out = &st->out[0]->t;
-  if (p == P_SCATTER && st->at && st->at->nfns)     /* scatter_apply: the function per update element */
-    return type_elems(&st->in[2].t) * body_flops(st->at->fns[0]);
-  switch (p) {
-  case P_DOT_GENERAL: {
-    double k = 1;
-    const IntList *lc = &st->at->l[0];
-    for (int i = 0; i < lc->n; i++) k *= (double)st->in[0].t.shape[lc->v[i]];
-    return 2 * type_elems(out) * k;
-  }
-  /* a Fourier transform of N complex points: 5 N log2 N operations (the
-     count FFT benchmarks use); a real one (RFFT, IRFFT) half of that */
-  case P_FFT: {
-    const IntList *len = &st->at->l[0];
-    double n = 1;
-    for (int i = 0; i < len->n; i++) n *= (double)len->v[i];
-    const Type *big = type_size(&st->in[0].t) > type_size(out) ? &st->in[0].t : out;
-    double transforms = type_elems(big) / n, real = st->at->i[0] >= 2 ? 0.5 : 1;
-    return transforms * real * 5 * n * (n > 1 ? log2(n) : 1);
-  }
-  /* sorting: n log2 n comparisons per row of n, a comparison per key
-     (two for a complex key); selection sorts its rows the same way */
-  case P_SORT: case P_TOP_K: case P_APPROX_TOP_K: {
-    const Type *x = &st->in[0].t;
-    int d = (int)st->at->i[p == P_SORT ? 0 : 1], keys = p == P_SORT ? (int)st->at->i[1] : 1, c = 0;
-    for (int k = 0; k < keys; k++) c += dtype_is_complex((DType)st->in[k].t.dt) ? 2 : 1;
-    double n = (double)x->shape[d];
-    return n > 1 ? type_elems(x) * log2(n) * c : 0;
-  }
-  /* logaddexp per element: max, sub, abs, neg, exp, log1p, add, select */
-  case P_CUMLOGSUMEXP:
-    return type_elems(out) * 8;
-  /* a convolution: a multiply and an add per output element, kernel
-     position and input feature of its group */
-  case P_CONV_GENERAL_DILATED:
-    return 2 * type_elems(out) * conv_macs_per_output(st->at, &st->in[1].t);
-  /* windows: one operation per window position (a select_and_scatter_add
-     compares over its source's windows, and adds once per one) */
-  case P_REDUCE_WINDOW_SUM: case P_REDUCE_WINDOW_MAX: case P_REDUCE_WINDOW_MIN: case P_SELECT_AND_GATHER_ADD:
-    return win_positions(st->at, out);
-  /* the body once per window element, per window */
-  case P_REDUCE_WINDOW:
-    return win_positions(st->at, out) * body_flops(st->at->fns[0]);
-  case P_SELECT_AND_SCATTER_ADD:
-    return win_positions(st->at, &st->in[0].t) + type_elems(&st->in[0].t);
-  /* special functions, per result element: the operations of XLA's
-     expansion of each (the Bessel functions' Chebyshev series, about 20
-     terms of 3 operations; zeta's 10 powers and 11 Horner steps), and for
-     the series and continued fractions of the incomplete gamma and beta
-     functions about 20 operations a step over a nominal 20 steps (they
-     stop when converged, after a data-dependent count) */
-  case P_BESSEL_I0E: case P_BESSEL_I1E:
-    return 60 * type_elems(out);
-  case P_ZETA:
-    return 110 * type_elems(out);
-  case P_IGAMMA: case P_IGAMMAC: case P_IGAMMA_GRAD_A: case P_RANDOM_GAMMA_GRAD: case P_REGULARIZED_INCOMPLETE_BETA:
-    return 400 * type_elems(out);
-  /* moving data, not computing */
-  case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
-  case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
-  case P_DYNAMIC_UPDATE_SLICE: case P_IOTA: case P_ARANGE: case P_FULL: case P_CONVERT_ELEMENT_TYPE:
-  case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT: case P_GATHER:
-  case P_SCATTER: case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
-  case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
-  case P_SPLIT:
-  case P_PLATFORM_INDEX:
-    return 0;
-  /* a combining scatter: one operation per update element */
-  case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
-    return type_elems(&st->in[2].t);
-  /* random numbers: a hash per key made or per element drawn (a 64-bit
-     one takes two words of a hash in the old layout, counted as one) */
-  case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
-    return 0;
-  case P_RANDOM_SEED:
-    return 2 * type_elems(out);
-  case P_RANDOM_SPLIT: case P_RANDOM_FOLD_IN: case P_RANDOM_BITS: case P_RANDOM_UNIFORM: case P_RANDOM_NORMAL:
-  case P_THREEFRY2X32:
-    return THREEFRY_OPS * type_elems(out) / (p == P_RANDOM_SPLIT && out->dt == DT_U32 ? 2 : 1);
-  case P_RNG_BIT_GENERATOR:           /* a block gives 16 bytes */
-    return PHILOX_OPS * ceil(type_bytes(&st->out[1]->t) / 16);
-  /* reductions and scans: one operation per element read */
-  case P_REDUCE_SUM: case P_REDUCE_PROD: case P_REDUCE_MAX: case P_REDUCE_MIN: case P_REDUCE_AND:
-  case P_REDUCE_OR: case P_REDUCE_XOR: case P_ARGMAX: case P_ARGMIN: case P_CUMSUM: case P_CUMPROD:
-  case P_CUMMAX: case P_CUMMIN: case P_ALLCLOSE:
-    return type_elems(&st->in[0].t) * (p == P_ALLCLOSE ? 4 : 1);
-  default:                       /* elementwise: one operation per result element */
-    return type_elems(out);
-  }
+/* scatter_apply (a scatter with a function): the function per update element */
+static Work cost_scatter(const IrStmt *st) {
+  double flops = st->at && st->at->nfns ? type_elems(&st->in[2].t) * body_flops(st->at->fns[0]) : 0;
+  return (Work){flops, type_bytes(&st->in[1].t) + 2 * type_bytes(&st->in[2].t)};
 }
 
-double cost_hbm_bytes(const IrStmt *st) {
-  int p = st->prim;
-  if (p < 0 || !st->nout) return 0;
-  const Type *out = &st->out[0]->t;
-  switch (p) {
-  /* bitcasts, or nothing at all */
-  case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX:
-  case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
-  /* annotations of where a value lives: XLA moves nothing for them here */
-  case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_LAYOUT_CONSTRAINT: case P_NAME:
-    return 0;
-  /* writes its result, reads nothing */
-  case P_ZEROS_LIKE:
-    return type_bytes(out);
-  /* in place: read the update, write it into the operand */
-  case P_DYNAMIC_UPDATE_SLICE:
-    return 2 * type_bytes(&st->in[1].t);
-  /* read what the result holds, write it */
-  case P_SLICE: case P_DYNAMIC_SLICE: case P_PSCATTER:
-    return 2 * type_bytes(out);
-  /* gather: the indices, the windows read, the result written */
-  case P_GATHER:
-    return type_bytes(&st->in[1].t) + 2 * type_bytes(out);
-  /* in place, as XLA does: the indices and updates read, the windows
-     written (and read first, to combine) */
-  case P_SCATTER:
-    return type_bytes(&st->in[1].t) + 2 * type_bytes(&st->in[2].t);
-  case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
-    return type_bytes(&st->in[1].t) + 3 * type_bytes(&st->in[2].t);
-  default: {
-    double b = 0;
-    for (int i = 0; i < st->nin; i++)
-      if (st->in[i].var) b += type_bytes(&st->in[i].t);
-    for (int j = 0; j < st->nout; j++) b += type_bytes(&st->out[j]->t);
-    return b;
-  }
-  }
+static Work cost_scatter_combine(const IrStmt *st) {
+  return (Work){type_elems(&st->in[2].t), type_bytes(&st->in[1].t) + 3 * type_bytes(&st->in[2].t)};
 }
+
+/* reductions and scans: one operation per element read */
+static Work cost_reduce(const IrStmt *st) { return (Work){type_elems(&st->in[0].t), io_bytes(st)}; }
+
+static Work cost_allclose(const IrStmt *st) { return (Work){4 * type_elems(&st->in[0].t), io_bytes(st)}; }
+
+/* a multiply and an add per result element and contracted position */
+static Work cost_dot(const IrStmt *st) {
+  double k = 1;
+  const IntList *lc = &st->at->l[0];
+  for (int i = 0; i < lc->n; i++) k *= (double)st->in[0].t.shape[lc->v[i]];
+  return (Work){2 * type_elems(out0(st)) * k, io_bytes(st)};
+}
+
+/* a Fourier transform of N complex points: 5 N log2 N operations (the
+   count FFT benchmarks use); a real one (RFFT, IRFFT) half of that */
+static Work cost_fft(const IrStmt *st) {
+  const IntList *len = &st->at->l[0];
+  double n = 1;
+  for (int i = 0; i < len->n; i++) n *= (double)len->v[i];
+  const Type *out = out0(st), *big = type_size(&st->in[0].t) > type_size(out) ? &st->in[0].t : out;
+  double transforms = type_elems(big) / n, real = st->at->i[0] >= 2 ? 0.5 : 1;
+  return (Work){transforms * real * 5 * n * (n > 1 ? log2(n) : 1), io_bytes(st)};
+}
+
+/* sorting: n log2 n comparisons per row of n, a comparison per key (two
+   for a complex key); selection sorts its rows the same way */
+static Work cost_sort(const IrStmt *st) {
+  const Type *x = &st->in[0].t;
+  bool sort = st->prim == P_SORT;
+  int d = (int)st->at->i[sort ? 0 : 1], keys = sort ? (int)st->at->i[1] : 1, c = 0;
+  for (int k = 0; k < keys; k++) c += dtype_is_complex((DType)st->in[k].t.dt) ? 2 : 1;
+  double n = (double)x->shape[d];
+  return (Work){n > 1 ? type_elems(x) * log2(n) * c : 0, io_bytes(st)};
+}
+
+/* logaddexp per element: max, sub, abs, neg, exp, log1p, add, select */
+static Work cost_cumlse(const IrStmt *st) { return (Work){type_elems(out0(st)) * 8, io_bytes(st)}; }
+
+/* a convolution: a multiply and an add per output element, kernel
+   position and input feature of its group */
+static Work cost_conv(const IrStmt *st) {
+  return (Work){2 * type_elems(out0(st)) * conv_macs_per_output(st->at, &st->in[1].t), io_bytes(st)};
+}
+
+/* windows: one operation per window position (a select_and_scatter_add
+   compares over its source's windows, and adds once per one) */
+static Work cost_window(const IrStmt *st) { return (Work){win_positions(st->at, out0(st)), io_bytes(st)}; }
+
+/* reduce_window with a body: the body's operations per window position */
+static Work cost_window_body(const IrStmt *st) {
+  return (Work){win_positions(st->at, out0(st)) * body_flops(st->at->fns[0]), io_bytes(st)};
+}
+
+static Work cost_select_scatter(const IrStmt *st) {
+  const Type *src = &st->in[0].t;
+  return (Work){win_positions(st->at, src) + type_elems(src), io_bytes(st)};
+}
+
+/* special functions, per result element: the operations of XLA's
+   expansion of each (the Bessel functions' Chebyshev series, about 20
+   terms of 3 operations; zeta's 10 powers and 11 Horner steps), and for
+   the series and continued fractions of the incomplete gamma and beta
+   functions about 20 operations a step over a nominal 20 steps (they stop
+   when converged, after a data-dependent count) */
+static Work cost_bessel(const IrStmt *st) { return (Work){60 * type_elems(out0(st)), io_bytes(st)}; }
+
+static Work cost_zeta(const IrStmt *st) { return (Work){110 * type_elems(out0(st)), io_bytes(st)}; }
+
+static Work cost_series(const IrStmt *st) { return (Work){400 * type_elems(out0(st)), io_bytes(st)}; }
+
+/* Integer operations of one Threefry 2x32 hash (20 rounds of add, rotate
+   (two shifts and an or) and xor; 5 key injections of three adds) and of
+   one Philox 4x32 block (10 rounds of two 32x32->64 multiplies, two xors
+   each of three words and two key adds), for the random primitives. */
+enum { THREEFRY_OPS = 20 * 5 + 5 * 3, PHILOX_OPS = 10 * (2 + 4 + 2) };
+
+/* random numbers: a hash per key made or per element drawn (a 64-bit
+   one takes two words of a hash in the old layout, counted as one) */
+static Work cost_threefry(const IrStmt *st) {
+  const Type *out = out0(st);
+  return (Work){THREEFRY_OPS * type_elems(out) / (st->prim == P_RANDOM_SPLIT && out->dt == DT_U32 ? 2 : 1),
+                io_bytes(st)};
+}
+
+static Work cost_random_seed(const IrStmt *st) { return (Work){2 * type_elems(out0(st)), io_bytes(st)}; }
+
+/* a block gives 16 bytes */
+static Work cost_philox(const IrStmt *st) {
+  return (Work){PHILOX_OPS * ceil(type_bytes(&st->out[1]->t) / 16), io_bytes(st)};
+}
+
+static const CostFn cost_rule[P_COUNT] = {
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) [P_##tag] = cost,
+#include "prims.def"
+#undef PRIM
+};
+
+static Work work_of(const IrStmt *st) {
+  if (st->prim < 0 || st->prim >= P_COUNT || !st->nout) return (Work){0, 0};
+  return cost_rule[st->prim](st);
+}
+
+double cost_flops(const IrStmt *st) { return work_of(st).flops; }
+
+double cost_hbm_bytes(const IrStmt *st) { return work_of(st).bytes; }
 
 Cost cost_local(const Hw *hw, const IrStmt *st) {
   Cost c = {0, 0, 0, LIM_NONE, 0};
-  c.flops = cost_flops(st);
-  c.bytes = cost_hbm_bytes(st);
+  Work w = work_of(st);
+  c.flops = w.flops;
+  c.bytes = w.bytes;
   bool mxu = st->prim == P_DOT_GENERAL || st->prim == P_CONV_GENERAL_DILATED;   /* matrix units */
   int dt = st->nin && mxu ? st->in[0].t.dt : st->nout ? st->out[0]->t.dt : DT_F32;
   double peak = mxu || !hw->vector_flops ? hw_peak(hw, dt, NULL) : hw->vector_flops;

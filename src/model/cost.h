@@ -4,7 +4,9 @@
 ** A local equation costs its roofline time: the larger of its FLOPs at
 ** the dtype's peak and the bytes it reads and writes at the HBM bandwidth
 ** (each equation goes to HBM and back: fusion is not modelled).  Shapes
-** come from the checked types, element sizes from the dtype table.
+** come from the checked types, element sizes from the dtype table; the
+** FLOPs and bytes of each primitive are the rule its prims.def row names
+** in the cost column (cost.c defines the rules, prims.h lists them).
 **
 ** A collective costs the time of the algorithm the hardware would run it
 ** with, from the bytes of one member's operand and result:

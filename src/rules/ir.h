@@ -24,7 +24,7 @@
 ** their rules, kernels and names.
 */
 typedef enum PrimId {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) P_##tag,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) P_##tag,
 #include "prims.def"
 #undef PRIM
   P_COUNT

@@ -1466,7 +1466,7 @@ static void kern_full(KARGS) {
 
 /* The table's columns but the transpose rules, which transpose.c owns. */
 const PrimInfo prim_table[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) \
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) \
   [P_##tag] = {name, alias, nmin, nmax, nout, params, shape, vrule, kernel},
 #include "prims.def"
 #undef PRIM

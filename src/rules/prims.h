@@ -4,7 +4,7 @@
 ** Every primitive is one row of prims.def:
 **
 **   PRIM(tag, name, alias, nin_min, nin_max, nout, params,
-**        shape, vrule, kernel, exec, transpose, jvp)
+**        shape, vrule, kernel, exec, transpose, jvp, cost)
 **
 **   name, alias  canonical name (what `show` prints) and a synonym or NULL
 **   nin_min/max  operand count (nin_max -1: any number)
@@ -34,13 +34,32 @@
 **                primitive whose derivative is zero (comparisons, integer
 **                and boolean results), NULL where JAX has no rule (a
 **                derivative through it is an error naming it)
+**   cost         the cost model's rule (cost.c): the FLOPs and HBM bytes
+**                of one equation on one block, by the class of work it
+**                does: cost_ew one operation per result element, its
+**                operands read and its results written (elementwise, and
+**                any primitive without a rule of its own); cost_move no
+**                operations, the same bytes (data movement); cost_view
+**                nothing (bitcasts, annotations of placement); cost_fill
+**                its result written; cost_slice, cost_dus, cost_gather,
+**                cost_scatter, cost_scatter_combine what the windows read
+**                and write; cost_reduce one operation per operand
+**                element; cost_dot, cost_conv, cost_fft, cost_sort,
+**                cost_window, cost_window_body (a body per window
+**                position), cost_select_scatter, cost_cumlse,
+**                cost_allclose, cost_random_seed, cost_threefry,
+**                cost_philox, cost_bessel, cost_zeta, cost_series the
+**                counts of their algorithms; cost_coll a
+**                collective (priced by the communication model, not as a
+**                local equation); cost_none control flow and calls (their
+**                bodies' equations are priced one by one)
 **
 ** The same rows give the parser's name lookup (prim_lookup), the checker's
 ** rules, the evaluator's dispatch and the REPL's help, so they cannot
 ** drift apart.  Each module makes the columns it owns into a table of its
 ** own from the same rows: prims.c the ones below (prim_table), fabric.c
-** exec, transpose.c transpose, jvp_rules.c jvp, so that no module names
-** functions of a module above it.
+** exec, transpose.c transpose, jvp_rules.c jvp, cost.c cost, so that no
+** module names functions of a module above it.
 */
 #ifndef SHM_PRIMS_H
 #define SHM_PRIMS_H

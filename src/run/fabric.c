@@ -861,7 +861,7 @@ static void exec_all_to_all(Coll *c) {
 
 typedef void (*CollFn)(Coll *c);
 static const CollFn coll_exec[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = exec,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) [P_##tag] = exec,
 #include "prims.def"
 #undef PRIM
 };

@@ -19,7 +19,7 @@
 #include "window.h"
 
 static const JvpFn jvp_table[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = jvp,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) [P_##tag] = jvp,
 #include "prims.def"
 #undef PRIM
 };

@@ -37,7 +37,7 @@ TR_RULES(X)
 
 typedef bool (*TransFn)(TrCtx *cx);
 static const TransFn tr_rules[P_COUNT] = {
-#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = tr,
+#define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) [P_##tag] = tr,
 #include "prims.def"
 #undef PRIM
 };
