@@ -95,6 +95,7 @@ double cost_flops(const IrStmt *st) {
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
   case P_DYNAMIC_UPDATE_SLICE: case P_IOTA: case P_ARANGE: case P_FULL: case P_CONVERT_ELEMENT_TYPE:
   case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT: case P_GATHER:
+  case P_RAGGED_ALL_TO_ALL: case P_AXIS_SIZE:
   case P_SCATTER: case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
   case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
   case P_SPLIT:
@@ -130,7 +131,7 @@ double cost_hbm_bytes(const IrStmt *st) {
   const Type *out = &st->out[0]->t;
   switch (p) {
   /* bitcasts, or nothing at all */
-  case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX:
+  case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX: case P_AXIS_SIZE:
   case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
   /* annotations of where a value lives: XLA moves nothing for them here */
   case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_LAYOUT_CONSTRAINT: case P_NAME:
@@ -203,7 +204,7 @@ Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent
   if (is_reduce(prim)) t = 2 * f * n_in / B;
   else if (prim == P_ALL_GATHER || prim == P_ALL_GATHER_INVARIANT) t = f * n_out / B;
   else if (prim == P_PSUM_SCATTER) t = f * n_in / B;
-  else if (prim == P_ALL_TO_ALL) t = n * n_in / (4 * B);
+  else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) t = n * n_in / (4 * B);
   if (is_reduce(prim)) hops *= 2;
   return bound(t, hops * hw->hop_latency, hops, sent, false);
 }
@@ -224,7 +225,7 @@ Cost cost_switch_formula(const Hw *hw, int prim, int64_t n, int64_t nodes, doubl
     t *= 2;
     steps_in *= 2;
     steps_net *= 2;
-  } else if (prim == P_ALL_TO_ALL) {            /* direct sends: one step */
+  } else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) {   /* direct sends: one step */
     double off = k > 1 ? V * (N - g) / N / hw->net_bw : 0;
     double on = (g - 1) / N * V / nv;
     t = on > off ? on : off;
@@ -366,6 +367,18 @@ static int64_t switch_nodes(const Hw *hw, const Mesh *mesh, const Attrs *at) {
 
 Cost cost_collective(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st) {
   double n_in = st->nin ? type_bytes(&st->in[0].t) : 0, n_out = type_bytes(&st->out[0]->t);
+  return cost_collective_bytes(hw, mesh, pl, st, n_in, n_out);
+}
+
+Cost cost_ragged(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st, double sent) {
+  int64_t p = 1;
+  for (int k = 0; k < st->at->naxes; k++) p *= mesh->size[st->at->axes[k]];
+  double n_in = p > 1 ? sent * (double)p / (double)(p - 1) : 0;
+  return cost_collective_bytes(hw, mesh, pl, st, n_in, type_bytes(&st->out[0]->t));
+}
+
+Cost cost_collective_bytes(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st, double n_in,
+                           double n_out) {
   const Attrs *at = st->at;
   int64_t p = 1;
   for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "diag.h"
 #include "err.h"
+#include "fabric.h"
 #include "timeline.h"
 
 /* ---- values -------------------------------------------------------------------------------
@@ -74,6 +75,7 @@ struct Timeline {
   void *freel[NCLASS];        /* freed blocks by size class */
   char *place;
   bool keep_events;
+  bool observing;             /* fed by a run (tl_observer), not --abstract's walk */
   char error[256];
   HBuf *bufs;
   int32_t nbufs, capbufs, freebuf;
@@ -535,6 +537,9 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
 static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   const Mesh *m = F->mesh;
   Cost c = cost_of(T, st, m);
+  /* a ragged_all_to_all that ran costs the rows its sizes sent (without a
+     run, its operand's rows spread evenly over the group) */
+  if (st->prim == P_RAGGED_ALL_TO_ALL && T->observing) c = cost_ragged(&T->hw, m, place_of(T, m), st, fab_last_ragged_sent());
   LineStat *ls = line_of(T, st);
   uint32_t all = (m->naxes >= 32 ? 0u : (1u << m->naxes)) - 1u, outer = all & ~st->at->axmask;
   int64_t ngroups = til_nblk(m, outer);
@@ -872,6 +877,7 @@ static void ob_before(void *data, Frame *F, IrStmt *st, int index) {
 static void ob_after(void *data, Frame *F, IrStmt *st, int index) { tl_after(data, F, st, index); }
 
 EvalObserver tl_observer(Timeline *T) {
+  T->observing = true;
   EvalObserver o = {ob_call, ob_return, ob_before, ob_after, T};
   return o;
 }

@@ -244,13 +244,77 @@ bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
+/* ragged_all_to_all operand output input_offsets send_sizes output_offsets
+   recv_sizes: the result has the type of `output` (JAX's abstract eval).
+   operand and output share the dtype and the dimensions after the first
+   (the rows that move); the four index arrays are integer, rank 1 and of
+   one length K, a multiple of the group size (K / p slices go to each
+   member).  Attrs: axes. */
+static const char *const ragged_names[6] = {"operand", "output", "input_offsets", "send_sizes", "output_offsets",
+                                            "recv_sizes"};
+
+bool coll_rule_ragged_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  TyBuf a, b;
+  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
+  if (in[0].dt != in[1].dt)
+    return rule_error(cx, "ragged_all_to_all's operand (%s) and output (%s) must have one dtype", rule_ty(&a, &in[0]),
+                      rule_ty(&b, &in[1]));
+  if (dtype_is_key((DType)in[0].dt)) return rule_error(cx, "ragged_all_to_all does not accept keys (%s)", rule_ty(&a, &in[0]));
+  bool same = in[0].rank == in[1].rank && in[0].rank >= 1;
+  for (int d = 1; same && d < in[0].rank; d++) same = in[0].shape[d] == in[1].shape[d];
+  if (!same)
+    return rule_error(cx, "ragged_all_to_all's operand %s and output %s must have rank 1 or more and the same "
+                      "dimensions after the first (the rows that move)", rule_ty(&a, &in[0]), rule_ty(&b, &in[1]));
+  for (int k = 2; k < 6; k++) {
+    if (!dtype_is_int((DType)in[k].dt))
+      return rule_error(cx, "ragged_all_to_all's %s must have an integer dtype, not %s", ragged_names[k],
+                        rule_ty(&a, &in[k]));
+    if (in[k].rank != 1 || in[k].shape[0] < 1)
+      return rule_error(cx, "ragged_all_to_all's %s must have rank 1 and at least one entry, but it is %s",
+                        ragged_names[k], rule_ty(&a, &in[k]));
+    if (in[k].shape[0] != in[2].shape[0])
+      return rule_error(cx, "ragged_all_to_all's %s (%s) and input_offsets (%s) must have one length",
+                        ragged_names[k], rule_ty(&a, &in[k]), rule_ty(&b, &in[2]));
+  }
+  int64_t p = rule_group_size(cx, at);
+  if (in[2].shape[0] % p)
+    return rule_error(cx, "ragged_all_to_all's offsets and sizes have %lld entries, not a multiple of the group "
+                      "size %lld (each member gets the same number of slices)", (long long)in[2].shape[0],
+                      (long long)p);
+  out[0] = in[1];
+  out[0].weak = false;
+  return true;
+}
+
+/* axis_size[axis_name]: the number of devices along the named axes, an
+   invariant weakly typed i32[] (JAX's lax.axis_size, which JAX folds into
+   a literal).  Attrs: axes; i[0] the size. */
+bool coll_rule_axis_size(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)in;
+  (void)nin;
+  if (!read_axes(cx, "axis_name", at)) return false;
+  at->i[0] = rule_group_size(cx, at);
+  memset(&out[0], 0, sizeof(Type));
+  out[0].dt = DT_I32;
+  out[0].weak = true;
+  return true;
+}
+
+void coll_kern_axis_size(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)in;
+  (void)nin;
+  (void)outt;
+  out[0] = arr_scalar_i(DT_I32, at->i[0]);
+}
+
 /* The bytes one member sends under the ring algorithms (coll.h). */
 double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
   double f = p > 0 ? (double)(p - 1) / (double)p : 0;
   switch (prim) {
   case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: return 2 * f * n_in;
   case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: return f * n_out;
-  case P_PSUM_SCATTER: case P_ALL_TO_ALL: return f * n_in;
+  case P_PSUM_SCATTER: case P_ALL_TO_ALL: case P_RAGGED_ALL_TO_ALL: return f * n_in;
   case P_PPERMUTE: return n_in;
   default: return 0;
   }

@@ -42,6 +42,7 @@ typedef enum VarRule {
   VR_PSCATTER,    /* pscatter: operand invariant along axes; result S + axes */
   VR_AXIS_INDEX,  /* result: exactly the named axes */
   VR_PDOT,        /* pdot: operands lifted to their union plus axes; result that minus axes */
+  VR_RAGGED,      /* ragged_all_to_all: nothing lifted; result: the union of all operands' sets plus axes */
   VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
 } VarRule;
 
@@ -50,7 +51,7 @@ typedef enum VarRule {
    axis_index name axes but move nothing: they may run where only some
    instances do (under a predicate that varies along their axes). */
 static inline bool vrule_communicates(VarRule r) {
-  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV;
+  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV || r == VR_RAGGED;
 }
 
 typedef struct IntList {

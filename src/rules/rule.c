@@ -494,6 +494,7 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
     for (int k = 0; k < nin; k++) lift[k] = u | at->axmask;
     *res = u & ~at->axmask;
     return true;
+  case VR_RAGGED: *res = u | at->axmask; return true;
   case VR_SPECIAL: *res = 0; return true;
   }
   return true;

@@ -4,6 +4,7 @@
 ** rules are in coll.c.)
 */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include "coll.h"
@@ -44,6 +45,7 @@ typedef struct FabStats {
   AxStat axstats[NAXSTAT + 1];     /* the last: every other set */
   int naxstats;
   char cur_axes[64];               /* of the collective running */
+  double last_sent;                /* bytes one member sent in the last ragged_all_to_all */
 } FabStats;
 
 static void fs_free(void *p) {
@@ -678,6 +680,8 @@ typedef struct Coll {
   int prim;
   const Attrs *at;
   Val *in, *out;
+  Val *const *ins;           /* every operand (in is ins[0]), nins of them */
+  int nins;
   const Type *outt;
   int64_t p;                 /* group size */
   uint32_t outer;
@@ -856,6 +860,120 @@ static void exec_all_to_all(Coll *c) {
     }
   }
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
+  account(c->prim, c->devices, each, each);
+}
+
+/* ---- ragged_all_to_all ------------------------------------------------------------------
+** Member j of a group sends, for each receiver k and each of its K/p
+** slices s (i = k*K/p + s), rows [input_offsets[i], +send_sizes[i]) of
+** its operand; they land at rows [output_offsets[i], +send_sizes[i]) of
+** k's result, which starts as k's `output`.  k's recv_sizes[j*K/p + s]
+** must be that size.  Offsets and sizes are checked at run time: a slice
+** out of range, a size that does not match, or two slices written over
+** the same rows (XLA leaves the result undefined) stop the run. */
+
+/* The operand blocks of the member whose coordinates are `coords`. */
+typedef struct RaggedMember {
+  Array *a[6];
+  int64_t dev;
+} RaggedMember;
+
+static void ragged_member(Coll *c, const int64_t *coords, RaggedMember *r) {
+  for (int q = 0; q < 6; q++) r->a[q] = c->ins[q]->blk[til_block_at(c->m, c->ins[q]->mask, coords)];
+  r->dev = til_block_at(c->m, (c->m->naxes >= 32 ? 0u : 1u << c->m->naxes) - 1u, coords);
+}
+
+SHM_NORETURN static void ragged_fail(Coll *c, const char *fmt, ...) SHM_PRINTF(2, 3);
+static void ragged_fail(Coll *c, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  err_throw("ragged_all_to_all over %s%s: %s", c->at->naxes > 1 ? "axes " : "axis ", fs()->cur_axes, msg);
+}
+
+/* Receiver k's result in group o: its output with every sender's slices
+   written in.  Returns the bytes other members sent it. */
+static double ragged_receive(Coll *c, RaggedMember *mem, int64_t k, int32_t *owner, Array **res) {
+  Array *out = mem[k].a[1];
+  Array *r = arr_new((DType)out->dt, out->rank, out->shape);
+  *res = r;
+  memcpy(r->data, out->data, arr_nbytes(out));
+  int64_t K = mem[k].a[2]->shape[0], spd = K / c->p, M = out->shape[0];
+  size_t row = out->shape[0] ? arr_nbytes(out) / (size_t)out->shape[0] : 0;
+  double sent = 0;
+  for (int64_t i = 0; i < M; i++) owner[i] = -1;
+  for (int64_t j = 0; j < c->p; j++) {
+    RaggedMember *src = &mem[j];
+    int64_t N = src->a[0]->shape[0];
+    for (int64_t s = 0; s < spd; s++) {
+      int64_t i = k * spd + s, ri = j * spd + s;
+      int64_t in0 = arr_geti(src->a[2], i), n = arr_geti(src->a[3], i), out0 = arr_geti(src->a[4], i);
+      int64_t want = arr_geti(mem[k].a[5], ri);
+      if (n < 0)
+        ragged_fail(c, "device %lld's send_sizes[%lld] is %lld, a negative size", (long long)src->dev, (long long)i,
+                    (long long)n);
+      if (in0 < 0 || in0 > N - n)
+        ragged_fail(c, "device %lld sends rows [%lld, %lld) of its operand, which has %lld rows "
+                    "(input_offsets[%lld] = %lld, send_sizes[%lld] = %lld)", (long long)src->dev, (long long)in0,
+                    (long long)(in0 + n), (long long)N, (long long)i, (long long)in0, (long long)i, (long long)n);
+      if (out0 < 0 || out0 > M - n)
+        ragged_fail(c, "device %lld sends rows to [%lld, %lld) of device %lld's result, which has %lld rows "
+                    "(output_offsets[%lld] = %lld, send_sizes[%lld] = %lld)", (long long)src->dev, (long long)out0,
+                    (long long)(out0 + n), (long long)mem[k].dev, (long long)M, (long long)i, (long long)out0,
+                    (long long)i, (long long)n);
+      if (want != n)
+        ragged_fail(c, "device %lld sends %lld rows to device %lld (send_sizes[%lld]), which expects %lld "
+                    "(its recv_sizes[%lld])", (long long)src->dev, (long long)n, (long long)mem[k].dev,
+                    (long long)i, (long long)want, (long long)ri);
+      for (int64_t x = out0; x < out0 + n; x++) {
+        if (owner[x] >= 0)
+          ragged_fail(c, "row %lld of device %lld's result is written twice: by device %lld "
+                      "(output_offsets[%lld] = %lld) and device %lld (output_offsets[%lld] = %lld)", (long long)x,
+                      (long long)mem[k].dev, (long long)mem[owner[x] / spd].dev, (long long)(k * spd + owner[x] % spd),
+                      (long long)arr_geti(mem[owner[x] / spd].a[4], k * spd + owner[x] % spd), (long long)src->dev,
+                      (long long)i, (long long)out0);
+        owner[x] = (int32_t)(j * spd + s);
+      }
+      if (n) memcpy((char *)r->data + (size_t)out0 * row, (const char *)src->a[0]->data + (size_t)in0 * row, (size_t)n * row);
+      if (j != k) sent += (double)n * (double)row;
+    }
+  }
+  return sent;
+}
+
+static void exec_ragged_all_to_all(Coll *c) {
+  uint32_t outer = c->out->mask & ~c->at->axmask;
+  int64_t nouter = til_nblk(c->m, outer), groups = 0;
+  uint8_t *need = fab_needed(c->sp, outer, nouter);
+  RaggedMember *mem = mem_calloc(sizeof(RaggedMember) * (size_t)c->p);
+  int64_t M = c->outt->shape[0];
+  int32_t *owner = mem_alloc(sizeof(int32_t) * (size_t)(M + 1));
+  double sent = 0;
+  for (int64_t o = 0; o < nouter; o++) {
+    if (need && !need[o]) continue;
+    for (int64_t j = 0; j < c->p; j++) {
+      til_block_coords(c->m, outer, o, c->coords);
+      member_coords(c->m, c->at, j, c->coords);
+      ragged_member(c, c->coords, &mem[j]);
+    }
+    for (int64_t k = 0; k < c->p; k++) {
+      Array *r;
+      sent += ragged_receive(c, mem, k, owner, &r);
+      til_block_coords(c->m, outer, o, c->coords);
+      member_coords(c->m, c->at, k, c->coords);
+      c->out->blk[til_block_at(c->m, c->out->mask, c->coords)] = r;
+    }
+    groups++;
+  }
+  mem_free(owner);
+  mem_free(mem);
+  mem_free(need);
+  /* the bytes one member sends to the others, averaged over the members
+     of the groups run here (rows a member keeps are not sent) */
+  double each = groups ? sent / (double)(groups * c->p) : 0;
+  fs()->last_sent = each;
   account(c->prim, c->devices, each, each);
 }
 
@@ -1127,6 +1245,14 @@ static void axes_text(const Mesh *m, uint32_t mask) {
 }
 
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
+  return fab_exec_n(sp, prim, at, in ? &in : NULL, in ? 1 : 0, outt, donate);
+}
+
+double fab_last_ragged_sent(void) { return fs()->last_sent; }
+
+Val *fab_exec_n(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                bool donate) {
+  Val *in = nins ? ins[0] : NULL;
   /* (field by field: clearing the whole struct at once is a string
      instruction that costs more than the rest of a small psum) */
   Coll c;
@@ -1135,6 +1261,8 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.prim = prim;
   c.at = at;
   c.in = in;
+  c.ins = ins;
+  c.nins = nins;
   c.outt = outt;
   c.donate = donate;
   c.outer = 0;
@@ -1167,14 +1295,23 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     reduce_remote(&c);
     spread = false;
   } else if (spread) {
-    c.in = fill_remote(&c);
+    Val **full = mem_calloc(sizeof(Val *) * (size_t)nins);
+    for (int q = 0; q < nins; q++) {      /* every operand's remote blocks (fill_remote reads c.in) */
+      c.in = ins[q];
+      full[q] = fill_remote(&c);
+      err_defer(release_val, full[q]);
+    }
+    c.in = full[0];
+    c.ins = full;
     c.donate = false;
-    err_defer(release_val, c.in);
   }
   coll_exec[prim](&c);
   if (spread) {
-    err_undefer(c.in);
-    val_unref(c.in);
+    for (int q = nins - 1; q >= 0; q--) {
+      err_undefer(c.ins[q]);
+      val_unref(c.ins[q]);
+    }
+    mem_free((void *)c.ins);
   }
   if (fmpi_size() > 1) trim(sp, c.out);
   mem_free(c.done);
