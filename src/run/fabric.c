@@ -893,22 +893,17 @@ static void ragged_fail(Coll *c, const char *fmt, ...) {
   err_throw("ragged_all_to_all over %s%s: %s", c->at->naxes > 1 ? "axes " : "axis ", fs()->cur_axes, msg);
 }
 
-/* Receiver k's result in group o: its output with every sender's slices
-   written in.  Returns the bytes other members sent it. */
-static double ragged_receive(Coll *c, RaggedMember *mem, int64_t k, int32_t *owner, Array **res) {
-  Array *out = mem[k].a[1];
-  Array *r = arr_new((DType)out->dt, out->rank, out->shape);
-  *res = r;
-  memcpy(r->data, out->data, arr_nbytes(out));
-  int64_t K = mem[k].a[2]->shape[0], spd = K / c->p, M = out->shape[0];
-  size_t row = out->shape[0] ? arr_nbytes(out) / (size_t)out->shape[0] : 0;
-  double sent = 0;
-  for (int64_t i = 0; i < M; i++) owner[i] = -1;
+/* Check every slice of the group against the blocks it reads and
+   writes, before anything is written: a size below zero, rows past the
+   sender's operand or the receiver's result, a size the receiver does
+   not expect. */
+static void ragged_check(Coll *c, RaggedMember *mem) {
+  int64_t spd = mem[0].a[2]->shape[0] / c->p, M = mem[0].a[1]->shape[0];
   for (int64_t j = 0; j < c->p; j++) {
     RaggedMember *src = &mem[j];
     int64_t N = src->a[0]->shape[0];
-    for (int64_t s = 0; s < spd; s++) {
-      int64_t i = k * spd + s, ri = j * spd + s;
+    for (int64_t i = 0; i < c->p * spd; i++) {
+      int64_t k = i / spd, ri = j * spd + i % spd;
       int64_t in0 = arr_geti(src->a[2], i), n = arr_geti(src->a[3], i), out0 = arr_geti(src->a[4], i);
       int64_t want = arr_geti(mem[k].a[5], ri);
       if (n < 0)
@@ -927,13 +922,35 @@ static double ragged_receive(Coll *c, RaggedMember *mem, int64_t k, int32_t *own
         ragged_fail(c, "device %lld sends %lld rows to device %lld (send_sizes[%lld]), which expects %lld "
                     "(its recv_sizes[%lld])", (long long)src->dev, (long long)n, (long long)mem[k].dev,
                     (long long)i, (long long)want, (long long)ri);
+    }
+  }
+}
+
+/* Receiver k's result: its output with every sender's slices written in
+   (checked by ragged_check), rows written twice refused.  Returns the
+   bytes other members sent it. */
+static double ragged_receive(Coll *c, RaggedMember *mem, int64_t k, int32_t *owner, Array **res) {
+  Array *out = mem[k].a[1];
+  Array *r = arr_new((DType)out->dt, out->rank, out->shape);
+  *res = r;
+  memcpy(r->data, out->data, arr_nbytes(out));
+  int64_t spd = mem[k].a[2]->shape[0] / c->p, M = out->shape[0];
+  size_t row = M ? arr_nbytes(out) / (size_t)M : 0;
+  double sent = 0;
+  for (int64_t i = 0; i < M; i++) owner[i] = -1;
+  for (int64_t j = 0; j < c->p; j++) {
+    RaggedMember *src = &mem[j];
+    for (int64_t s = 0; s < spd; s++) {
+      int64_t i = k * spd + s;
+      int64_t in0 = arr_geti(src->a[2], i), n = arr_geti(src->a[3], i), out0 = arr_geti(src->a[4], i);
       for (int64_t x = out0; x < out0 + n; x++) {
-        if (owner[x] >= 0)
+        if (owner[x] >= 0) {
+          int64_t w = owner[x] / spd, wi = k * spd + owner[x] % spd;
           ragged_fail(c, "row %lld of device %lld's result is written twice: by device %lld "
                       "(output_offsets[%lld] = %lld) and device %lld (output_offsets[%lld] = %lld)", (long long)x,
-                      (long long)mem[k].dev, (long long)mem[owner[x] / spd].dev, (long long)(k * spd + owner[x] % spd),
-                      (long long)arr_geti(mem[owner[x] / spd].a[4], k * spd + owner[x] % spd), (long long)src->dev,
-                      (long long)i, (long long)out0);
+                      (long long)mem[k].dev, (long long)mem[w].dev, (long long)wi,
+                      (long long)arr_geti(mem[w].a[4], wi), (long long)src->dev, (long long)i, (long long)out0);
+        }
         owner[x] = (int32_t)(j * spd + s);
       }
       if (n) memcpy((char *)r->data + (size_t)out0 * row, (const char *)src->a[0]->data + (size_t)in0 * row, (size_t)n * row);
@@ -958,6 +975,7 @@ static void exec_ragged_all_to_all(Coll *c) {
       member_coords(c->m, c->at, j, c->coords);
       ragged_member(c, c->coords, &mem[j]);
     }
+    ragged_check(c, mem);
     for (int64_t k = 0; k < c->p; k++) {
       Array *r;
       sent += ragged_receive(c, mem, k, owner, &r);

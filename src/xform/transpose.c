@@ -1105,7 +1105,7 @@ static bool tr_ragged_all_to_all(TrCtx *cx) {
     IrParam bp[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, &zero, 1))};
     Type z = *t;
     z.vma = 0;
-    IrAtom sel[3] = {emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &got, 1), ct, bld_zeros(B, &z)};
+    IrAtom sel[3] = {t->rank == 1 ? got : emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &got, 1), ct, bld_zeros(B, &z)};
     tr_give(cx, 1, emit1(cx, P_SELECT_N, NULL, 0, sel, 3));
   }
   return true;
