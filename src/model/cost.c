@@ -95,7 +95,7 @@ double cost_flops(const IrStmt *st) {
   case P_REV: case P_CONCATENATE: case P_PAD: case P_SLICE: case P_DYNAMIC_SLICE:
   case P_DYNAMIC_UPDATE_SLICE: case P_IOTA: case P_ARANGE: case P_FULL: case P_CONVERT_ELEMENT_TYPE:
   case P_COPY: case P_PBROADCAST: case P_PSCATTER: case P_AXIS_INDEX: case P_STOP_GRADIENT: case P_GATHER:
-  case P_RAGGED_ALL_TO_ALL: case P_AXIS_SIZE:
+  case P_RAGGED_ALL_TO_ALL: case P_AXIS_SIZE: case P_PSEND: case P_PRECV:
   case P_SCATTER: case P_ZEROS_LIKE: case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT:
   case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
   case P_SPLIT:
@@ -132,6 +132,7 @@ double cost_hbm_bytes(const IrStmt *st) {
   switch (p) {
   /* bitcasts, or nothing at all */
   case P_RESHAPE: case P_SQUEEZE: case P_EXPAND_DIMS: case P_PBROADCAST: case P_AXIS_INDEX: case P_AXIS_SIZE:
+  case P_PSEND:
   case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
   /* annotations of where a value lives: XLA moves nothing for them here */
   case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_LAYOUT_CONSTRAINT: case P_NAME:
@@ -367,6 +368,7 @@ static int64_t switch_nodes(const Hw *hw, const Mesh *mesh, const Attrs *at) {
 
 Cost cost_collective(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st) {
   double n_in = st->nin ? type_bytes(&st->in[0].t) : 0, n_out = type_bytes(&st->out[0]->t);
+  if (st->prim == P_PRECV) n_in = n_out;     /* (its operand is the token; the psend's block moves) */
   return cost_collective_bytes(hw, mesh, pl, st, n_in, n_out);
 }
 
@@ -382,7 +384,7 @@ Cost cost_collective_bytes(const Hw *hw, const Mesh *mesh, const HwPlace *pl, co
   const Attrs *at = st->at;
   int64_t p = 1;
   for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];
-  if (st->prim == P_PPERMUTE)
+  if (st->prim == P_PPERMUTE || st->prim == P_PRECV)
     return hw->topo == HW_TORUS ? torus_ppermute(hw, mesh, pl, st, n_in) : switch_ppermute(hw, mesh, st, n_in);
   if (hw->topo == HW_SWITCH) return cost_switch_formula(hw, st->prim, p, switch_nodes(hw, mesh, at), n_in, n_out);
   int64_t extent[HW_MAXDIMS], stride[HW_MAXDIMS];

@@ -570,7 +570,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
     members++;
   }
   /* ppermute: a flow from each sender's event to its receiver's */
-  if (st->prim == P_PPERMUTE && T->keep_events) {
+  if ((st->prim == P_PPERMUTE || st->prim == P_PRECV) && T->keep_events) {
     const IntList *perm = &st->at->l[0];
     int64_t coords[SHM_MAXAXES];
     for (int64_t k = ev0; k < T->nevents; k++) {
@@ -599,7 +599,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   /* bytes sent by all members (as the fabric counts them for --stats):
      a ppermute moves one block per pair of each group */
   double sent = c.bytes * (double)members;
-  if (st->prim == P_PPERMUTE) {
+  if (st->prim == P_PPERMUTE || st->prim == P_PRECV) {
     int64_t p = 1;
     for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
     sent = c.bytes * (double)(st->at->l[0].n / 2) * (double)members / (double)p;

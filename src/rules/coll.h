@@ -18,6 +18,8 @@ bool coll_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_ragged_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_axis_size(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_psend(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_precv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 /* axis_size's kernel: the size its rule found. */
 void coll_kern_axis_size(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 
@@ -30,7 +32,7 @@ void coll_kern_axis_size(const Attrs *at, Array *const *in, int nin, Array **out
      ragged_all_to_all                      (p-1)/p * n_in before it runs (the
                                             operand's rows spread evenly); the
                                             fabric counts the rows it sends
-     ppermute                               n_in (a member that sends)
+     ppermute, precv                        n_in (a member that sends)
      pbroadcast, pscatter, axis_index       0
    The fabric's statistics (--stats) and the cost model (cost.h) both
    count with it, so their totals agree. */

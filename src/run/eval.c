@@ -523,7 +523,10 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   }
   release_split(F, st);
   if (lo < hi) {
+    fab_pending_reset();
     call_fn_consuming(I, F, body, args, outs, &bs, st);
+    char msg[768];
+    if (fab_unmatched(msg, sizeof msg)) err_throw("%s", msg);
   } else {                 /* a rank owning none of the mesh's instances */
     for (int i = 0; i < nout; i++) {
       uint32_t R = body->outs[i].var ? body->outs[i].var->t.vma : 0;
@@ -1120,6 +1123,7 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
       Val **lit = st->nin && st->in[0].lit ? vals_new(1) : NULL;
       if (lit) lit[0] = val_of(st->in[0].lit);
       Val *in = lit ? lit[0] : st->nin ? value_of(F, st->in[0].var) : NULL;
+      if (st->prim == P_PSEND || st->prim == P_PRECV) fab_set_site(st->sp);
       mem_scope_begin();         /* a collective that fails leaves nothing behind */
       Val *r = fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t, !lit && dies_here(F, &st->in[0]));
       mem_scope_end();

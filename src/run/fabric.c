@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include "coll.h"
+#include "diag.h"
 #include "err.h"
 #include "fabmpi.h"
 #include "fabric.h"
@@ -46,10 +47,33 @@ typedef struct FabStats {
   int naxstats;
   char cur_axes[64];               /* of the collective running */
   double last_sent;                /* bytes one member sent in the last ragged_all_to_all */
+  /* psends no precv has received yet, oldest first, and where the
+     running collective is written (fab_set_site) */
+  struct Pending *pend;
+  int npend, cappend;
+  Span site;
 } FabStats;
+
+/* A psend waiting for its precv: the token it made (its blocks identify
+   it, whatever value passes it on), what it sends, along which pairs,
+   and where it is written. */
+typedef struct Pending {
+  Val *token, *payload;
+  const Attrs *at;
+  Span where;
+} Pending;
+
+static void pending_drop(FabStats *f, int k) {
+  val_unref(f->pend[k].token);
+  val_unref(f->pend[k].payload);
+  memmove(&f->pend[k], &f->pend[k + 1], sizeof(Pending) * (size_t)(f->npend - k - 1));
+  f->npend--;
+}
 
 static void fs_free(void *p) {
   FabStats *f = p;
+  while (f->npend) pending_drop(f, f->npend - 1);
+  free(f->pend);
   buf_free(&f->records);
   free(f);
 }
@@ -995,6 +1019,134 @@ static void exec_ragged_all_to_all(Coll *c) {
   account(c->prim, c->devices, each, each);
 }
 
+/* ---- psend and precv ------------------------------------------------------------------
+** psend records what it sends and returns a token; the precv that
+** consumes the token (or a value sharing its blocks) runs the exchange, a
+** ppermute along the pairs both name.  Every instance runs in lockstep,
+** so a send without its receive, or a receive without its send, would
+** hang real hardware: the fabric reports either, naming both ends. */
+
+void fab_set_site(Span where) { fs()->site = where; }
+
+/* "line L, column C" of a span (or "" when synthetic). */
+static void span_text(Span sp, char *buf, size_t cap) {
+  int line = 0, col = 0;
+  if (sp.file < 0) {
+    snprintf(buf, cap, "an equation shmapi made");
+    return;
+  }
+  diag_linecol(sp.file, sp.off, &line, &col);
+  snprintf(buf, cap, "%s:%d:%d", diag_file_name(sp.file), line, col);
+}
+
+/* The pairs of a perm as JAX writes them: ((0, 1), (1, 2)). */
+static void pairs_text(const IntList *l, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "(");
+  for (int i = 0; i + 1 < l->n && n < cap; i += 2)
+    n += (size_t)snprintf(buf + n, cap - n, "%s(%lld, %lld)", i ? ", " : "", (long long)l->v[i], (long long)l->v[i + 1]);
+  if (n < cap) snprintf(buf + n, cap - n, l->n == 2 ? ",)" : ")");
+}
+
+static bool same_pairs(const IntList *a, const IntList *b) {
+  if (a->n != b->n) return false;
+  for (int i = 0; i < a->n; i += 2) {
+    bool found = false;
+    for (int j = 0; j < b->n && !found; j += 2) found = a->v[i] == b->v[j] && a->v[i + 1] == b->v[j + 1];
+    if (!found) return false;
+  }
+  return true;
+}
+
+static void exec_psend(Coll *c) {
+  FabStats *f = fs();
+  int64_t zero = 0;
+  for (int64_t b = 0; b < c->out->nblk; b++) c->out->blk[b] = arr_new(DT_BOOL, 1, &zero);
+  if (f->npend == f->cappend) {     /* (plain realloc: the list outlives the collective's memory scope) */
+    int cap = f->cappend ? 2 * f->cappend : 8;
+    Pending *np = realloc(f->pend, sizeof(Pending) * (size_t)cap);
+    if (!np) err_throw("out of memory: the system refused %zu bytes", sizeof(Pending) * (size_t)cap);
+    f->pend = np;
+    f->cappend = cap;
+  }
+  Pending *p = &f->pend[f->npend++];
+  p->token = val_ref(c->out);
+  p->payload = val_ref(c->in);
+  p->at = c->at;
+  p->where = f->site;
+  account(c->prim, c->devices, 0, 0);     /* (the bytes move at the precv) */
+}
+
+/* Does value v share a block with the token of pending send k? */
+static bool holds_token(const Val *v, const Pending *p) {
+  for (int64_t b = 0; b < v->nblk; b++)
+    for (int64_t t = 0; v->blk[b] && t < p->token->nblk; t++)
+      if (v->blk[b] == p->token->blk[t]) return true;
+  return false;
+}
+
+/* The payload of the psend whose token precv consumes (a new reference),
+   its pending record dropped; a receive that no send matches is an
+   error naming both ends. */
+static Val *take_send(const Space *sp, const Attrs *at, Val *token, const Type *outt) {
+  FabStats *f = fs();
+  char here[256], there[256], a[160], b[160], axes[64];
+  snprintf(axes, sizeof axes, "%s", f->cur_axes);
+  span_text(f->site, here, sizeof here);
+  int k = f->npend - 1;
+  while (k >= 0 && !holds_token(token, &f->pend[k])) k--;
+  if (k < 0)
+    err_throw("deadlock: the precv over %s at %s would wait forever: its token comes from no psend still waiting "
+              "for its receive (each psend's token goes to exactly one precv)", axes, here);
+  Pending *p = &f->pend[k];
+  span_text(p->where, there, sizeof there);
+  if (!same_pairs(&p->at->l[0], &at->l[0]) || p->at->axmask != at->axmask) {
+    pairs_text(&p->at->l[0], a, sizeof a);
+    pairs_text(&at->l[0], b, sizeof b);
+    err_throw("deadlock: the psend at %s sends along %s but the precv at %s receives along %s over %s: the "
+              "devices of the pairs the two do not share would wait forever", there, a, here, b, axes);
+  }
+  Array *blk = NULL;
+  for (int64_t i = 0; i < p->payload->nblk && !blk; i++) blk = p->payload->blk[i];
+  bool same = blk && blk->dt == outt->dt && blk->rank == outt->rank;
+  for (int d = 0; same && d < blk->rank; d++) same = blk->shape[d] == outt->shape[d];
+  if (blk && !same) {
+    Type t = *outt;
+    t.dt = blk->dt;
+    t.rank = blk->rank;
+    for (int d = 0; d < blk->rank; d++) t.shape[d] = blk->shape[d];
+    TyBuf x, y;
+    err_throw("the psend at %s sends %s, but the precv at %s that receives it expects %s", there, rule_ty(&x, &t),
+              here, rule_ty(&y, outt));
+  }
+  (void)sp;
+  Val *payload = val_ref(p->payload);
+  pending_drop(f, k);
+  return payload;
+}
+
+bool fab_unmatched(char *msg, size_t cap) {
+  FabStats *f = fs();
+  if (!f->npend) return false;
+  Pending *p = &f->pend[0];
+  char there[256], pairs[160];
+  span_text(p->where, there, sizeof there);
+  pairs_text(&p->at->l[0], pairs, sizeof pairs);
+  snprintf(msg, cap, "deadlock: the psend at %s sends along %s, but no precv receives it before the shard_map "
+           "body ends: its senders would wait forever (a psend's token must reach a precv of the same pairs)",
+           there, pairs);
+  while (f->npend) pending_drop(f, f->npend - 1);
+  return true;
+}
+
+void fab_pending_reset(void) {
+  FabStats *f = fs();
+  while (f->npend) pending_drop(f, f->npend - 1);
+}
+
+/* precv: ppermute's exchange of the payload its psend recorded (the
+   operand here, put in place of the token by fab_exec_n). */
+static void exec_precv(Coll *c) { exec_ppermute(c); }
+
 typedef void (*CollFn)(Coll *c);
 static const CollFn coll_exec[P_COUNT] = {
 #define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp) [P_##tag] = exec,
@@ -1199,7 +1351,7 @@ static void fill_group(Coll *c, Val *full, uint32_t rest, int64_t g, int64_t *in
     int from = fmpi_owner(c->m->ndev, inst[k]);
     for (int q = 0; q < nr; q++) {
       if (ranks[q] == from) continue;
-      if (c->prim == P_PPERMUTE && !permute_sends_to(c, inst, k, ranks[q])) continue;
+      if ((c->prim == P_PPERMUTE || c->prim == P_PRECV) && !permute_sends_to(c, inst, k, ranks[q])) continue;
       mv[nmv++] = (FabBlockMove){from, ranks[q], &full->blk[til_block_of(c->m, c->in->mask, inst[k])]};
     }
   }
@@ -1268,8 +1420,24 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
 
 double fab_last_ragged_sent(void) { return fs()->last_sent; }
 
+static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                     bool donate);
+
 Val *fab_exec_n(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
                 bool donate) {
+  if (prim != P_PRECV) return run_coll(sp, prim, at, ins, nins, outt, donate);
+  /* precv: the exchange of what the token's psend sent */
+  axes_text(sp->mesh, at->axmask);
+  Val *payload = take_send(sp, at, ins[0], outt);
+  err_defer(release_val, payload);
+  Val *r = run_coll(sp, prim, at, &payload, 1, outt, false);
+  err_undefer(payload);
+  val_unref(payload);
+  return r;
+}
+
+static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                     bool donate) {
   Val *in = nins ? ins[0] : NULL;
   /* (field by field: clearing the whole struct at once is a string
      instruction that costs more than the rest of a small psum) */

@@ -73,6 +73,14 @@ typedef struct FabBlockMove {
 void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n, DType dt, int rank,
                      const int64_t *shape);
 
+/* psend and precv: where the collective about to run is written (for
+   their messages); whether a psend is still waiting for its precv (then
+   *msg says which, and every waiting send is dropped); dropping them all
+   (a shard_map body starts afresh). */
+void fab_set_site(Span where);
+bool fab_unmatched(char *msg, size_t cap);
+void fab_pending_reset(void);
+
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);
 /* The table of what the collectives since the reset sent, with rows by
