@@ -150,13 +150,14 @@ bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   for (int i = 0; i < np; i++) {
     int64_t s = at->l[0].v[2 * i], d = at->l[0].v[2 * i + 1];
     if (s < 0 || s >= p || d < 0 || d >= p)
-      return rule_param_error(cx, "perm", "ppermute pair (%lld, %lld) is out of range for a group of %lld",
-                              (long long)s, (long long)d, (long long)p);
+      return rule_param_error(cx, "perm", "%s pair (%lld, %lld) is out of range for a group of %lld",
+                              rule_prim_name(cx), (long long)s, (long long)d, (long long)p);
     for (int j = 0; j < i; j++) {
       if (at->l[0].v[2 * j] == s)
-        return rule_param_error(cx, "perm", "ppermute source %lld appears twice in perm", (long long)s);
+        return rule_param_error(cx, "perm", "%s source %lld appears twice in perm", rule_prim_name(cx), (long long)s);
       if (at->l[0].v[2 * j + 1] == d)
-        return rule_param_error(cx, "perm", "ppermute destination %lld appears twice in perm", (long long)d);
+        return rule_param_error(cx, "perm", "%s destination %lld appears twice in perm", rule_prim_name(cx),
+                                (long long)d);
     }
   }
   out[0] = in[0];
