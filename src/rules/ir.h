@@ -96,6 +96,10 @@ typedef struct Mesh {
   bool pmap;             /* made by a pmap (@pmap or xla_pmap): a pmap nested in its body adds an axis */
   uint32_t busy;         /* pmap: the axes of the pmaps whose bodies are being checked */
   PVal *inline_src;      /* a mesh written as JAX prints it, Mesh('i': 4): the value */
+  /* the manual axes of a partial-manual shard_map (axis_names={x}): this
+     mesh holds only those; `full` is the mesh it came from, whose other
+     axes stay automatic (values are whole along them) */
+  const struct Mesh *full;
 } Mesh;
 
 struct IrFunc;

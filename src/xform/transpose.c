@@ -1422,9 +1422,11 @@ static bool tr_shard_map(TrCtx *cx) {
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nlin + 1));
   char mname[128];
   snprintf(mname, sizeof mname, "%.*s", sm->mesh->name.n, sm->mesh->name.p);
-  IrParam ps[5] = {kv("f", bld_pv_fn(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
-                   kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma))};
-  bld_higher(B, P_SHARD_MAP, at, ps, 5, in, n, outt, nlin, out);
+  IrParam ps[6] = {kv("f", bld_pv_fn(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
+                   kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma)),
+                   kv("axis_names", rule_stmt_param(st, "axis_names"))};
+  /* (a partial-manual shard_map's transpose is manual over the same axes) */
+  bld_higher(B, P_SHARD_MAP, at, ps, sm->mesh->full && ps[5].v ? 6 : 5, in, n, outt, nlin, out);
   give_results(cx, 0, out);
   return true;
 }
