@@ -134,25 +134,108 @@ static bool side_specs(Ctx *cx, RuleCtx *r, const char *specs, const char *names
   return spec_list(r, specs, v, want, items, n);
 }
 
-/* auto, manual_axes, newly_manual_axes: the body is manual over every axis
-   of the mesh (shm has no automatic axes inside a body). */
-static bool all_manual(RuleCtx *r, const Mesh *m) {
-  PVal *a = pv_unparen(rule_get(r, "auto"));
-  if (a && !(a->k == PV_CALL && a->n == 0) && !(a->k == PV_DICT && a->n == 0) && a->k != PV_NONE)
-    return rule_param_error(r, "auto", "shard_map with automatic axes (auto=%s) is not supported: every mesh axis is "
-                            "manual in a body", a->k == PV_CALL ? "frozenset({...})" : "...");
-  static const char *const keys[] = {"manual_axes", "newly_manual_axes"};
-  for (int k = 0; k < 2; k++) {
-    PVal *v = pv_unparen(rule_get(r, keys[k]));
-    if (!v || v->k == PV_NONE) continue;
-    PVal *set = v->k == PV_CALL && v->n == 1 ? pv_unparen(v->items[0]) : v;
-    int n = set->k == PV_DICT || set->k == PV_TUPLE || set->k == PV_LIST ? set->n : 0;
-    if (n != m->naxes)
-      return rule_param_error(r, keys[k], "%s names %d of the mesh's %d axes: shard_map over only some axes is not "
-                              "supported", keys[k], n, m->naxes);
+/* The names a set parameter lists: frozenset({'x', 'y'}), {x, y}, (x, y),
+   x; -1 when it is not such a set. */
+static int set_names(PVal *v, PVal ***items) {
+  v = pv_unparen(v);
+  if (!v || v->k == PV_NONE) return -1;
+  PVal *set = v->k == PV_CALL && v->n == 1 ? pv_unparen(v->items[0]) : v;
+  if (v->k == PV_CALL && v->n == 0) {        /* frozenset() */
+    *items = NULL;
+    return 0;
   }
+  if (set->k == PV_NAME || set->k == PV_STR) {
+    *items = NULL;
+    return -2;
+  }
+  if (set->k != PV_DICT && set->k != PV_TUPLE && set->k != PV_LIST) return -1;
+  *items = set->items;
+  return set->n;
+}
+
+/* Add the axes named by a set parameter to *mask; false (an error at the
+   parameter) for a name that is not an axis of m. */
+static bool names_mask(RuleCtx *r, const char *key, const Mesh *m, uint32_t *mask) {
+  PVal *v = pv_unparen(rule_get(r, key)), **items, *one[1];
+  int n = set_names(v, &items);
+  if (n == -2) {
+    one[0] = v->k == PV_CALL ? pv_unparen(v->items[0]) : v;
+    items = one;
+    n = 1;
+  }
+  if (n < 0) return rule_param_error(r, key, "%s must be a set of mesh axes, such as {x} or frozenset({'x'})", key);
+  for (int i = 0; i < n; i++) {
+    PVal *e = pv_unparen(items[i]);
+    int k = -1;
+    for (int a = 0; e && (e->k == PV_NAME || e->k == PV_STR) && a < m->naxes; a++)
+      if (str_eq(m->axis[a], e->s)) k = a;
+    if (k < 0)
+      return rule_param_error(r, key, "%s names '%.*s', which is not an axis of the mesh", key, e ? e->s.n : 0,
+                              e ? e->s.p : "");
+    *mask |= 1u << k;
+  }
+  return true;
+}
+
+/* The manual axes of the shard_map: axis_names (jax.shard_map's), JAX's
+   printed manual_axes or newly_manual_axes, or the complement of auto;
+   all of them when none is given (or an empty set: JAX's full manual). */
+static bool manual_mask(RuleCtx *r, const Mesh *m, uint32_t *manual) {
+  uint32_t all = (m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u;
+  *manual = all;
+  static const char *const keys[] = {"axis_names", "manual_axes", "newly_manual_axes"};
+  for (int k = 0; k < 3; k++) {
+    PVal **items;
+    int n = set_names(rule_get(r, keys[k]), &items);
+    if (n == -1 && !rule_has(r, keys[k])) continue;
+    if (n == 0) continue;
+    uint32_t mk = 0;
+    if (!names_mask(r, keys[k], m, &mk)) return false;
+    *manual = mk;
+  }
+  PVal **items;
+  if (rule_has(r, "auto") && set_names(rule_get(r, "auto"), &items) != 0 &&
+      pv_unparen(rule_get(r, "auto"))->k != PV_NONE) {
+    uint32_t au = 0;
+    if (!names_mask(r, "auto", m, &au)) return false;
+    *manual = all & ~au;
+  }
+  if (!*manual) return rule_error(r, "shard_map needs at least one manual axis");
   rule_get(r, "rewrite");
   return true;
+}
+
+/* The mesh of a partial-manual body: the manual axes of m, in m's order,
+   `full` pointing back at m. */
+static Mesh *manual_mesh(Ctx *cx, const Mesh *m, uint32_t manual) {
+  Mesh *s = NEW(cx->C, Mesh);
+  *s = *m;
+  s->naxes = 0;
+  s->ndev = 1;
+  for (int a = 0; a < m->naxes; a++)
+    if (manual & (1u << a)) {
+      s->axis[s->naxes] = m->axis[a];
+      s->size[s->naxes++] = m->size[a];
+      s->ndev *= m->size[a];
+    }
+  s->full = m;
+  return s;
+}
+
+/* axis_names as show prints it: (x, y). */
+static PVal *axis_names_pv(Ctx *cx, const Mesh *s) {
+  PVal *v = NEW(cx->C, PVal);
+  v->k = PV_TUPLE;
+  v->sp = span_none();
+  v->n = s->naxes;
+  v->items = NEWN(cx->C, PVal *, s->naxes);
+  for (int i = 0; i < s->naxes; i++) {
+    PVal *e = v->items[i] = NEW(cx->C, PVal);
+    e->k = PV_NAME;
+    e->s = s->axis[i];
+    e->sp = span_none();
+  }
+  return v;
 }
 
 /* Parse one spec; `rank` < 0 skips the rank check.  Errors at the spec. */
@@ -187,6 +270,15 @@ bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
       int idx = -1;
       for (int i = 0; i < m->naxes; i++)
         if (str_eq(m->axis[i], a->s)) idx = i;
+      for (int i = 0; idx < 0 && m->full && i < m->full->naxes; i++)
+        if (str_eq(m->full->axis[i], a->s)) {
+          Buf man = {0};
+          for (int b = 0; b < m->naxes; b++) buf_printf(&man, "%s%.*s", b ? ", " : "", m->axis[b].n, m->axis[b].p);
+          diag_error(a->sp, "partition spec names '%.*s', an automatic axis of this shard_map: values are whole "
+                     "along it, and specs may name only the manual axes (%s)", a->s.n, a->s.p, buf_cstr(&man));
+          buf_free(&man);
+          return false;
+        }
       if (idx < 0) {
         Buf ax = {0};     /* name the mesh's axes: "has axes i, j" */
         err_defer(buf_release, &ax);
@@ -349,8 +441,11 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   PVal *cr = pv_unparen(rule_get(r, "check_rep"));
   if (cr && cr->k != PV_BOOL) return rule_param_error(r, "check_rep", "check_rep must be True or False"), NULL;
   if (!rule_bool(r, "check_vma", cr ? cr->i != 0 : true, &check_vma)) return NULL;
-  if (!all_manual(r, m)) return NULL;
-  if (!rule_unused(r, "f mesh in_specs out_specs check_vma")) return NULL;
+  uint32_t manual;
+  if (!manual_mask(r, m, &manual)) return NULL;
+  if (!rule_unused(r, "f mesh in_specs out_specs check_vma axis_names")) return NULL;
+  const Mesh *whole = m;
+  if (manual != (m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) m = manual_mesh(cx, m, manual);
   if (nin != nargs) {
     rule_param_error(r, "in_specs", "shard_map has %d in_specs for %d argument%s", nin, nargs, nargs == 1 ? "" : "s");
     return NULL;
@@ -380,7 +475,8 @@ static IrFunc *build_shard_map(Ctx *cx, RuleCtx *r, Span sp, FuncDef *body, cons
   check_add_fn(cx, at, f);
   /* canonical parameters */
   rule_record(r, "f", check_fn_ref(cx, 0));
-  rule_record(r, "mesh", smap_mesh_pv(cx, m));
+  rule_record(r, "mesh", smap_mesh_pv(cx, whole));
+  if (m->full) rule_record(r, "axis_names", axis_names_pv(cx, m));
   PVal *it = NEW(cx->C, PVal), *ot = NEW(cx->C, PVal);
   it->k = ot->k = PV_TUPLE;
   it->items = ins; it->n = nin;
@@ -510,7 +606,10 @@ void smap_define(Ctx *cx, FuncDef *fd) {
   Mesh *m = smap_mesh_value(cx, &r, rule_get(&r, "mesh"));
   PVal **ins;
   int nin;
-  if (!m || !spec_list(&r, "in_specs", rule_get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
+  uint32_t manual;
+  if (!m || !manual_mask(&r, m, &manual)) return;
+  if (manual != (m->naxes >= 32 ? 0u : 1u << m->naxes) - 1u) m = manual_mesh(cx, m, manual);
+  if (!spec_list(&r, "in_specs", rule_get(&r, "in_specs"), af->nparams, &ins, &nin)) return;
   if (nin != af->nparams) {
     rule_param_error(&r, "in_specs", "shard_map has %d in_specs for %d parameter%s", nin, af->nparams,
                      af->nparams == 1 ? "" : "s");

@@ -261,7 +261,7 @@ Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent
   if (is_reduce(prim)) t = 2 * f * n_in / B;
   else if (prim == P_ALL_GATHER || prim == P_ALL_GATHER_INVARIANT) t = f * n_out / B;
   else if (prim == P_PSUM_SCATTER) t = f * n_in / B;
-  else if (prim == P_ALL_TO_ALL) t = n * n_in / (4 * B);
+  else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) t = n * n_in / (4 * B);
   if (is_reduce(prim)) hops *= 2;
   return bound(t, hops * hw->hop_latency, hops, sent, false);
 }
@@ -282,7 +282,7 @@ Cost cost_switch_formula(const Hw *hw, int prim, int64_t n, int64_t nodes, doubl
     t *= 2;
     steps_in *= 2;
     steps_net *= 2;
-  } else if (prim == P_ALL_TO_ALL) {            /* direct sends: one step */
+  } else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) {   /* direct sends: one step */
     double off = k > 1 ? V * (N - g) / N / hw->net_bw : 0;
     double on = (g - 1) / N * V / nv;
     t = on > off ? on : off;
@@ -424,10 +424,23 @@ static int64_t switch_nodes(const Hw *hw, const Mesh *mesh, const Attrs *at) {
 
 Cost cost_collective(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st) {
   double n_in = st->nin ? type_bytes(&st->in[0].t) : 0, n_out = type_bytes(&st->out[0]->t);
+  if (st->prim == P_PRECV) n_in = n_out;     /* (its operand is the token; the psend's block moves) */
+  return cost_collective_bytes(hw, mesh, pl, st, n_in, n_out);
+}
+
+Cost cost_ragged(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st, double sent) {
+  int64_t p = 1;
+  for (int k = 0; k < st->at->naxes; k++) p *= mesh->size[st->at->axes[k]];
+  double n_in = p > 1 ? sent * (double)p / (double)(p - 1) : 0;
+  return cost_collective_bytes(hw, mesh, pl, st, n_in, type_bytes(&st->out[0]->t));
+}
+
+Cost cost_collective_bytes(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st, double n_in,
+                           double n_out) {
   const Attrs *at = st->at;
   int64_t p = 1;
   for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];
-  if (st->prim == P_PPERMUTE)
+  if (st->prim == P_PPERMUTE || st->prim == P_PRECV)
     return hw->topo == HW_TORUS ? torus_ppermute(hw, mesh, pl, st, n_in) : switch_ppermute(hw, mesh, st, n_in);
   if (hw->topo == HW_SWITCH) return cost_switch_formula(hw, st->prim, p, switch_nodes(hw, mesh, at), n_in, n_out);
   int64_t extent[HW_MAXDIMS], stride[HW_MAXDIMS];

@@ -71,6 +71,12 @@ double cost_hbm_bytes(const IrStmt *st);
 /* A collective over the axes of st on `mesh`, placed by `pl`: every group
    runs it at once.  `bytes` is what one member sends (coll_ring_bytes). */
 Cost cost_collective(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st);
+/* The same for operand and result blocks of n_in and n_out bytes. */
+Cost cost_collective_bytes(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st, double n_in,
+                           double n_out);
+/* A ragged_all_to_all whose members each sent `sent` bytes to the others
+   (what its sizes said in a run: fab_last_ragged_sent). */
+Cost cost_ragged(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const IrStmt *st, double sent);
 
 /* The formulas alone, for tests and the validation table: a collective
    `prim` of a group of `n` members over the given dimensions (torus:

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "diag.h"
 #include "err.h"
+#include "fabric.h"
 #include "timeline.h"
 
 /* ---- values -------------------------------------------------------------------------------
@@ -74,6 +75,7 @@ struct Timeline {
   void *freel[NCLASS];        /* freed blocks by size class */
   char *place;
   bool keep_events;
+  bool observing;             /* fed by a run (tl_observer), not --abstract's walk */
   char error[256];
   HBuf *bufs;
   int32_t nbufs, capbufs, freebuf;
@@ -535,6 +537,9 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
 static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   const Mesh *m = F->mesh;
   Cost c = cost_of(T, st, m);
+  /* a ragged_all_to_all that ran costs the rows its sizes sent (without a
+     run, its operand's rows spread evenly over the group) */
+  if (st->prim == P_RAGGED_ALL_TO_ALL && T->observing) c = cost_ragged(&T->hw, m, place_of(T, m), st, fab_last_ragged_sent());
   LineStat *ls = line_of(T, st);
   uint32_t all = (m->naxes >= 32 ? 0u : (1u << m->naxes)) - 1u, outer = all & ~st->at->axmask;
   int64_t ngroups = til_nblk(m, outer);
@@ -565,7 +570,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
     members++;
   }
   /* ppermute: a flow from each sender's event to its receiver's */
-  if (st->prim == P_PPERMUTE && T->keep_events) {
+  if ((st->prim == P_PPERMUTE || st->prim == P_PRECV) && T->keep_events) {
     const IntList *perm = &st->at->l[0];
     int64_t coords[SHM_MAXAXES];
     for (int64_t k = ev0; k < T->nevents; k++) {
@@ -594,7 +599,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   /* bytes sent by all members (as the fabric counts them for --stats):
      a ppermute moves one block per pair of each group */
   double sent = c.bytes * (double)members;
-  if (st->prim == P_PPERMUTE) {
+  if (st->prim == P_PPERMUTE || st->prim == P_PRECV) {
     int64_t p = 1;
     for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
     sent = c.bytes * (double)(st->at->l[0].n / 2) * (double)members / (double)p;
@@ -872,6 +877,7 @@ static void ob_before(void *data, Frame *F, IrStmt *st, int index) {
 static void ob_after(void *data, Frame *F, IrStmt *st, int index) { tl_after(data, F, st, index); }
 
 EvalObserver tl_observer(Timeline *T) {
+  T->observing = true;
   EvalObserver o = {ob_call, ob_return, ob_before, ob_after, T};
   return o;
 }

@@ -150,13 +150,14 @@ bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   for (int i = 0; i < np; i++) {
     int64_t s = at->l[0].v[2 * i], d = at->l[0].v[2 * i + 1];
     if (s < 0 || s >= p || d < 0 || d >= p)
-      return rule_param_error(cx, "perm", "ppermute pair (%lld, %lld) is out of range for a group of %lld",
-                              (long long)s, (long long)d, (long long)p);
+      return rule_param_error(cx, "perm", "%s pair (%lld, %lld) is out of range for a group of %lld",
+                              rule_prim_name(cx), (long long)s, (long long)d, (long long)p);
     for (int j = 0; j < i; j++) {
       if (at->l[0].v[2 * j] == s)
-        return rule_param_error(cx, "perm", "ppermute source %lld appears twice in perm", (long long)s);
+        return rule_param_error(cx, "perm", "%s source %lld appears twice in perm", rule_prim_name(cx), (long long)s);
       if (at->l[0].v[2 * j + 1] == d)
-        return rule_param_error(cx, "perm", "ppermute destination %lld appears twice in perm", (long long)d);
+        return rule_param_error(cx, "perm", "%s destination %lld appears twice in perm", rule_prim_name(cx),
+                                (long long)d);
     }
   }
   out[0] = in[0];
@@ -244,14 +245,149 @@ bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
+/* ragged_all_to_all operand output input_offsets send_sizes output_offsets
+   recv_sizes: the result has the type of `output` (JAX's abstract eval).
+   operand and output share the dtype and the dimensions after the first
+   (the rows that move); the four index arrays are integer, rank 1 and of
+   one length K, a multiple of the group size (K / p slices go to each
+   member).  Attrs: axes. */
+static const char *const ragged_names[6] = {"operand", "output", "input_offsets", "send_sizes", "output_offsets",
+                                            "recv_sizes"};
+
+bool coll_rule_ragged_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  TyBuf a, b;
+  if (!read_axes(cx, "axis_name", at) || !no_groups(cx)) return false;
+  if (in[0].dt != in[1].dt)
+    return rule_error(cx, "ragged_all_to_all's operand (%s) and output (%s) must have one dtype", rule_ty(&a, &in[0]),
+                      rule_ty(&b, &in[1]));
+  if (dtype_is_key((DType)in[0].dt)) return rule_error(cx, "ragged_all_to_all does not accept keys (%s)", rule_ty(&a, &in[0]));
+  bool same = in[0].rank == in[1].rank && in[0].rank >= 1;
+  for (int d = 1; same && d < in[0].rank; d++) same = in[0].shape[d] == in[1].shape[d];
+  if (!same)
+    return rule_error(cx, "ragged_all_to_all's operand %s and output %s must have rank 1 or more and the same "
+                      "dimensions after the first (the rows that move)", rule_ty(&a, &in[0]), rule_ty(&b, &in[1]));
+  for (int k = 2; k < 6; k++) {
+    if (!dtype_is_int((DType)in[k].dt))
+      return rule_error(cx, "ragged_all_to_all's %s must have an integer dtype, not %s", ragged_names[k],
+                        rule_ty(&a, &in[k]));
+    if (in[k].rank != 1 || in[k].shape[0] < 1)
+      return rule_error(cx, "ragged_all_to_all's %s must have rank 1 and at least one entry, but it is %s",
+                        ragged_names[k], rule_ty(&a, &in[k]));
+    if (in[k].shape[0] != in[2].shape[0])
+      return rule_error(cx, "ragged_all_to_all's %s (%s) and input_offsets (%s) must have one length",
+                        ragged_names[k], rule_ty(&a, &in[k]), rule_ty(&b, &in[2]));
+  }
+  int64_t p = rule_group_size(cx, at);
+  if (in[2].shape[0] % p)
+    return rule_error(cx, "ragged_all_to_all's offsets and sizes have %lld entries, not a multiple of the group "
+                      "size %lld (each member gets the same number of slices)", (long long)in[2].shape[0],
+                      (long long)p);
+  out[0] = in[1];
+  out[0].weak = false;
+  return true;
+}
+
+/* axis_size[axis_name]: the number of devices along the named axes, an
+   invariant weakly typed i32[] (JAX's lax.axis_size, which JAX folds into
+   a literal).  Attrs: axes; i[0] the size. */
+bool coll_rule_axis_size(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)in;
+  (void)nin;
+  if (!read_axes(cx, "axis_name", at)) return false;
+  at->i[0] = rule_group_size(cx, at);
+  memset(&out[0], 0, sizeof(Type));
+  out[0].dt = DT_I32;
+  out[0].weak = true;
+  return true;
+}
+
+void coll_kern_axis_size(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt) {
+  (void)in;
+  (void)nin;
+  (void)outt;
+  out[0] = arr_scalar_i(DT_I32, at->i[0]);
+}
+
+/* The cycle of a psend/precv perm, if it has one, written "0 -> 1 -> 0"
+   into buf (XLA refuses cyclic send/recv pairs: each member would wait
+   to send before it receives). */
+static bool perm_cycle(const IntList *pairs, char *buf, size_t cap) {
+  int np = pairs->n / 2;
+  for (int i = 0; i < np; i++) {
+    int64_t start = pairs->v[2 * i], at = pairs->v[2 * i + 1];
+    int steps = 0;
+    size_t len = (size_t)snprintf(buf, cap, "%lld -> %lld", (long long)start, (long long)at);
+    while (at != start && steps++ <= np) {
+      int k = -1;
+      for (int j = 0; j < np && k < 0; j++)
+        if (pairs->v[2 * j] == at) k = j;
+      if (k < 0) break;
+      at = pairs->v[2 * k + 1];
+      if (len < cap) len += (size_t)snprintf(buf + len, cap - len, " -> %lld", (long long)at);
+    }
+    if (at == start) return true;
+  }
+  return false;
+}
+
+/* The perm of psend and precv: ppermute's (unique sources, unique
+   destinations, in range), without cycles. */
+static bool send_perm(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  if (!coll_rule_ppermute(cx, in, nin, at, out)) return false;
+  char cyc[160];
+  if (perm_cycle(&at->l[0], cyc, sizeof cyc))
+    return rule_param_error(cx, "perm", "%s's perm has a cycle (%s): every member of it would wait to send "
+                            "before it receives, and XLA refuses cyclic send/receive pairs", rule_prim_name(cx), cyc);
+  return true;
+}
+
+/* The token psend makes and precv consumes: bool[0], JAX's token aval
+   (core.get_token_aval), which JAX prints `Tok`. */
+static void token_type(Type *t, uint32_t vma) {
+  memset(t, 0, sizeof *t);
+  t->dt = DT_BOOL;
+  t->rank = 1;
+  t->shape[0] = 0;
+  t->vma = vma;
+}
+
+/* psend[axis_name, perm] x: sends x along perm; the result is the token a
+   precv of the same perm consumes.  Attrs: axes; l[0] the pairs. */
+bool coll_rule_psend(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  if (!send_perm(cx, in, nin, at, out)) return false;
+  if (dtype_is_key((DType)in[0].dt)) return rule_error(cx, "psend does not accept keys (%s)", dtype_names[in[0].dt]);
+  token_type(&out[0], in[0].vma);
+  return true;
+}
+
+/* precv[axis_name, perm, shape, dtype] token: what the psend that made
+   the token sent along perm, of that shape and dtype (zeros on members
+   no pair sends to).  Attrs: axes; l[0] the pairs; l[1] the shape;
+   dtype. */
+bool coll_rule_precv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  TyBuf b;
+  if (in[0].dt != DT_BOOL || in[0].rank != 1 || in[0].shape[0] != 0)
+    return rule_error(cx, "precv's operand must be the token a psend made (bool[0]), not %s", rule_ty(&b, &in[0]));
+  if (!send_perm(cx, in, nin, at, out)) return false;
+  IntList shp = {0, NULL};
+  int dt;
+  if (!rule_ints(cx, "shape", true, &shp) || !rule_dtype(cx, "dtype", true, -1, &dt)) return false;
+  if (!rule_check_shape(cx, "shape", &shp)) return false;
+  rule_set_type(out, dt, shp.n, shp.v);
+  at->l[1] = shp;
+  at->dtype = dt;
+  return true;
+}
+
 /* The bytes one member sends under the ring algorithms (coll.h). */
 double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
   double f = p > 0 ? (double)(p - 1) / (double)p : 0;
   switch (prim) {
   case P_PSUM: case P_PMAX: case P_PMIN: case P_PMEAN: return 2 * f * n_in;
   case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: return f * n_out;
-  case P_PSUM_SCATTER: case P_ALL_TO_ALL: return f * n_in;
-  case P_PPERMUTE: return n_in;
+  case P_PSUM_SCATTER: case P_ALL_TO_ALL: case P_RAGGED_ALL_TO_ALL: return f * n_in;
+  case P_PPERMUTE: case P_PRECV: return n_in;
   default: return 0;
   }
 }

@@ -16,6 +16,12 @@ bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_pshuffle(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_ragged_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_axis_size(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_psend(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_precv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+/* axis_size's kernel: the size its rule found. */
+void coll_kern_axis_size(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 
 /* The bytes one member of a group of p sends (and receives) in a
    collective under the standard ring algorithms, from the bytes of one
@@ -23,7 +29,10 @@ bool coll_rule_axis_index(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
      all-reduce (psum, pmax, pmin, pmean)   2(p-1)/p * n_in
      all-gather (both forms)                (p-1)/p * n_out
      psum_scatter, all_to_all               (p-1)/p * n_in
-     ppermute                               n_in (a member that sends)
+     ragged_all_to_all                      (p-1)/p * n_in before it runs (the
+                                            operand's rows spread evenly); the
+                                            fabric counts the rows it sends
+     ppermute, precv                        n_in (a member that sends)
      pbroadcast, pscatter, axis_index       0
    The fabric's statistics (--stats) and the cost model (cost.h) both
    count with it, so their totals agree. */

@@ -42,6 +42,7 @@ typedef enum VarRule {
   VR_PSCATTER,    /* pscatter: operand invariant along axes; result S + axes */
   VR_AXIS_INDEX,  /* result: exactly the named axes */
   VR_PDOT,        /* pdot: operands lifted to their union plus axes; result that minus axes */
+  VR_RAGGED,      /* ragged_all_to_all: nothing lifted; result: the union of all operands' sets plus axes */
   VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
 } VarRule;
 
@@ -50,7 +51,7 @@ typedef enum VarRule {
    axis_index name axes but move nothing: they may run where only some
    instances do (under a predicate that varies along their axes). */
 static inline bool vrule_communicates(VarRule r) {
-  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV;
+  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV || r == VR_RAGGED;
 }
 
 typedef struct IntList {
@@ -101,6 +102,10 @@ typedef struct Mesh {
   bool pmap;             /* made by a pmap (@pmap or xla_pmap): a pmap nested in its body adds an axis */
   uint32_t busy;         /* pmap: the axes of the pmaps whose bodies are being checked */
   PVal *inline_src;      /* a mesh written as JAX prints it, Mesh('i': 4): the value */
+  /* the manual axes of a partial-manual shard_map (axis_names={x}): this
+     mesh holds only those; `full` is the mesh it came from, whose other
+     axes stay automatic (values are whole along them) */
+  const struct Mesh *full;
 } Mesh;
 
 struct IrFunc;

@@ -436,6 +436,17 @@ bool rule_axes(RuleCtx *r, const char *key, bool required, Attrs *at) {
     int k = -1;
     for (int a = 0; mesh && a < mesh->naxes; a++)
       if (str_eq(mesh->axis[a], e->s)) k = a;
+    for (int a = 0; k < 0 && mesh && mesh->full && a < mesh->full->naxes; a++)
+      if (str_eq(mesh->full->axis[a], e->s)) {
+        r->failed = true;
+        Buf man = {0};
+        for (int b = 0; b < mesh->naxes; b++) buf_printf(&man, "%s%.*s", b ? ", " : "", mesh->axis[b].n, mesh->axis[b].p);
+        diag_error(e->sp.file >= 0 ? e->sp : r->sp, "%s over '%.*s', an automatic axis of the enclosing shard_map: "
+                   "values are whole along it, and a collective may name only the manual axes (%s)", r->prim,
+                   e->s.n, e->s.p, buf_cstr(&man));
+        buf_free(&man);
+        return false;
+      }
     if (k < 0) {
       r->failed = true;
       char hint[256];
@@ -494,6 +505,7 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
     for (int k = 0; k < nin; k++) lift[k] = u | at->axmask;
     *res = u & ~at->axmask;
     return true;
+  case VR_RAGGED: *res = u | at->axmask; return true;
   case VR_SPECIAL: *res = 0; return true;
   }
   return true;

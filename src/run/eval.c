@@ -523,7 +523,10 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   }
   release_split(F, st);
   if (lo < hi) {
+    fab_pending_reset();
     call_fn_consuming(I, F, body, args, outs, &bs, st);
+    char msg[768];
+    if (fab_unmatched(msg, sizeof msg)) err_throw("%s", msg);
   } else {                 /* a rank owning none of the mesh's instances */
     for (int i = 0; i < nout; i++) {
       uint32_t R = body->outs[i].var ? body->outs[i].var->t.vma : 0;
@@ -1069,6 +1072,21 @@ static bool dies_here(Frame *F, const IrAtom *a) {
 
 /* ---- statements ------------------------------------------------------------------------- */
 
+/* A collective of several operands (ragged_all_to_all): every operand's
+   value, literals made values. */
+static void exec_collective_n(Frame *F, IrStmt *st) {
+  Val **lit = vals_new(st->nin), *in[8];
+  for (int k = 0; k < st->nin && k < 8; k++) {
+    if (st->in[k].lit) lit[k] = val_of(st->in[k].lit);
+    in[k] = st->in[k].lit ? lit[k] : value_of(F, st->in[k].var);
+  }
+  mem_scope_begin();         /* a collective that fails leaves nothing behind */
+  Val *r = fab_exec_n(&F->space, st->prim, st->at, in, st->nin, &st->out[0]->t, false);
+  mem_scope_end();
+  vals_free(lit);
+  set_slot(F, st->out[0], r);
+}
+
 static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
   F->cur = st;
   switch (st->k) {
@@ -1098,11 +1116,14 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     if (st->prim < 0) exec_call(I, F, st);
     else if (prim_table[st->prim].kernel) {
       if (!exec_ew_slab(F, st)) exec_local(F, st);
+    } else if (fab_is_collective(st->prim) && st->nin > 1 && st->nin <= 8) {
+      exec_collective_n(F, st);
     } else if (fab_is_collective(st->prim)) {
       /* a literal operand (psum[axes=i] 1 after its inserted pbroadcast) has no variable */
       Val **lit = st->nin && st->in[0].lit ? vals_new(1) : NULL;
       if (lit) lit[0] = val_of(st->in[0].lit);
       Val *in = lit ? lit[0] : st->nin ? value_of(F, st->in[0].var) : NULL;
+      if (st->prim == P_PSEND || st->prim == P_PRECV) fab_set_site(st->sp);
       mem_scope_begin();         /* a collective that fails leaves nothing behind */
       Val *r = fab_exec(&F->space, st->prim, st->at, in, &st->out[0]->t, !lit && dies_here(F, &st->in[0]));
       mem_scope_end();

@@ -4,9 +4,11 @@
 ** rules are in coll.c.)
 */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include "coll.h"
+#include "diag.h"
 #include "err.h"
 #include "fabmpi.h"
 #include "fabric.h"
@@ -44,10 +46,34 @@ typedef struct FabStats {
   AxStat axstats[NAXSTAT + 1];     /* the last: every other set */
   int naxstats;
   char cur_axes[64];               /* of the collective running */
+  double last_sent;                /* bytes one member sent in the last ragged_all_to_all */
+  /* psends no precv has received yet, oldest first, and where the
+     running collective is written (fab_set_site) */
+  struct Pending *pend;
+  int npend, cappend;
+  Span site;
 } FabStats;
+
+/* A psend waiting for its precv: the token it made (its blocks identify
+   it, whatever value passes it on), what it sends, along which pairs,
+   and where it is written. */
+typedef struct Pending {
+  Val *token, *payload;
+  const Attrs *at;
+  Span where;
+} Pending;
+
+static void pending_drop(FabStats *f, int k) {
+  val_unref(f->pend[k].token);
+  val_unref(f->pend[k].payload);
+  memmove(&f->pend[k], &f->pend[k + 1], sizeof(Pending) * (size_t)(f->npend - k - 1));
+  f->npend--;
+}
 
 static void fs_free(void *p) {
   FabStats *f = p;
+  while (f->npend) pending_drop(f, f->npend - 1);
+  free(f->pend);
   buf_free(&f->records);
   free(f);
 }
@@ -678,6 +704,8 @@ typedef struct Coll {
   int prim;
   const Attrs *at;
   Val *in, *out;
+  Val *const *ins;           /* every operand (in is ins[0]), nins of them */
+  int nins;
   const Type *outt;
   int64_t p;                 /* group size */
   uint32_t outer;
@@ -858,6 +886,266 @@ static void exec_all_to_all(Coll *c) {
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
+
+/* ---- ragged_all_to_all ------------------------------------------------------------------
+** Member j of a group sends, for each receiver k and each of its K/p
+** slices s (i = k*K/p + s), rows [input_offsets[i], +send_sizes[i]) of
+** its operand; they land at rows [output_offsets[i], +send_sizes[i]) of
+** k's result, which starts as k's `output`.  k's recv_sizes[j*K/p + s]
+** must be that size.  Offsets and sizes are checked at run time: a slice
+** out of range, a size that does not match, or two slices written over
+** the same rows (XLA leaves the result undefined) stop the run. */
+
+/* The operand blocks of the member whose coordinates are `coords`. */
+typedef struct RaggedMember {
+  Array *a[6];
+  int64_t dev;
+} RaggedMember;
+
+static void ragged_member(Coll *c, const int64_t *coords, RaggedMember *r) {
+  for (int q = 0; q < 6; q++) r->a[q] = c->ins[q]->blk[til_block_at(c->m, c->ins[q]->mask, coords)];
+  r->dev = til_block_at(c->m, (c->m->naxes >= 32 ? 0u : 1u << c->m->naxes) - 1u, coords);
+}
+
+SHM_NORETURN static void ragged_fail(Coll *c, const char *fmt, ...) SHM_PRINTF(2, 3);
+static void ragged_fail(Coll *c, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  err_throw("ragged_all_to_all over %s%s: %s", c->at->naxes > 1 ? "axes " : "axis ", fs()->cur_axes, msg);
+}
+
+/* Check every slice of the group against the blocks it reads and
+   writes, before anything is written: a size below zero, rows past the
+   sender's operand or the receiver's result, a size the receiver does
+   not expect. */
+static void ragged_check(Coll *c, RaggedMember *mem) {
+  int64_t spd = mem[0].a[2]->shape[0] / c->p, M = mem[0].a[1]->shape[0];
+  for (int64_t j = 0; j < c->p; j++) {
+    RaggedMember *src = &mem[j];
+    int64_t N = src->a[0]->shape[0];
+    for (int64_t i = 0; i < c->p * spd; i++) {
+      int64_t k = i / spd, ri = j * spd + i % spd;
+      int64_t in0 = arr_geti(src->a[2], i), n = arr_geti(src->a[3], i), out0 = arr_geti(src->a[4], i);
+      int64_t want = arr_geti(mem[k].a[5], ri);
+      if (n < 0)
+        ragged_fail(c, "device %lld's send_sizes[%lld] is %lld, a negative size", (long long)src->dev, (long long)i,
+                    (long long)n);
+      if (in0 < 0 || in0 > N - n)
+        ragged_fail(c, "device %lld sends rows [%lld, %lld) of its operand, which has %lld rows "
+                    "(input_offsets[%lld] = %lld, send_sizes[%lld] = %lld)", (long long)src->dev, (long long)in0,
+                    (long long)(in0 + n), (long long)N, (long long)i, (long long)in0, (long long)i, (long long)n);
+      if (out0 < 0 || out0 > M - n)
+        ragged_fail(c, "device %lld sends rows to [%lld, %lld) of device %lld's result, which has %lld rows "
+                    "(output_offsets[%lld] = %lld, send_sizes[%lld] = %lld)", (long long)src->dev, (long long)out0,
+                    (long long)(out0 + n), (long long)mem[k].dev, (long long)M, (long long)i, (long long)out0,
+                    (long long)i, (long long)n);
+      if (want != n)
+        ragged_fail(c, "device %lld sends %lld rows to device %lld (send_sizes[%lld]), which expects %lld "
+                    "(its recv_sizes[%lld])", (long long)src->dev, (long long)n, (long long)mem[k].dev,
+                    (long long)i, (long long)want, (long long)ri);
+    }
+  }
+}
+
+/* Receiver k's result: its output with every sender's slices written in
+   (checked by ragged_check), rows written twice refused.  Returns the
+   bytes other members sent it. */
+static double ragged_receive(Coll *c, RaggedMember *mem, int64_t k, int32_t *owner, Array **res) {
+  Array *out = mem[k].a[1];
+  Array *r = arr_new((DType)out->dt, out->rank, out->shape);
+  *res = r;
+  memcpy(r->data, out->data, arr_nbytes(out));
+  int64_t spd = mem[k].a[2]->shape[0] / c->p, M = out->shape[0];
+  size_t row = M ? arr_nbytes(out) / (size_t)M : 0;
+  double sent = 0;
+  for (int64_t i = 0; i < M; i++) owner[i] = -1;
+  for (int64_t j = 0; j < c->p; j++) {
+    RaggedMember *src = &mem[j];
+    for (int64_t s = 0; s < spd; s++) {
+      int64_t i = k * spd + s;
+      int64_t in0 = arr_geti(src->a[2], i), n = arr_geti(src->a[3], i), out0 = arr_geti(src->a[4], i);
+      for (int64_t x = out0; x < out0 + n; x++) {
+        if (owner[x] >= 0) {
+          int64_t w = owner[x] / spd, wi = k * spd + owner[x] % spd;
+          ragged_fail(c, "row %lld of device %lld's result is written twice: by device %lld "
+                      "(output_offsets[%lld] = %lld) and device %lld (output_offsets[%lld] = %lld)", (long long)x,
+                      (long long)mem[k].dev, (long long)mem[w].dev, (long long)wi,
+                      (long long)arr_geti(mem[w].a[4], wi), (long long)src->dev, (long long)i, (long long)out0);
+        }
+        owner[x] = (int32_t)(j * spd + s);
+      }
+      if (n) memcpy((char *)r->data + (size_t)out0 * row, (const char *)src->a[0]->data + (size_t)in0 * row, (size_t)n * row);
+      if (j != k) sent += (double)n * (double)row;
+    }
+  }
+  return sent;
+}
+
+static void exec_ragged_all_to_all(Coll *c) {
+  uint32_t outer = c->out->mask & ~c->at->axmask;
+  int64_t nouter = til_nblk(c->m, outer), groups = 0;
+  uint8_t *need = fab_needed(c->sp, outer, nouter);
+  RaggedMember *mem = mem_calloc(sizeof(RaggedMember) * (size_t)c->p);
+  int64_t M = c->outt->shape[0];
+  int32_t *owner = mem_alloc(sizeof(int32_t) * (size_t)(M + 1));
+  double sent = 0;
+  for (int64_t o = 0; o < nouter; o++) {
+    if (need && !need[o]) continue;
+    for (int64_t j = 0; j < c->p; j++) {
+      til_block_coords(c->m, outer, o, c->coords);
+      member_coords(c->m, c->at, j, c->coords);
+      ragged_member(c, c->coords, &mem[j]);
+    }
+    ragged_check(c, mem);
+    for (int64_t k = 0; k < c->p; k++) {
+      Array *r;
+      sent += ragged_receive(c, mem, k, owner, &r);
+      til_block_coords(c->m, outer, o, c->coords);
+      member_coords(c->m, c->at, k, c->coords);
+      c->out->blk[til_block_at(c->m, c->out->mask, c->coords)] = r;
+    }
+    groups++;
+  }
+  mem_free(owner);
+  mem_free(mem);
+  mem_free(need);
+  /* the bytes one member sends to the others, averaged over the members
+     of the groups run here (rows a member keeps are not sent) */
+  double each = groups ? sent / (double)(groups * c->p) : 0;
+  fs()->last_sent = each;
+  account(c->prim, c->devices, each, each);
+}
+
+/* ---- psend and precv ------------------------------------------------------------------
+** psend records what it sends and returns a token; the precv that
+** consumes the token (or a value sharing its blocks) runs the exchange, a
+** ppermute along the pairs both name.  Every instance runs in lockstep,
+** so a send without its receive, or a receive without its send, would
+** hang real hardware: the fabric reports either, naming both ends. */
+
+void fab_set_site(Span where) { fs()->site = where; }
+
+/* "line L, column C" of a span (or "" when synthetic). */
+static void span_text(Span sp, char *buf, size_t cap) {
+  int line = 0, col = 0;
+  if (sp.file < 0) {
+    snprintf(buf, cap, "an equation shmapi made");
+    return;
+  }
+  diag_linecol(sp.file, sp.off, &line, &col);
+  snprintf(buf, cap, "%s:%d:%d", diag_file_name(sp.file), line, col);
+}
+
+/* The pairs of a perm as JAX writes them: ((0, 1), (1, 2)). */
+static void pairs_text(const IntList *l, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "(");
+  for (int i = 0; i + 1 < l->n && n < cap; i += 2)
+    n += (size_t)snprintf(buf + n, cap - n, "%s(%lld, %lld)", i ? ", " : "", (long long)l->v[i], (long long)l->v[i + 1]);
+  if (n < cap) snprintf(buf + n, cap - n, l->n == 2 ? ",)" : ")");
+}
+
+static bool same_pairs(const IntList *a, const IntList *b) {
+  if (a->n != b->n) return false;
+  for (int i = 0; i < a->n; i += 2) {
+    bool found = false;
+    for (int j = 0; j < b->n && !found; j += 2) found = a->v[i] == b->v[j] && a->v[i + 1] == b->v[j + 1];
+    if (!found) return false;
+  }
+  return true;
+}
+
+static void exec_psend(Coll *c) {
+  FabStats *f = fs();
+  int64_t zero = 0;
+  for (int64_t b = 0; b < c->out->nblk; b++) c->out->blk[b] = arr_new(DT_BOOL, 1, &zero);
+  if (f->npend == f->cappend) {     /* (plain realloc: the list outlives the collective's memory scope) */
+    int cap = f->cappend ? 2 * f->cappend : 8;
+    Pending *np = realloc(f->pend, sizeof(Pending) * (size_t)cap);
+    if (!np) err_throw("out of memory: the system refused %zu bytes", sizeof(Pending) * (size_t)cap);
+    f->pend = np;
+    f->cappend = cap;
+  }
+  Pending *p = &f->pend[f->npend++];
+  p->token = val_ref(c->out);
+  p->payload = val_ref(c->in);
+  p->at = c->at;
+  p->where = f->site;
+  account(c->prim, c->devices, 0, 0);     /* (the bytes move at the precv) */
+}
+
+/* Does value v share a block with the token of pending send k? */
+static bool holds_token(const Val *v, const Pending *p) {
+  for (int64_t b = 0; b < v->nblk; b++)
+    for (int64_t t = 0; v->blk[b] && t < p->token->nblk; t++)
+      if (v->blk[b] == p->token->blk[t]) return true;
+  return false;
+}
+
+/* The payload of the psend whose token precv consumes (a new reference),
+   its pending record dropped; a receive that no send matches is an
+   error naming both ends. */
+static Val *take_send(const Space *sp, const Attrs *at, Val *token, const Type *outt) {
+  FabStats *f = fs();
+  char here[256], there[256], a[160], b[160], axes[64];
+  snprintf(axes, sizeof axes, "%s", f->cur_axes);
+  span_text(f->site, here, sizeof here);
+  int k = f->npend - 1;
+  while (k >= 0 && !holds_token(token, &f->pend[k])) k--;
+  if (k < 0)
+    err_throw("deadlock: the precv over %s at %s would wait forever: its token comes from no psend still waiting "
+              "for its receive (each psend's token goes to exactly one precv)", axes, here);
+  Pending *p = &f->pend[k];
+  span_text(p->where, there, sizeof there);
+  if (!same_pairs(&p->at->l[0], &at->l[0]) || p->at->axmask != at->axmask) {
+    pairs_text(&p->at->l[0], a, sizeof a);
+    pairs_text(&at->l[0], b, sizeof b);
+    err_throw("deadlock: the psend at %s sends along %s but the precv at %s receives along %s over %s: the "
+              "devices of the pairs the two do not share would wait forever", there, a, here, b, axes);
+  }
+  Array *blk = NULL;
+  for (int64_t i = 0; i < p->payload->nblk && !blk; i++) blk = p->payload->blk[i];
+  bool same = blk && blk->dt == outt->dt && blk->rank == outt->rank;
+  for (int d = 0; same && d < blk->rank; d++) same = blk->shape[d] == outt->shape[d];
+  if (blk && !same) {
+    Type t = *outt;
+    t.dt = blk->dt;
+    t.rank = blk->rank;
+    for (int d = 0; d < blk->rank; d++) t.shape[d] = blk->shape[d];
+    TyBuf x, y;
+    err_throw("the psend at %s sends %s, but the precv at %s that receives it expects %s", there, rule_ty(&x, &t),
+              here, rule_ty(&y, outt));
+  }
+  (void)sp;
+  Val *payload = val_ref(p->payload);
+  pending_drop(f, k);
+  return payload;
+}
+
+bool fab_unmatched(char *msg, size_t cap) {
+  FabStats *f = fs();
+  if (!f->npend) return false;
+  Pending *p = &f->pend[0];
+  char there[256], pairs[160];
+  span_text(p->where, there, sizeof there);
+  pairs_text(&p->at->l[0], pairs, sizeof pairs);
+  snprintf(msg, cap, "deadlock: the psend at %s sends along %s, but no precv receives it before the shard_map "
+           "body ends: its senders would wait forever (a psend's token must reach a precv of the same pairs)",
+           there, pairs);
+  while (f->npend) pending_drop(f, f->npend - 1);
+  return true;
+}
+
+void fab_pending_reset(void) {
+  FabStats *f = fs();
+  while (f->npend) pending_drop(f, f->npend - 1);
+}
+
+/* precv: ppermute's exchange of the payload its psend recorded (the
+   operand here, put in place of the token by fab_exec_n). */
+static void exec_precv(Coll *c) { exec_ppermute(c); }
 
 typedef void (*CollFn)(Coll *c);
 static const CollFn coll_exec[P_COUNT] = {
@@ -1063,7 +1351,7 @@ static void fill_group(Coll *c, Val *full, uint32_t rest, int64_t g, int64_t *in
     int from = fmpi_owner(c->m->ndev, inst[k]);
     for (int q = 0; q < nr; q++) {
       if (ranks[q] == from) continue;
-      if (c->prim == P_PPERMUTE && !permute_sends_to(c, inst, k, ranks[q])) continue;
+      if ((c->prim == P_PPERMUTE || c->prim == P_PRECV) && !permute_sends_to(c, inst, k, ranks[q])) continue;
       mv[nmv++] = (FabBlockMove){from, ranks[q], &full->blk[til_block_of(c->m, c->in->mask, inst[k])]};
     }
   }
@@ -1127,6 +1415,30 @@ static void axes_text(const Mesh *m, uint32_t mask) {
 }
 
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
+  return fab_exec_n(sp, prim, at, in ? &in : NULL, in ? 1 : 0, outt, donate);
+}
+
+double fab_last_ragged_sent(void) { return fs()->last_sent; }
+
+static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                     bool donate);
+
+Val *fab_exec_n(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                bool donate) {
+  if (prim != P_PRECV) return run_coll(sp, prim, at, ins, nins, outt, donate);
+  /* precv: the exchange of what the token's psend sent */
+  axes_text(sp->mesh, at->axmask);
+  Val *payload = take_send(sp, at, ins[0], outt);
+  err_defer(release_val, payload);
+  Val *r = run_coll(sp, prim, at, &payload, 1, outt, false);
+  err_undefer(payload);
+  val_unref(payload);
+  return r;
+}
+
+static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                     bool donate) {
+  Val *in = nins ? ins[0] : NULL;
   /* (field by field: clearing the whole struct at once is a string
      instruction that costs more than the rest of a small psum) */
   Coll c;
@@ -1135,6 +1447,8 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.prim = prim;
   c.at = at;
   c.in = in;
+  c.ins = ins;
+  c.nins = nins;
   c.outt = outt;
   c.donate = donate;
   c.outer = 0;
@@ -1167,14 +1481,23 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     reduce_remote(&c);
     spread = false;
   } else if (spread) {
-    c.in = fill_remote(&c);
+    Val **full = mem_calloc(sizeof(Val *) * (size_t)nins);
+    for (int q = 0; q < nins; q++) {      /* every operand's remote blocks (fill_remote reads c.in) */
+      c.in = ins[q];
+      full[q] = fill_remote(&c);
+      err_defer(release_val, full[q]);
+    }
+    c.in = full[0];
+    c.ins = full;
     c.donate = false;
-    err_defer(release_val, c.in);
   }
   coll_exec[prim](&c);
   if (spread) {
-    err_undefer(c.in);
-    val_unref(c.in);
+    for (int q = nins - 1; q >= 0; q--) {
+      err_undefer(c.ins[q]);
+      val_unref(c.ins[q]);
+    }
+    mem_free((void *)c.ins);
   }
   if (fmpi_size() > 1) trim(sp, c.out);
   mem_free(c.done);

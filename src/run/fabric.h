@@ -18,6 +18,8 @@
 **   all-reduce (psum, pmax, pmin, pmean)   2(p-1)/p * n sent and received
 **   all-gather, reduce-scatter, all-to-all (p-1)/p * n  (n = the larger side)
 **   ppermute                               n per (source, destination) pair
+**   ragged_all_to_all                      the rows each member sends the
+**                                          others (its send_sizes), run time
 **   pbroadcast, pscatter, axis_index       0
 */
 #ifndef SHM_FABRIC_H
@@ -53,6 +55,12 @@ bool fab_is_collective(int prim);
    right after, so a reduction may write its result into a block of `in`
    that nothing else references, instead of new memory. */
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate);
+/* The same with every operand (ragged_all_to_all takes six). */
+Val *fab_exec_n(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
+                bool donate);
+/* The bytes one member sent to the others in the last ragged_all_to_all,
+   averaged over the members (what its sizes said, for the cost model). */
+double fab_last_ragged_sent(void);
 
 /* Whole blocks moving between ranks (fabmpi.h): at `from` *slot holds
    the block; at `to` a new array of dtype dt and shape `shape` is
@@ -64,6 +72,14 @@ typedef struct FabBlockMove {
 } FabBlockMove;
 void fab_move_blocks(const int *ranks, int nranks, const FabBlockMove *bm, int n, DType dt, int rank,
                      const int64_t *shape);
+
+/* psend and precv: where the collective about to run is written (for
+   their messages); whether a psend is still waiting for its precv (then
+   *msg says which, and every waiting send is dropped); dropping them all
+   (a shard_map body starts afresh). */
+void fab_set_site(Span where);
+bool fab_unmatched(char *msg, size_t cap);
+void fab_pending_reset(void);
 
 /* Communication statistics since the last reset. */
 void fab_stats_reset(void);

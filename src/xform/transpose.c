@@ -29,7 +29,7 @@ typedef struct Tr {
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
   X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile) \
-  X(split)
+  X(split) X(ragged_all_to_all)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -1038,6 +1038,81 @@ static bool tr_all_to_all(TrCtx *cx) {
   return true;
 }
 
+/* ragged_all_to_all, linear in operand and output (JAX's
+   _ragged_all_to_all_transpose): the operand's cotangent comes back by
+   the reverse exchange -- each receiver sends the rows it got back to
+   where they came from, the offsets swapped and moved to the other side
+   by a tiled all_to_all -- and the output's is the cotangent with the
+   rows that were received zeroed (the mask made locally from the
+   offsets each member received and its recv_sizes). */
+static PVal *axis_name_of(const IrStmt *st) {
+  PVal *a = rule_stmt_param(st, "axis_name");
+  return a ? a : rule_stmt_param(st, "axes");
+}
+
+static IrAtom a2a_tiled(TrCtx *cx, IrAtom x) {
+  Builder *B = tr_builder(cx);
+  IrParam ps[4] = {kv("axis_name", axis_name_of(cx->st)), kv("split_axis", bld_pv_int(B, 0)),
+                   kv("concat_axis", bld_pv_int(B, 0)), kv("tiled", bld_pv_bool(B, true))};
+  return emit1(cx, P_ALL_TO_ALL, ps, 4, &x, 1);
+}
+
+/* x converted to dtype dt (itself when it has it). */
+static IrAtom as_dtype(TrCtx *cx, IrAtom x, int dt) {
+  if (x.t.dt == dt) return x;
+  IrParam ps[1] = {kv("new_dtype", bld_pv_name(tr_builder(cx), dtype_names[dt]))};
+  return emit1(cx, P_CONVERT_ELEMENT_TYPE, ps, 1, &x, 1);
+}
+
+/* bool[M]: whether row r of a member's result was received, that is
+   oo[i] <= r < oo[i] + rs[i] for some i. */
+static IrAtom ragged_received(TrCtx *cx, IrAtom oo, IrAtom rs, int64_t M) {
+  Builder *B = tr_builder(cx);
+  int64_t K = oo.t.shape[0], mk[2] = {M, K}, one = 1;
+  IrParam ip[3] = {kv("dtype", bld_pv_name(B, dtype_names[oo.t.dt])), kv("shape", bld_pv_ints(B, mk, 2)),
+                   kv("dimension", bld_pv_int(B, 0))};
+  IrAtom none[1] = {oo};
+  IrAtom rows = emit1(cx, P_IOTA, ip, 3, none, 0);
+  IrAtom hi_in[2] = {oo, as_dtype(cx, rs, oo.t.dt)};
+  IrAtom hi = emit1(cx, P_ADD, NULL, 0, hi_in, 2);
+  IrParam bp[2] = {kv("shape", bld_pv_ints(B, mk, 2)), kv("broadcast_dimensions", bld_pv_ints(B, &one, 1))};
+  IrAtom lo2 = emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &oo, 1), hi2 = emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &hi, 1);
+  IrAtom ge_in[2] = {rows, lo2}, lt_in[2] = {rows, hi2};
+  IrAtom both[2] = {emit1(cx, P_GE, NULL, 0, ge_in, 2), emit1(cx, P_LT, NULL, 0, lt_in, 2)};
+  IrAtom in = emit1(cx, P_AND, NULL, 0, both, 2);
+  IrParam rp[1] = {kv("axes", bld_pv_ints(B, &one, 1))};
+  return emit1(cx, P_REDUCE_OR, rp, 1, &in, 1);
+}
+
+static bool tr_ragged_all_to_all(TrCtx *cx) {
+  if (cx->checking) {
+    for (int k = 2; k < 6; k++)
+      if (cx->lin_in[k]) return tr_error(cx, "ragged_all_to_all is not linear in its offsets and sizes");
+    return true;
+  }
+  Builder *B = tr_builder(cx);
+  IrAtom ct = tr_ct(cx, 0);
+  IrAtom oo = a2a_tiled(cx, tr_in(cx, 4));
+  if (cx->lin_in[0]) {
+    Type z = *tr_in_type(cx, 0);
+    z.vma = 0;
+    IrAtom in[6] = {ct, bld_zeros(B, &z), oo, tr_in(cx, 5), a2a_tiled(cx, tr_in(cx, 2)), tr_in(cx, 3)};
+    IrParam ps[1] = {kv("axis_name", axis_name_of(cx->st))};
+    tr_give(cx, 0, emit1(cx, P_RAGGED_ALL_TO_ALL, ps, 1, in, 6));
+  }
+  if (cx->lin_in[1]) {
+    const Type *t = &ct.t;
+    IrAtom got = ragged_received(cx, oo, tr_in(cx, 5), t->shape[0]);
+    int64_t zero = 0;
+    IrParam bp[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, &zero, 1))};
+    Type z = *t;
+    z.vma = 0;
+    IrAtom sel[3] = {t->rank == 1 ? got : emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &got, 1), ct, bld_zeros(B, &z)};
+    tr_give(cx, 1, emit1(cx, P_SELECT_N, NULL, 0, sel, 3));
+  }
+  return true;
+}
+
 /* ---- calls and higher-order primitives ------------------------------------------------ */
 
 static IrFunc *transpose_ex(IrProg *P, IrFunc *f, const bool *linear, const char *name, Span where,
@@ -1349,9 +1424,11 @@ static bool tr_shard_map(TrCtx *cx) {
   IrAtom *out = bld_alloc(B, sizeof(IrAtom) * (size_t)(nlin + 1));
   char mname[128];
   snprintf(mname, sizeof mname, "%.*s", sm->mesh->name.n, sm->mesh->name.p);
-  IrParam ps[5] = {kv("f", bld_pv_fn(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
-                   kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma))};
-  bld_higher(B, P_SHARD_MAP, at, ps, 5, in, n, outt, nlin, out);
+  IrParam ps[6] = {kv("f", bld_pv_fn(B, 0)), kv("mesh", bld_pv_name(B, mname)), kv("in_specs", bld_pv_tuple(B, ins, ts->nin)),
+                   kv("out_specs", bld_pv_tuple(B, outs, nlin)), kv("check_vma", bld_pv_bool(B, sm->check_vma)),
+                   kv("axis_names", rule_stmt_param(st, "axis_names"))};
+  /* (a partial-manual shard_map's transpose is manual over the same axes) */
+  bld_higher(B, P_SHARD_MAP, at, ps, sm->mesh->full && ps[5].v ? 6 : 5, in, n, outt, nlin, out);
   give_results(cx, 0, out);
   return true;
 }

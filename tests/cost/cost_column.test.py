@@ -5,7 +5,7 @@ row, so that a primitive cannot be priced as what it is not:
   - every row names a rule that src/model/cost.c defines, and
     src/rules/prims.h's column doc names every rule the rows use;
   - cost_coll (a collective, priced by the communication model) exactly
-    on the rows whose variance rule communicates (VR_REDUCE, VR_VARY,
+    on the rows whose variance rule communicates (VR_REDUCE, VR_VARY, VR_RAGGED,
     VR_GATHER_INV: cost_is_comm sends those to the communication stream;
     any other row is priced as a local equation by its rule);
   - cost_none (nothing of its own) exactly on the rows without a shape
@@ -16,7 +16,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
-COMMUNICATES = {'VR_REDUCE', 'VR_VARY', 'VR_GATHER_INV'}
+COMMUNICATES = {'VR_REDUCE', 'VR_VARY', 'VR_GATHER_INV', 'VR_RAGGED'}
 
 
 def read(rel):

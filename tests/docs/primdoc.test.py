@@ -14,7 +14,9 @@ import sys
 
 SHMAPI = os.environ['SHMAPI']
 COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT',
-                    'VR_PSCATTER', 'VR_AXIS_INDEX'}
+                    'VR_PSCATTER', 'VR_AXIS_INDEX', 'VR_RAGGED'}
+# local primitives that name mesh axes, run in the body too
+IN_BODY = {'axis_size'}
 MARKER = "  # a collective's example runs here\n"
 
 spec = importlib.util.spec_from_file_location('gen', 'docs/gen_primitives.py')
@@ -92,10 +94,12 @@ def main():
         if '\n' in ex:
             problems.append('%s: the example is more than one line' % p['name'])
             continue
-        callee = ex.split('=', 1)[1].strip().split('[')[0].split()[0] if '=' in ex else ''
-        if callee not in (p['name'], p['alias']):
+        # one statement, or several joined by `;` (psend's token needs its precv)
+        callees = [st.split('=', 1)[1].strip().split('[')[0].split()[0] if '=' in st else ''
+                   for st in ex.split(';')]
+        if not set(callees) & {p['name'], p['alias']}:
             problems.append('%s: the example %r does not use %s' % (p['name'], ex, p['name']))
-        if p['vrule'] in COLLECTIVE_RULES:
+        if p['vrule'] in COLLECTIVE_RULES or p['name'] in IN_BODY:
             program = context.replace(MARKER, MARKER + '  ' + ex + '\n')
         else:
             program = context + ex + '\n'
