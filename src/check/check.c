@@ -206,7 +206,8 @@ Type check_bad_type(void) {
 }
 
 bool check_types_equal(const Type *a, const Type *b) {
-  return a->dt == b->dt && a->vma == b->vma && type_same_shape(a, b);
+  return a->dt == b->dt && a->vma == b->vma && a->unred == b->unred && a->red == b->red &&
+         (!a->unred || a->ukind == b->ukind) && type_same_shape(a, b);
 }
 
 /* ---- literals ------------------------------------------------------------------ */
@@ -261,6 +262,65 @@ static int lit_default_dtype(const AstLit *l) {
 
 /* ---- annotations ------------------------------------------------------------- */
 
+/* The mask of the mesh axes `names`; false (after an error) when one is
+   not an axis of the enclosing mesh. */
+static bool resolve_axes(Ctx *cx, const AstType *at, const Str *names, int n, uint32_t *mask) {
+  for (int i = 0; i < n; i++) {
+    int k = -1;
+    for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
+      if (str_eq(cx->mesh->axis[a], names[i])) k = a;
+    if (k < 0) {
+      char hint[256];
+      diag_error(at->axes_sp, "unbound axis name '%.*s'%s", names[i].n, names[i].p,
+                 rule_axis_hint(cx->mesh, names[i], hint, sizeof hint));
+      return false;
+    }
+    *mask |= 1u << k;
+  }
+  return true;
+}
+
+/* `x` or `(a,b)`: axis names as JAX prints them in a type. */
+static Str axes_text(Ctx *cx, const Str *names, int n) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  if (n > 1) buf_putc(&b, '(');
+  for (int i = 0; i < n; i++) buf_printf(&b, "%s%.*s", i ? "," : "", names[i].n, names[i].p);
+  if (n > 1) buf_putc(&b, ')');
+  Str r;
+  r.p = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
+  r.n = b.n;
+  err_undefer(&b);
+  buf_free(&b);
+  return r;
+}
+
+/* The unreduced and reduced axes of a type: inside a shard_map, masks of
+   its mesh (an axis both unreduced and reduced, or varying and either, is
+   refused); outside, the layout of a global value, kept by name. */
+static bool manual_axes_or_layout(Ctx *cx, const AstType *at, Type *t) {
+  if (!at->nunred && !at->nred) return true;
+  if (!cx->mesh) {
+    TypeLay *l = NEW(cx->C, TypeLay);
+    if (at->nunred) l->unred = axes_text(cx, at->unred, at->nunred);
+    if (at->nred) l->red = axes_text(cx, at->red, at->nred);
+    l->ukind = (uint8_t)at->ukind;
+    t->lay = l;
+    return true;
+  }
+  if (!resolve_axes(cx, at, at->unred, at->nunred, &t->unred) || !resolve_axes(cx, at, at->red, at->nred, &t->red))
+    return false;
+  t->ukind = (uint8_t)(t->unred ? at->ukind : UK_SUM);
+  uint32_t clash = (t->unred & t->red) | (t->vma & (t->unred | t->red));
+  if (clash) {
+    diag_error(at->axes_sp, "an axis is in one state in a type: %s is named twice among V:, U: and R:",
+               check_vma_text(cx, clash));
+    return false;
+  }
+  t->vma |= t->unred;          /* each device holds its own summand: physically varying */
+  return true;
+}
+
 /* Resolve a written type; false after an error. */
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
@@ -298,18 +358,18 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   }
   *has_vma = at->has_vma;
   if (at->has_vma) {
-    for (int i = 0; i < at->naxes; i++) {
-      int k = -1;
-      for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
-        if (str_eq(cx->mesh->axis[a], at->axes[i])) k = a;
-      if (k < 0) {
-        char hint[256];
-        diag_error(at->axes_sp, "unbound axis name '%.*s'%s", at->axes[i].n, at->axes[i].p,
-                   rule_axis_hint(cx->mesh, at->axes[i], hint, sizeof hint));
-        return false;
-      }
-      t->vma |= 1u << k;
+    if (at->bad_group.len) {
+      diag_error(at->bad_group, "unknown kind of axes '%.*s' in a type (JAX's are V: varying, U: unreduced, "
+                 "U_max:, U_min:, R: reduced)", (int)at->bad_group.len, diag_file_text(at->bad_group.file, NULL) + at->bad_group.off);
+      return false;
     }
+    if (!resolve_axes(cx, at, at->axes, at->naxes, &t->vma)) return false;
+    if (!manual_axes_or_layout(cx, at, t)) return false;
+  }
+  if (at->has_shard) {
+    TypeLay *l = (TypeLay *)t->lay;
+    if (!l) t->lay = l = NEW(cx->C, TypeLay);
+    for (int d = 0; d < at->rank; d++) l->dim[d] = at->dim_shard[d];
   }
   if (at->has_named) return xmap_named_shape(cx, at, t, has_vma);
   return true;
@@ -336,13 +396,19 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
   Type at;
   bool has_vma;
   if (!check_resolve_type(cx, b->type, &at, &has_vma)) return false;
-  if (!has_vma || cx->C->lenient) at.vma = t->vma;   /* a loop's trial round: variance not judged yet */
+  if (!has_vma || cx->C->lenient) {   /* a loop's trial round: variance not judged yet */
+    at.vma = t->vma;
+    at.unred = t->unred;
+    at.red = t->red;
+    at.ukind = t->ukind;
+  }
   if (narrow && at.vma != t->vma && vma_jax_narrower(cx, at.vma, t->vma)) {
     Type same = at;
     same.vma = t->vma;
     if (check_types_equal(&same, t)) {
       *narrow = at.vma;
       *is_narrow = true;
+      if (at.lay) t->lay = at.lay;
       return true;
     }
   }
@@ -351,6 +417,7 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
                check_type_text(cx, &at), what, check_type_text(cx, t));
     return false;
   }
+  if (at.lay) t->lay = at.lay;     /* an explicit layout is the annotation's word: it changes no value */
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include "coll.h"
 #include "conv.h"
 #include "cost.h"
+#include "fabric.h"
 #include "prims.h"
 #include "value.h"
 #include "window.h"
@@ -99,6 +100,7 @@ double cost_flops(const IrStmt *st) {
   case P_LAYOUT_CONSTRAINT: case P_NAME: case P_TILE:
   case P_SPLIT:
   case P_PLATFORM_INDEX:
+  case P_RESHARD: case P_VARY_UNREDUCED_CAST: case P_REDUCED_VARY_CAST: case P_PREDUCED:
     return 0;
   /* a combining scatter: one operation per update element */
   case P_SCATTER_ADD: case P_SCATTER_SUB: case P_SCATTER_MUL: case P_SCATTER_MIN: case P_SCATTER_MAX:
@@ -134,6 +136,8 @@ double cost_hbm_bytes(const IrStmt *st) {
   case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
   /* annotations of where a value lives: XLA moves nothing for them here */
   case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_LAYOUT_CONSTRAINT: case P_NAME:
+  case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_RESHARD:
+  case P_VARY_UNREDUCED_CAST: case P_REDUCED_VARY_CAST: case P_PREDUCED:
     return 0;
   /* writes its result, reads nothing */
   case P_ZEROS_LIKE:
@@ -369,11 +373,12 @@ Cost cost_collective(const Hw *hw, const Mesh *mesh, const HwPlace *pl, const Ir
   const Attrs *at = st->at;
   int64_t p = 1;
   for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];
-  if (st->prim == P_PPERMUTE)
+  int prim = fab_base_prim(st->prim);    /* unreduced_psum costs a psum, and so on */
+  if (prim == P_PPERMUTE)
     return hw->topo == HW_TORUS ? torus_ppermute(hw, mesh, pl, st, n_in) : switch_ppermute(hw, mesh, st, n_in);
-  if (hw->topo == HW_SWITCH) return cost_switch_formula(hw, st->prim, p, switch_nodes(hw, mesh, at), n_in, n_out);
+  if (hw->topo == HW_SWITCH) return cost_switch_formula(hw, prim, p, switch_nodes(hw, mesh, at), n_in, n_out);
   int64_t extent[HW_MAXDIMS], stride[HW_MAXDIMS];
   bool ring[HW_MAXDIMS];
   int nd = torus_group(hw, mesh, pl, at, extent, stride, ring);
-  return cost_torus_formula(hw, st->prim, nd, extent, stride, ring, n_in, n_out);
+  return cost_torus_formula(hw, prim, nd, extent, stride, ring, n_in, n_out);
 }

@@ -1126,7 +1126,23 @@ static void axes_text(const Mesh *m, uint32_t mask) {
   cur_axes[len] = 0;
 }
 
+/* The collectives of unreduced and reduced values are, on the wire, the
+   fabric's own: unreduced_psum a psum, all_gather_reduced an
+   all_gather_invariant, the casts pbroadcast's no-move. */
+int fab_base_prim(int prim) {
+  switch (prim) {
+  case P_UNREDUCED_PSUM: return P_PSUM;
+  case P_UNREDUCED_PMAX: return P_PMAX;
+  case P_UNREDUCED_PMIN: return P_PMIN;
+  case P_UNREDUCED_REDUCE_SCATTER: return P_PSUM_SCATTER;
+  case P_ALL_GATHER_REDUCED: return P_ALL_GATHER_INVARIANT;
+  case P_VARY_UNREDUCED_CAST: case P_REDUCED_VARY_CAST: case P_PREDUCED: return P_PBROADCAST;
+  default: return prim;
+  }
+}
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
+  prim = fab_base_prim(prim);
   /* (field by field: clearing the whole struct at once is a string
      instruction that costs more than the rest of a small psum) */
   Coll c;

@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 SHMAPI = os.environ['SHMAPI']
-COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT',
+COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT', 'VR_UCAST', 'VR_RCAST',
+                    'VR_RVCAST', 'VR_UREDUCE', 'VR_USCATTER', 'VR_GATHER_RED',
                     'VR_PSCATTER', 'VR_AXIS_INDEX'}
 MARKER = "  # a collective's example runs here\n"
 
