@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "check_int.h"
+#include "unred.h"
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
@@ -417,7 +418,16 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
                check_type_text(cx, &at), what, check_type_text(cx, t));
     return false;
   }
-  if (at.lay) t->lay = at.lay;     /* an explicit layout is the annotation's word: it changes no value */
+  Str none = {"", 0}, au = at.lay ? at.lay->unred : none, tu = t->lay ? t->lay->unred : none;
+  if (!cx->mesh && tu.n && !str_eq(au, tu)) {
+    Type shown = at;
+    shown.lay = t->lay;
+    diag_error(b->type->sp, "%.*s is annotated %s but %s gives %s: a value unreduced over %.*s is its summands on "
+               "the devices until a reshard or psum completes it", b->name.n, b->name.p, check_type_text(cx, &at),
+               what, check_type_text(cx, &shown), tu.n, tu.p);
+    return false;
+  }
+  t->lay = at.lay;     /* an explicit layout is the annotation's word: it changes no value */
   return true;
 }
 
@@ -575,6 +585,53 @@ static bool names_axis(const AstStmt *s) {
   return false;
 }
 
+/* Outside any shard_map, a value typed unreduced (`f32[8,16]{U:x}`, JAX's
+   explicit sharding) holds its complete value here, but JAX lets only
+   the linear primitives read it (the others would read a summand on the
+   devices): the same rule as inside (unred.c), over the axes by name. */
+static bool global_unreduced(Ctx *cx, AstStmt *s, int prim, const IrAtom *in, const Attrs *at, Type *out, int nout) {
+  Str names[32];
+  int nn = 0;
+  Type *t = NEWN(cx->C, Type, s->nargs);
+  bool *lit = NEWN(cx->C, bool, s->nargs);
+  for (int k = 0; k < s->nargs; k++) {
+    t[k] = in[k].t;
+    lit[k] = !in[k].var;
+    t[k].unred = t[k].vma = t[k].red = 0;
+    if (!t[k].lay || !t[k].lay->unred.n) continue;
+    int b = 0;
+    while (b < nn && !str_eq(names[b], t[k].lay->unred)) b++;
+    if (b == nn && nn < 32) names[nn++] = t[k].lay->unred;
+    t[k].unred = t[k].vma = 1u << b;
+    t[k].ukind = t[k].lay->ukind;
+  }
+  if (!nn) return true;
+  UnredErr ue;
+  Type *o = NEWN(cx->C, Type, nout);
+  for (int k = 0; k < nout; k++) o[k] = out[k];
+  if (!unred_rule(prim, prim_table[prim].vrule, t, s->nargs, lit, at, 0, o, nout, &ue)) {
+    char nm[160], ax[160];
+    const IrAtom *a = ue.operand >= 0 ? &in[ue.operand] : NULL;
+    snprintf(nm, sizeof nm, "%.*s", a && a->var ? a->var->name.n : 9, a && a->var ? a->var->name.p : "a literal");
+    int b = 0;
+    while (b < nn - 1 && !(ue.axes & (1u << b))) b++;
+    snprintf(ax, sizeof ax, "%.*s", names[b].n, names[b].p);
+    diag_error(s->callee_sp, ue.msg, prim_table[prim].name, nm, ax);
+    return false;
+  }
+  bool moves = prim == P_RESHARD || prim == P_MESH_CAST || prim == P_SHARDING_CONSTRAINT || prim == P_DEVICE_PUT;
+  for (int k = 0; k < nout; k++) {
+    if (!o[k].unred || moves) continue;     /* (a reshard's result is laid out as its binder says) */
+    TypeLay *l = NEW(cx->C, TypeLay);
+    int b = 0;
+    while (!(o[k].unred & (1u << b))) b++;
+    l->unred = names[b];
+    l->ukind = o[k].ukind;
+    out[k].lay = l;
+  }
+  return true;
+}
+
 static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   const PrimInfo *pi = &prim_table[prim];
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
@@ -623,6 +680,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
     return;
   }
   if (!emit_prim_vary(EM(cx), prim, in, s->nargs, at, out, nout, s->callee_sp)) { check_bind_bad(cx, s); return; }
+  if (!cx->mesh && !global_unreduced(cx, s, prim, in, at, out, nout)) { check_bind_bad(cx, s); return; }
   IrStmt *st = check_new_eqn(cx, s);
   st->prim = prim;
   st->at = at;
@@ -667,6 +725,12 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   emit_stmt(EM(cx), st);
 }
 
+static bool stmt_has_param(const AstStmt *s, const char *key) {
+  for (int i = 0; i < s->nparams; i++)
+    if (str_eqc(s->params[i]->key, key)) return true;
+  return false;
+}
+
 static void check_eqn(Ctx *cx, AstStmt *s) {
   s = stat_subst_stmt(cx, s);
   if (xmap_desugar(cx, s)) return;
@@ -676,6 +740,7 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   s = old_rewrite(cx, s, &done);
   if (done) return;
   int prim = prim_lookup(s->callee);
+  if (prim == P_PBROADCAST && stmt_has_param(s, "source")) prim = P_PBROADCAST_SOURCE;  /* JAX's broadcast */
   if (prim >= 0) { check_prim_eqn(cx, s, prim); return; }
   b = check_lookup(cx->scope, B_VAR, s->callee);
   if (b && !s->has_params && s->nargs == 0) {       /* y = x */

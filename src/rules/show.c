@@ -217,6 +217,17 @@ static void show_str(Buf *b, Str s) {
   buf_putc(b, '\'');
 }
 
+/* A primitive's name as show prints it: with --jax-names, as JAX prints
+   it today (the variance cast is pvary; two casts keep their _p). */
+static const char *shown_name(int prim) {
+  if (state_cur()->jax_names) {
+    if (prim == P_PBROADCAST) return "pvary";
+    if (prim == P_VARY_UNREDUCED_CAST) return "vary_unreduced_cast_p";
+    if (prim == P_REDUCED_VARY_CAST) return "reduced_vary_cast_p";
+  }
+  return prim_table[prim].name;
+}
+
 typedef struct Show Show;
 static void show_fn(Show *S, const IrFunc *f, int indent);
 
@@ -426,7 +437,7 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
       if (c->statics && (!c->parent || !c->parent->parent)) buf_printf(b, "[%s]", c->statics);
     }
     else {
-      buf_puts(b, prim_table[prim].name);
+      buf_puts(b, shown_name(prim));
       show_params(S, st, mesh, indent);
     }
     for (int i = st->prim == P_FORI_LOOP ? (int)st->at->i[2] : 0; i < st->nin; i++) {

@@ -44,7 +44,7 @@ static UrKind ur_kind(int prim, int kind) {
   case P_REDUCE_MIN: return kind == UK_MIN ? UR_FIRST : UR_NONE;
   case P_BROADCAST_IN_DIM: case P_RESHAPE: case P_TRANSPOSE: case P_SQUEEZE: case P_EXPAND_DIMS:
   case P_REV: case P_SLICE: case P_DYNAMIC_SLICE: case P_COPY: case P_MESH_CAST: case P_SHARDING_CONSTRAINT:
-  case P_DEVICE_PUT:
+  case P_DEVICE_PUT: case P_RESHARD:
     return UR_FIRST;
   case P_MUL: case P_DIV: case P_DOT_GENERAL:
     return kind == UK_SUM ? UR_SCALE : UR_NONE;
@@ -79,8 +79,8 @@ static bool local_rule(int prim, const Type *in, int nin, const bool *lit, uint3
     switch (uk) {
     case UR_NONE:
       return refuse(e, first, f->unred, kind == UK_SUM ? "%s reads %s as if it were complete, but it is unreduced "
-                    "over %s: each device holds a summand. Complete it first (psum, or unreduced_psum), or "
-                    "reduce-scatter it (psum_scatter)" : "%s reads %s as if it were complete, but it is unreduced "
+                    "over %s: each device holds a summand. Complete it first (in a shard_map psum or "
+                    "unreduced_psum, or psum_scatter; outside, reshard)" : "%s reads %s as if it were complete, but it is unreduced "
                     "over %s: each device holds a part of a max or min. Complete it first (unreduced_pmax, "
                     "unreduced_pmin)");
     case UR_ALL:

@@ -206,7 +206,7 @@ void fab_stats_print(FILE *out, bool explain) {
     char a[32], b[32];
     mem_human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
     mem_human(b, sizeof b, s->sent);
-    fprintf(out, "%-22s %7ld %8ld %14s %14s\n", prim_table[p].name, s->calls, s->maxdev, a, b);
+    fprintf(out, "%-22s %7ld %8ld %14s %14s\n", p == P_PBROADCAST_SOURCE ? "pbroadcast[source]" : prim_table[p].name, s->calls, s->maxdev, a, b);
     calls += s->calls;
     devs += s->devices;
     total += s->sent;
@@ -856,6 +856,18 @@ static void exec_all_to_all(Coll *c) {
     }
   }
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
+  account(c->prim, c->devices, each, each);
+}
+
+/* pbroadcast with a source (JAX's collective broadcast): every member of
+   a group gets member `source`'s block; all but the source receive it. */
+static void exec_pbroadcast_source(Coll *c) {
+  for (int64_t b = 0; b < c->out->nblk; b++) {
+    til_block_coords(c->m, c->out->mask, b, c->coords);
+    member_coords(c->m, c->at, c->at->i[0], c->coords);
+    c->out->blk[b] = arr_ref(c->in->blk[til_block_at(c->m, c->in->mask, c->coords)]);
+  }
+  double each = c->p > 1 ? c->n_in * (double)(c->p - 1) / (double)c->p : 0;
   account(c->prim, c->devices, each, each);
 }
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 SHMAPI = os.environ['SHMAPI']
+COLLECTIVE_RULES_BY_NAME = {'pbroadcast'}
 COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT', 'VR_UCAST', 'VR_RCAST',
                     'VR_RVCAST', 'VR_UREDUCE', 'VR_USCATTER', 'VR_GATHER_RED',
                     'VR_PSCATTER', 'VR_AXIS_INDEX'}
@@ -96,7 +97,7 @@ def main():
         callee = ex.split('=', 1)[1].strip().split('[')[0].split()[0] if '=' in ex else ''
         if callee not in (p['name'], p['alias']):
             problems.append('%s: the example %r does not use %s' % (p['name'], ex, p['name']))
-        if p['vrule'] in COLLECTIVE_RULES:
+        if p['vrule'] in COLLECTIVE_RULES or p['name'] in COLLECTIVE_RULES_BY_NAME:
             program = context.replace(MARKER, MARKER + '  ' + ex + '\n')
         else:
             program = context + ex + '\n'
