@@ -87,7 +87,7 @@ static bool local_rule(int prim, const Type *in, int nin, const bool *lit, uint3
       for (int k = 0; k < nin; k++)
         if (in[k].unred != f->unred || in[k].ukind != f->ukind)
           return refuse(e, lit[k] ? -1 : k, f->unred ^ in[k].unred,
-                        "%s adds operands that are not unreduced alike (%s over %s): a summand plus a complete "
+                        "%s adds operands that are not unreduced alike (%s differs over %s): a summand plus a complete "
                         "value counts the complete value once per device. Complete the unreduced one first "
                         "(psum), or make the other unreduced the same way (pcast to='unreduced')");
       ou = f->unred;

@@ -202,7 +202,14 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     unred_error(E, prim, in, &ue, sp);
     return false;
   }
-  for (int k = 0; k < nin; k++) in[k] = emit_lift(E, in[k], lift[k], sp);
+  /* an operand that scales a summand stays as it is along the unreduced
+     axes (the same on every device there): lifting it would type it
+     varying, which no rule accepts beside a summand */
+  uint32_t ou = nout ? out[0].unred : 0;
+  for (int k = 0; k < nin; k++) {
+    if (!(t[k].unred & ou)) lift[k] &= ~ou | t[k].vma;
+    in[k] = emit_lift(E, in[k], lift[k], sp);
+  }
   for (int k = 0; k < nout; k++) {
     out[k].vma = res | out[k].unred;
     out[k].lay = NULL;
