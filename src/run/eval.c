@@ -1089,7 +1089,10 @@ static void exec_print(Frame *F, IrStmt *st) {
     if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
     else if (it->atom.lit) fmt_array(&b, it->atom.lit);
     else if (st->print_global) put_global(&b, F, it->atom.var, st->print_spec);
-    else vp_value(&b, &F->space, value_of(F, it->atom.var), true);
+    else {
+      vp_unreduced_note(&b, &it->atom.var->t, F->space.mesh);
+      vp_value(&b, &F->space, value_of(F, it->atom.var), true);
+    }
   }
   buf_putc(&b, '\n');
   state_out(b.p, b.n);

@@ -609,7 +609,8 @@ class Gen:
             lines = ['%s = preduced[axes=%s] %s' % (r1, ax, v.name),
                      '%s = %s[axes=%s] %s' % (r2, rng.choice(['reduced_vary_cast', 'reduced_vary_cast_p']), ax, r1)]
             if rng.random() < 0.5:    # a reduced value meets a varying one: the checker inserts the cast
-                vv = [w for w in pool if w.shape == v.shape and w.dtype == v.dtype and w.vma & frozenset(axes)]
+                # (w varies over all the axes: along any other the sum would stay reduced)
+                vv = [w for w in pool if w.shape == v.shape and w.dtype == v.dtype and w.vma >= frozenset(axes)]
                 if vv:
                     w = rng.choice(vv)
                     r3 = self.fresh()
