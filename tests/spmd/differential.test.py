@@ -397,7 +397,7 @@ class Gen:
     def op_collective(self, mesh, pool, v, among=None):
         rng = self.rng
         kinds = ['psum', 'pmax', 'pmin', 'pmean', 'pbroadcast', 'all_gather', 'all_gather_invariant',
-                 'psum_scatter', 'pscatter', 'ppermute', 'all_to_all', 'unreduced', 'unreduced', 'pcast',
+                 'psum_scatter', 'pscatter', 'ppermute', 'all_to_all'] + ['unreduced'] * 8 + ['pcast', 'pcast',
                  'pbroadcast_source']
         kind = rng.choice(kinds)
         if kind in ('unreduced', 'pcast') and among is not None:
