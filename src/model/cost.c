@@ -21,7 +21,8 @@ const char *cost_limit_name(CostLimit l) {
 }
 
 bool cost_is_comm(const IrStmt *st) {
-  return st->prim >= 0 && st->prim < P_COUNT && vrule_communicates(prim_table[st->prim].vrule);
+  return st->prim >= 0 && st->prim < P_COUNT &&
+         (vrule_communicates(prim_table[st->prim].vrule) || st->prim == P_PBROADCAST_SOURCE);
 }
 
 static double type_bytes(const Type *t) { return (double)type_size(t) * (double)dtype_sizes[t->dt]; }
@@ -136,7 +137,7 @@ double cost_hbm_bytes(const IrStmt *st) {
   case P_RANDOM_WRAP: case P_RANDOM_UNWRAP: case P_RANDOM_CLONE:
   /* annotations of where a value lives: XLA moves nothing for them here */
   case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_LAYOUT_CONSTRAINT: case P_NAME:
-  case P_SHARDING_CONSTRAINT: case P_MESH_CAST: case P_DEVICE_PUT: case P_RESHARD:
+  case P_RESHARD:
   case P_VARY_UNREDUCED_CAST: case P_REDUCED_VARY_CAST: case P_PREDUCED:
     return 0;
   /* writes its result, reads nothing */
@@ -206,7 +207,7 @@ Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent
   double f = (n - 1) / n;
   if (is_reduce(prim)) t = 2 * f * n_in / B;
   else if (prim == P_ALL_GATHER || prim == P_ALL_GATHER_INVARIANT) t = f * n_out / B;
-  else if (prim == P_PSUM_SCATTER) t = f * n_in / B;
+  else if (prim == P_PSUM_SCATTER || prim == P_PBROADCAST_SOURCE) t = f * n_in / B;
   else if (prim == P_ALL_TO_ALL) t = n * n_in / (4 * B);
   if (is_reduce(prim)) hops *= 2;
   return bound(t, hops * hw->hop_latency, hops, sent, false);

@@ -267,6 +267,7 @@ double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
   case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: return f * n_out;
   case P_PSUM_SCATTER: case P_ALL_TO_ALL: return f * n_in;
   case P_PPERMUTE: return n_in;
+  case P_PBROADCAST_SOURCE: return f * n_in;     /* (every member but the source receives it) */
   default: return 0;
   }
 }

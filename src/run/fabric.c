@@ -867,7 +867,7 @@ static void exec_pbroadcast_source(Coll *c) {
     member_coords(c->m, c->at, c->at->i[0], c->coords);
     c->out->blk[b] = arr_ref(c->in->blk[til_block_at(c->m, c->in->mask, c->coords)]);
   }
-  double each = c->p > 1 ? c->n_in * (double)(c->p - 1) / (double)c->p : 0;
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
   account(c->prim, c->devices, each, each);
 }
 
@@ -1171,7 +1171,8 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
   c.n_in = 0;
   c.devices = 0;
   for (int k = 0; k < c.m->naxes; k++) c.coords[k] = 0;     /* (no other is read) */
-  if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
+  bool comm = vrule_communicates(prim_table[prim].vrule) || prim == P_PBROADCAST_SOURCE;
+  if (comm) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
   c.out = val_new(outt->vma, til_nblk(c.m, outt->vma));
@@ -1189,7 +1190,7 @@ Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *o
     c.need = fab_needed(sp, c.outer, c.nouter);
   }
   c.n_out = nbytes_of(outt);
-  bool spread = fmpi_size() > 1 && in && vrule_communicates(prim_table[prim].vrule);
+  bool spread = fmpi_size() > 1 && in && comm;
   bool reduction = prim_table[prim].vrule == VR_REDUCE || prim == P_PSUM_SCATTER;
   if (spread && reduction) {
     reduce_remote(&c);
