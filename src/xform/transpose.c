@@ -962,7 +962,15 @@ static bool tr_psum(TrCtx *cx) {
 
 /* The unreduced and reduced casts and collectives transpose into each
    other, as JAX's rules pair them. */
-static bool tr_vary_unreduced_cast(TrCtx *cx) { return as_other(cx, P_REDUCED_VARY_CAST, "axes"); }
+static bool tr_vary_unreduced_cast(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  if (!(ct.t.red & cx->st->at->axmask)) {     /* already lifted to varying (the cotangent of a summand) */
+    tr_give(cx, 0, ct);
+    return true;
+  }
+  return as_other(cx, P_REDUCED_VARY_CAST, "axes");
+}
 static bool tr_reduced_vary_cast(TrCtx *cx) { return as_other(cx, P_VARY_UNREDUCED_CAST, "axes"); }
 static bool tr_preduced(TrCtx *cx) { return as_other(cx, P_UNREDUCED_PSUM, "axes"); }
 static bool tr_unreduced_psum(TrCtx *cx) { return as_other(cx, P_PREDUCED, "axes"); }
