@@ -41,6 +41,9 @@
 %type dims {AstList*}
 %type axes {AstList*}
 %type axis {Tok}
+%type dim {Tok}
+%type group {AstList*}
+%type groups {AstList*}
 %type opt_params {AstList*}
 %type params {AstList*}
 %type param {AstParam*}
@@ -123,13 +126,20 @@ type(A) ::= IDENT(D) LBRACK dims(S) RBRACK(C).       { A = ast_type(P, D, S, C);
 type(A) ::= IDENT(D) LBRACK RBRACK(C).               { A = ast_type(P, D, ast_list(P), C); }
 type(A) ::= type(T) LBRACE(O) axes(X) RBRACE(C).     { A = ast_type_vma(P, T, X, O, C); }
 type(A) ::= type(T) LBRACE(O) RBRACE(C).             { A = ast_type_vma(P, T, ast_list(P), O, C); }
-type(A) ::= type(T) LBRACE(O) IDENT COLON axis(X) RBRACE(C).
-    { A = ast_type_vma(P, T, ast_dim(P, ast_list(P), X), O, C); }
-type(A) ::= type(T) LBRACE(O) IDENT COLON LPAREN axes(X) RPAREN RBRACE(C).
-    { A = ast_type_vma(P, T, X, O, C); }
+/* JAX's manual axis types: {V:i}, {V:(i,j), U:x, R:y}, {U_max:x} */
+type(A) ::= type(T) LBRACE(O) groups(G) RBRACE(C).   { A = ast_type_groups(P, T, G, O, C); }
+groups(A) ::= group(G).                    { A = ast_list_add(P, ast_list(P), G); }
+groups(A) ::= groups(L) COMMA group(G).    { A = ast_list_add(P, L, G); }
+group(A) ::= IDENT(K) COLON axis(X).       { A = ast_dim(P, ast_dim(P, ast_list(P), K), X); }
+group(A) ::= IDENT(K) COLON LPAREN axes(X) RPAREN. { A = ast_group(P, K, X); }
 
-dims(A) ::= INT(D).                        { A = ast_dim(P, ast_list(P), D); }
-dims(A) ::= dims(L) COMMA INT(D).          { A = ast_dim(P, L, D); }
+/* A dimension, split over mesh axes in an explicit-sharding type:
+   8, 8@x, 128@(model,data) */
+dims(A) ::= dim(D).                        { A = ast_dim(P, ast_list(P), D); }
+dims(A) ::= dims(L) COMMA dim(D).          { A = ast_dim(P, L, D); }
+dim(A) ::= INT(D).                         { A = D; }
+dim(A) ::= INT(D) AT axis(X).              { A = ast_sdim(P, D, ast_dim(P, ast_list(P), X), false); }
+dim(A) ::= INT(D) AT LPAREN axes(X) RPAREN. { A = ast_sdim(P, D, X, true); }
 
 axes(A) ::= axis(X).                       { A = ast_dim(P, ast_list(P), X); }
 axes(A) ::= axes(L) COMMA axis(X).         { A = ast_dim(P, L, X); }
@@ -162,8 +172,10 @@ value(A) ::= LBRACK(O) RBRACK(C).          { A = ast_pv_seq(P, PV_LIST, O, ast_l
 value(A) ::= LBRACK(O) values(L) RBRACK(C).       { A = ast_pv_seq(P, PV_LIST, O, L, C, true); }
 value(A) ::= LBRACK(O) values(L) COMMA RBRACK(C). { A = ast_pv_seq(P, PV_LIST, O, L, C, true); }
 value(A) ::= PSPEC(O) RPAREN(C).           { A = ast_pv_seq(P, PV_SPEC, O, ast_list(P), C, true); }
-value(A) ::= PSPEC(O) values(L) RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
-value(A) ::= PSPEC(O) values(L) COMMA RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
+/* P('x', None), P(unreduced={'x'}), P('x', reduced={'y'}, unreduced_kind=max): the
+   keywords are PV_KW items after the dimensions */
+value(A) ::= PSPEC(O) callargs(L) RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
+value(A) ::= PSPEC(O) callargs(L) COMMA RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
 value(A) ::= lambda(F).                    { A = ast_pv_func(P, F); }
 value(A) ::= COMPLEX(T).                   { A = ast_pv_complex(P, T); }
 /* Python reprs, as JAX prints parameters: <function f at 0x...>,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "state.h"
 #include "abstract.h"
 #include "check.h"
 #include "diag.h"
@@ -33,7 +34,7 @@
 typedef enum OptId {
   O_SCRIPT, O_REPL, O_INTERACTIVE, O_CODE, O_CHECK, O_DEBUG, O_VERSION, O_HELP,
   O_STATS, O_MAX_MEMORY, O_MAX_STEPS, O_RANKS, O_JAX, O_THREEFRY_PARTITIONABLE,
-  O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
+  O_JAX_NAMES, O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
 } OptId;
 
 typedef enum OptGroup { G_MODE, G_RUN, G_MODEL } OptGroup;
@@ -66,6 +67,8 @@ static const Opt opts[] = {
    "and random_split use the old counters (jax_threefry_partitionable)"},
   [O_THREEFRY_PARTITIONABLE] = {G_RUN, "--threefry-partitionable", NULL, "BOOL", NULL,
    "set jax_threefry_partitionable (True or False) whatever the version"},
+  [O_JAX_NAMES] = {G_RUN, "--jax-names", NULL, NULL, NULL,
+   "show prints as JAX prints today: types {V:i}, and the variance cast\nas pvary (vary_unreduced_cast_p, reduced_vary_cast_p)"},
   [O_TIME] = {G_MODEL, "--time", NULL, NULL, NULL,
    "after the run, print its modelled time on real hardware: per device\ncompute, communication, exposed "
    "communication, idle, peak HBM, and\na table of the source lines, hottest first"},
@@ -341,6 +344,7 @@ static int run(int argc, char **argv) {
   bool check_only = false, interactive = false, stats = false, debug = false;
   long long max_steps = 0;
   bool ver_set = false, part_set = false;   /* --jax, --threefry-partitionable */
+  bool jax_names = false;
   int p;
   ModelOpts mo = {0};
   for (int i = 1; i < argc; i++) {
@@ -366,6 +370,7 @@ static int run(int argc, char **argv) {
     case O_INTERACTIVE: interactive = true; break;
     case O_DEBUG: debug = true; break;
     case O_STATS: stats = true; break;
+    case O_JAX_NAMES: jax_names = state_cur()->jax_names = true; break;
     case O_TIME: mo.time = true; break;
     case O_ABSTRACT: mo.abstract = true; break;
     case O_HARDWARE: mo.hardware = arg; break;
@@ -415,7 +420,7 @@ static int run(int argc, char **argv) {
      REPL and the debugger, --check, --stats, the cost model, ranks) uses
      the layers directly. */
   if ((file || code) && !check_only && !interactive && !debug && !stats && !model && !ver_set && !part_set &&
-      fmpi_size() == 1) {
+      !jax_names && fmpi_size() == 1) {
     lim.max_steps = max_steps;
     lim.fail_alloc_after = fail && *fail ? atol(fail) : 0;
     return run_script(file, code, &lim);

@@ -77,6 +77,7 @@ typedef struct ShmState {
      current JAX (jax_threefry_partitionable), true as JAX before 0.5 (set
      by --jax, --threefry-partitionable or a `# jax VERSION` header: rng.c) */
   bool rng_old_counters;
+  bool jax_names;           /* show prints types and casts as JAX prints them today ({V:i}, pvary): --jax-names */
   int nwarned, capwarned;
   /* a request to stop the running statement (the REPL's ^C, shmapi_interrupt) */
   volatile sig_atomic_t interrupted;

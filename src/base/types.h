@@ -5,6 +5,16 @@
 ** enclosing shard_map (bit k = the mesh's k-th axis).  Outside any
 ** shard_map it is 0.  `weak` marks an untyped literal whose dtype is still
 ** open (JAX's weak typing): it adopts the dtype of the other operand.
+**
+** `unred` and `red` are the axes along which the value is unreduced
+** (`{U:x}`: each instance holds a summand, the value is their sum; or,
+** with `ukind`, their max or min) and reduced (`{R:x}`: the same value on
+** each instance, whose cotangent is unreduced), over the same mesh.
+**
+** `lay` is the layout JAX wrote in an explicit-sharding type outside any
+** shard_map (`f32[8@x,4]`, `{U:x}` of a global value): names of mesh
+** axes that no shm mesh binds there, kept for `show`.  It changes no
+** value: the global array is the same whichever way it is laid out.
 */
 #ifndef SHM_TYPES_H
 #define SHM_TYPES_H
@@ -12,12 +22,26 @@
 #include "common.h"
 #include "dtype.h"
 
+enum { UK_SUM, UK_MAX, UK_MIN };
+
+/* An explicit-sharding layout: per dimension the mesh axes it is split
+   over as written ("x", "(model,data)"; empty: not split), and the
+   unreduced and reduced axes of a global value ("x", "(a,b)"). */
+typedef struct TypeLay {
+  Str dim[SHM_MAXRANK];
+  Str unred, red;
+  uint8_t ukind;
+} TypeLay;
+
 typedef struct Type {
   uint8_t dt;
   uint8_t rank;
   bool weak;
   bool bad;              /* the result of a statement that failed to check */
+  uint8_t ukind;         /* UK_SUM, UK_MAX, UK_MIN: what the summands of unred combine by */
   uint32_t vma;
+  uint32_t unred, red;
+  const TypeLay *lay;    /* NULL: no explicit layout */
   int64_t shape[SHM_MAXRANK];
 } Type;
 

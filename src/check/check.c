@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "check_int.h"
+#include "unred.h"
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
@@ -206,7 +207,8 @@ Type check_bad_type(void) {
 }
 
 bool check_types_equal(const Type *a, const Type *b) {
-  return a->dt == b->dt && a->vma == b->vma && type_same_shape(a, b);
+  return a->dt == b->dt && a->vma == b->vma && a->unred == b->unred && a->red == b->red &&
+         (!a->unred || a->ukind == b->ukind) && type_same_shape(a, b);
 }
 
 /* ---- literals ------------------------------------------------------------------ */
@@ -261,6 +263,65 @@ static int lit_default_dtype(const AstLit *l) {
 
 /* ---- annotations ------------------------------------------------------------- */
 
+/* The mask of the mesh axes `names`; false (after an error) when one is
+   not an axis of the enclosing mesh. */
+static bool resolve_axes(Ctx *cx, const AstType *at, const Str *names, int n, uint32_t *mask) {
+  for (int i = 0; i < n; i++) {
+    int k = -1;
+    for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
+      if (str_eq(cx->mesh->axis[a], names[i])) k = a;
+    if (k < 0) {
+      char hint[256];
+      diag_error(at->axes_sp, "unbound axis name '%.*s'%s", names[i].n, names[i].p,
+                 rule_axis_hint(cx->mesh, names[i], hint, sizeof hint));
+      return false;
+    }
+    *mask |= 1u << k;
+  }
+  return true;
+}
+
+/* `x` or `(a,b)`: axis names as JAX prints them in a type. */
+static Str axes_text(Ctx *cx, const Str *names, int n) {
+  Buf b = {0};
+  err_defer(buf_release, &b);
+  if (n > 1) buf_putc(&b, '(');
+  for (int i = 0; i < n; i++) buf_printf(&b, "%s%.*s", i ? "," : "", names[i].n, names[i].p);
+  if (n > 1) buf_putc(&b, ')');
+  Str r;
+  r.p = arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n);
+  r.n = b.n;
+  err_undefer(&b);
+  buf_free(&b);
+  return r;
+}
+
+/* The unreduced and reduced axes of a type: inside a shard_map, masks of
+   its mesh (an axis both unreduced and reduced, or varying and either, is
+   refused); outside, the layout of a global value, kept by name. */
+static bool manual_axes_or_layout(Ctx *cx, const AstType *at, Type *t) {
+  if (!at->nunred && !at->nred) return true;
+  if (!cx->mesh) {
+    TypeLay *l = NEW(cx->C, TypeLay);
+    if (at->nunred) l->unred = axes_text(cx, at->unred, at->nunred);
+    if (at->nred) l->red = axes_text(cx, at->red, at->nred);
+    l->ukind = (uint8_t)at->ukind;
+    t->lay = l;
+    return true;
+  }
+  if (!resolve_axes(cx, at, at->unred, at->nunred, &t->unred) || !resolve_axes(cx, at, at->red, at->nred, &t->red))
+    return false;
+  t->ukind = (uint8_t)(t->unred ? at->ukind : UK_SUM);
+  uint32_t clash = (t->unred & t->red) | (t->vma & (t->unred | t->red));
+  if (clash) {
+    diag_error(at->axes_sp, "an axis is in one state in a type: %s is named twice among V:, U: and R:",
+               check_vma_text(cx, clash));
+    return false;
+  }
+  t->vma |= t->unred;          /* each device holds its own summand: physically varying */
+  return true;
+}
+
 /* Resolve a written type; false after an error. */
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
@@ -298,18 +359,18 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   }
   *has_vma = at->has_vma;
   if (at->has_vma) {
-    for (int i = 0; i < at->naxes; i++) {
-      int k = -1;
-      for (int a = 0; cx->mesh && a < cx->mesh->naxes; a++)
-        if (str_eq(cx->mesh->axis[a], at->axes[i])) k = a;
-      if (k < 0) {
-        char hint[256];
-        diag_error(at->axes_sp, "unbound axis name '%.*s'%s", at->axes[i].n, at->axes[i].p,
-                   rule_axis_hint(cx->mesh, at->axes[i], hint, sizeof hint));
-        return false;
-      }
-      t->vma |= 1u << k;
+    if (at->bad_group.len) {
+      diag_error(at->bad_group, "unknown kind of axes '%.*s' in a type (JAX's are V: varying, U: unreduced, "
+                 "U_max:, U_min:, R: reduced)", (int)at->bad_group.len, diag_file_text(at->bad_group.file, NULL) + at->bad_group.off);
+      return false;
     }
+    if (!resolve_axes(cx, at, at->axes, at->naxes, &t->vma)) return false;
+    if (!manual_axes_or_layout(cx, at, t)) return false;
+  }
+  if (at->has_shard) {
+    TypeLay *l = (TypeLay *)t->lay;
+    if (!l) t->lay = l = NEW(cx->C, TypeLay);
+    for (int d = 0; d < at->rank; d++) l->dim[d] = at->dim_shard[d];
   }
   if (at->has_named) return xmap_named_shape(cx, at, t, has_vma);
   return true;
@@ -336,13 +397,19 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
   Type at;
   bool has_vma;
   if (!check_resolve_type(cx, b->type, &at, &has_vma)) return false;
-  if (!has_vma || cx->C->lenient) at.vma = t->vma;   /* a loop's trial round: variance not judged yet */
+  if (!has_vma || cx->C->lenient) {   /* a loop's trial round: variance not judged yet */
+    at.vma = t->vma;
+    at.unred = t->unred;
+    at.red = t->red;
+    at.ukind = t->ukind;
+  }
   if (narrow && at.vma != t->vma && vma_jax_narrower(cx, at.vma, t->vma)) {
     Type same = at;
     same.vma = t->vma;
     if (check_types_equal(&same, t)) {
       *narrow = at.vma;
       *is_narrow = true;
+      if (at.lay) t->lay = at.lay;
       return true;
     }
   }
@@ -351,6 +418,16 @@ static bool check_annotation_jax(Ctx *cx, const AstBinder *b, Type *t, const cha
                check_type_text(cx, &at), what, check_type_text(cx, t));
     return false;
   }
+  Str none = {"", 0}, au = at.lay ? at.lay->unred : none, tu = t->lay ? t->lay->unred : none;
+  if (!cx->mesh && tu.n && !str_eq(au, tu)) {
+    Type shown = at;
+    shown.lay = t->lay;
+    diag_error(b->type->sp, "%.*s is annotated %s but %s gives %s: a value unreduced over %.*s is its summands on "
+               "the devices until a reshard or psum completes it", b->name.n, b->name.p, check_type_text(cx, &at),
+               what, check_type_text(cx, &shown), tu.n, tu.p);
+    return false;
+  }
+  t->lay = at.lay;     /* an explicit layout is the annotation's word: it changes no value */
   return true;
 }
 
@@ -508,6 +585,53 @@ static bool names_axis(const AstStmt *s) {
   return false;
 }
 
+/* Outside any shard_map, a value typed unreduced (`f32[8,16]{U:x}`, JAX's
+   explicit sharding) holds its complete value here, but JAX lets only
+   the linear primitives read it (the others would read a summand on the
+   devices): the same rule as inside (unred.c), over the axes by name. */
+static bool global_unreduced(Ctx *cx, AstStmt *s, int prim, const IrAtom *in, const Attrs *at, Type *out, int nout) {
+  Str names[32];
+  int nn = 0;
+  Type *t = NEWN(cx->C, Type, s->nargs);
+  bool *lit = NEWN(cx->C, bool, s->nargs);
+  for (int k = 0; k < s->nargs; k++) {
+    t[k] = in[k].t;
+    lit[k] = !in[k].var;
+    t[k].unred = t[k].vma = t[k].red = 0;
+    if (!t[k].lay || !t[k].lay->unred.n) continue;
+    int b = 0;
+    while (b < nn && !str_eq(names[b], t[k].lay->unred)) b++;
+    if (b == nn && nn < 32) names[nn++] = t[k].lay->unred;
+    t[k].unred = t[k].vma = 1u << b;
+    t[k].ukind = t[k].lay->ukind;
+  }
+  if (!nn) return true;
+  UnredErr ue;
+  Type *o = NEWN(cx->C, Type, nout);
+  for (int k = 0; k < nout; k++) o[k] = out[k];
+  if (!unred_rule(prim, prim_table[prim].vrule, t, s->nargs, lit, at, 0, o, nout, &ue)) {
+    char nm[160], ax[160];
+    const IrAtom *a = ue.operand >= 0 ? &in[ue.operand] : NULL;
+    snprintf(nm, sizeof nm, "%.*s", a && a->var ? a->var->name.n : 9, a && a->var ? a->var->name.p : "a literal");
+    int b = 0;
+    while (b < nn - 1 && !(ue.axes & (1u << b))) b++;
+    snprintf(ax, sizeof ax, "%.*s", names[b].n, names[b].p);
+    diag_error(s->callee_sp, ue.msg, prim_table[prim].name, nm, ax);
+    return false;
+  }
+  bool moves = prim == P_RESHARD || prim == P_MESH_CAST || prim == P_SHARDING_CONSTRAINT || prim == P_DEVICE_PUT;
+  for (int k = 0; k < nout; k++) {
+    if (!o[k].unred || moves) continue;     /* (a reshard's result is laid out as its binder says) */
+    TypeLay *l = NEW(cx->C, TypeLay);
+    int b = 0;
+    while (!(o[k].unred & (1u << b))) b++;
+    l->unred = names[b];
+    l->ukind = o[k].ukind;
+    out[k].lay = l;
+  }
+  return true;
+}
+
 static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   const PrimInfo *pi = &prim_table[prim];
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
@@ -560,6 +684,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
     return;
   }
   if (!emit_prim_vary(EM(cx), prim, in, s->nargs, at, out, nout, s->callee_sp)) { check_bind_bad(cx, s); return; }
+  if (!cx->mesh && !global_unreduced(cx, s, prim, in, at, out, nout)) { check_bind_bad(cx, s); return; }
   IrStmt *st = check_new_eqn(cx, s);
   st->prim = prim;
   st->at = at;
@@ -604,6 +729,12 @@ static void check_call(Ctx *cx, AstStmt *s, FuncDef *fd) {
   emit_stmt(EM(cx), st);
 }
 
+static bool stmt_has_param(const AstStmt *s, const char *key) {
+  for (int i = 0; i < s->nparams; i++)
+    if (str_eqc(s->params[i]->key, key)) return true;
+  return false;
+}
+
 static void check_eqn(Ctx *cx, AstStmt *s) {
   s = stat_subst_stmt(cx, s);
   if (xmap_desugar(cx, s)) return;
@@ -613,6 +744,7 @@ static void check_eqn(Ctx *cx, AstStmt *s) {
   s = old_rewrite(cx, s, &done);
   if (done) return;
   int prim = prim_lookup(s->callee);
+  if (prim == P_PBROADCAST && stmt_has_param(s, "source")) prim = P_PBROADCAST_SOURCE;  /* JAX's broadcast */
   if (prim >= 0) { check_prim_eqn(cx, s, prim); return; }
   b = check_lookup(cx->scope, B_VAR, s->callee);
   if (b && !s->has_params && s->nargs == 0) {       /* y = x */

@@ -238,6 +238,50 @@ static PVal *axis_names_pv(Ctx *cx, const Mesh *s) {
   return v;
 }
 
+/* The mask of the axes of a set {'x', 'y'} (or frozenset({...})). */
+static bool spec_axis_set(const Mesh *m, PVal *v, uint32_t *mask) {
+  v = pv_unparen(v);
+  if (v->k == PV_CALL && v->n <= 1) v = v->n ? pv_unparen(v->items[0]) : NULL;
+  if (!v) return true;
+  if (v->k != PV_DICT && v->k != PV_TUPLE && v->k != PV_LIST) {
+    diag_error(v->sp, "expected a set of mesh axes, as {'x'}");
+    return false;
+  }
+  for (int i = 0; i < v->n; i++) {
+    PVal *a = pv_unparen(v->items[i]);
+    int idx = -1;
+    for (int k = 0; (a->k == PV_NAME || a->k == PV_STR) && k < m->naxes; k++)
+      if (str_eq(m->axis[k], a->s)) idx = k;
+    if (idx < 0) {
+      diag_error(a->sp, "not a mesh axis of %.*s", m->name.n ? m->name.n : 8, m->name.n ? m->name.p : "the mesh");
+      return false;
+    }
+    *mask |= 1u << idx;
+  }
+  return true;
+}
+
+/* unreduced={...}, reduced={...}, unreduced_kind=max of a spec. */
+static bool spec_keyword(const Mesh *m, PVal *kw, Spec *out) {
+  PVal *val = pv_unparen(kw->items[0]);
+  if (str_eqc(kw->s, "unreduced")) return spec_axis_set(m, val, &out->unred);
+  if (str_eqc(kw->s, "reduced")) return spec_axis_set(m, val, &out->red);
+  if (str_eqc(kw->s, "unreduced_kind")) {
+    Str k = val->s;
+    if (val->k == PV_NAME && k.n > 14 && !strncmp(k.p, "UnreducedKind.", 14)) { k.p += 14; k.n -= 14; }
+    if (val->k == PV_NONE) return true;
+    if ((val->k != PV_NAME && val->k != PV_STR) || !(str_eqc(k, "sum") || str_eqc(k, "max") || str_eqc(k, "min"))) {
+      diag_error(val->sp, "unreduced_kind is sum, max or min");
+      return false;
+    }
+    out->ukind = str_eqc(k, "max") ? UK_MAX : str_eqc(k, "min") ? UK_MIN : UK_SUM;
+    return true;
+  }
+  diag_error(kw->sp, "unknown keyword '%.*s' in a partition spec (JAX's: unreduced, reduced, unreduced_kind)",
+             kw->s.n, kw->s.p);
+  return false;
+}
+
 /* Parse one spec; `rank` < 0 skips the rank check.  Errors at the spec. */
 bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
   (void)cx;
@@ -249,12 +293,16 @@ bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
     diag_error(v->sp, "expected a partition spec P(...)");
     return false;
   }
-  if (v->n > SHM_MAXRANK) {
+  int nd = 0;
+  while (nd < v->n && v->items[nd]->k != PV_KW) nd++;
+  if (nd > SHM_MAXRANK) {
     diag_error(v->sp, "partition spec longer than the largest rank");
     return false;
   }
-  out->ndims = v->n;
-  for (int d = 0; d < v->n; d++) {
+  for (int k = nd; k < v->n; k++)
+    if (!spec_keyword(m, v->items[k], out)) return false;
+  out->ndims = nd;
+  for (int d = 0; d < nd; d++) {
     PVal *e = pv_unparen(v->items[d]);
     PVal *one[1] = {e};
     PVal **ax = one;
@@ -289,13 +337,17 @@ bool smap_parse_spec(Ctx *cx, const Mesh *m, PVal *v, Spec *out) {
         buf_free(&ax);
         return false;
       }
-      if (out->mask & (1u << idx)) {
+      if ((out->mask | out->unred | out->red) & (1u << idx)) {
         diag_error(a->sp, "mesh axis '%.*s' appears twice in a partition spec", a->s.n, a->s.p);
         return false;
       }
       out->mask |= 1u << idx;
       out->dim[d].axes[out->dim[d].naxes++] = (uint8_t)idx;
     }
+  }
+  if (out->unred & out->red) {
+    diag_error(v->sp, "a mesh axis is both unreduced and reduced in a partition spec");
+    return false;
   }
   return true;
 }
@@ -341,7 +393,16 @@ static bool in_blocks(Ctx *cx, RuleCtx *r, Span sp, const Mesh *m, PVal **ins, S
       }
       block[i].shape[d] /= f;
     }
-    block[i].vma = spc->mask;
+    block[i].vma = spc->mask | spc->unred;     /* a summand on each device along an unreduced axis */
+    block[i].unred = spc->unred;
+    block[i].ukind = spc->unred ? spc->ukind : UK_SUM;
+    block[i].red = spc->red;
+    block[i].lay = NULL;
+    if (args[i].lay && args[i].lay->unred.n && !spc->unred) {
+      spec_error(sp, ins[i], spc, m, "argument %d is %s, unreduced: its spec %%s must say so "
+                 "(P(..., unreduced={...}))", i + 1, check_type_text(cx, &args[i]));
+      return !(r->failed = true);
+    }
   }
   return true;
 }
@@ -396,6 +457,31 @@ static void replication_error(Span at, const Mesh *m, const Spec *spc, const IrA
   buf_free(&b);
 }
 
+/* The layout a shard_map's result has outside: unreduced or reduced by
+   name (a global value; the evaluator completes the sum at the exit). */
+static const TypeLay *global_layout(Ctx *cx, const Mesh *m, const Spec *spc) {
+  if (!spc->unred && !spc->red) return NULL;
+  TypeLay *l = NEW(cx->C, TypeLay);
+  uint32_t sets[2] = {spc->unred, spc->red};
+  for (int s = 0; s < 2; s++) {
+    if (!sets[s]) continue;
+    Buf b = {0};
+    err_defer(buf_release, &b);
+    int n = 0;
+    for (int k = 0; k < m->naxes; k++) n += (sets[s] >> k) & 1;
+    if (n > 1) buf_putc(&b, '(');
+    for (int k = 0, c = 0; k < m->naxes; k++)
+      if (sets[s] & (1u << k)) buf_printf(&b, "%s%.*s", c++ ? "," : "", m->axis[k].n, m->axis[k].p);
+    if (n > 1) buf_putc(&b, ')');
+    Str t = {arena_strndup(&cx->C->prog.arena, buf_cstr(&b), (size_t)b.n), b.n};
+    if (s) l->red = t; else l->unred = t;
+    err_undefer(&b);
+    buf_free(&b);
+  }
+  l->ukind = spc->ukind;
+  return l;
+}
+
 /* The specs of the body's results, and the global type each assembles
    to; with check_vma a result may not vary over an axis its spec leaves
    out (that would promise a replication the result does not have). */
@@ -410,13 +496,31 @@ static bool out_globals(Ctx *sub, RuleCtx *r, Span sp, const Mesh *m, PVal **out
                  check_type_text(sub, &o->t), o->t.rank, spc->ndims, spc->ndims == 1 ? "y" : "ies");
       return !(r->failed = true);
     }
-    uint32_t extra = o->t.vma & ~spc->mask;
+    if (o->t.unred != spc->unred || (o->t.unred && o->t.ukind != spc->ukind)) {
+      Buf b = {0};
+      err_defer(buf_release, &b);
+      show_type(&b, &o->t, m);
+      if (o->t.unred & ~spc->unred)
+        spec_error(o->sp.file >= 0 ? o->sp : sp, outs[i], spc, m, "result %d is %s, unreduced (a summand on each "
+                   "device), but out_specs %%s leaves the sum to no one: complete it first (psum), or say "
+                   "unreduced in the spec, as P(unreduced={...})", i + 1, buf_cstr(&b));
+      else
+        spec_error(o->sp.file >= 0 ? o->sp : sp, outs[i], spc, m, "out_specs %%s says result %d is unreduced, "
+                   "but it is %s", i + 1, buf_cstr(&b));
+      err_undefer(&b);
+      buf_free(&b);
+      return !(r->failed = true);
+    }
+    uint32_t extra = o->t.vma & ~spc->mask & ~o->t.unred;
     if (sm->check_vma && extra) {
       replication_error(o->sp.file >= 0 ? o->sp : sp, m, spc, o, extra);
       return !(r->failed = true);
     }
     gout[i] = o->t;
     gout[i].vma = 0;
+    gout[i].unred = gout[i].red = 0;
+    gout[i].ukind = UK_SUM;
+    gout[i].lay = global_layout(sub, m, spc);
     for (int d = 0; d < spc->ndims; d++) gout[i].shape[d] *= til_blocks_along(m, spc, d);
   }
   return true;

@@ -129,7 +129,65 @@ AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close) {
   for (int i = 0; i < dims->n; i++) {
     Tok *d = dims->v[i];
     if (t->rank == SHM_MAXRANK) { t->rank_overflow = true; break; }
+    if (d->type == TK_AT) {      /* 8@x: ast_sdim's token, its text the axes */
+      t->has_shard = true;
+      t->dim_shard[t->rank] = d->text;
+    }
     t->shape[t->rank++] = d->ival;
+  }
+  return t;
+}
+
+/* `8@x` or `8@(a,b)`: the size's token, marked TK_AT, whose text is the
+   axes as JAX prints them. */
+Tok ast_sdim(Parser *P, Tok size, AstList *axes, bool paren) {
+  size_t n = 2;
+  for (int i = 0; i < axes->n; i++) n += (size_t)((Tok *)axes->v[i])->text.n + 1;
+  char *buf = arena_alloc(P->arena, n + 1), *w = buf;
+  if (paren) *w++ = '(';
+  for (int i = 0; i < axes->n; i++) {
+    Tok *a = axes->v[i];
+    if (i) *w++ = ',';
+    memcpy(w, a->text.p, (size_t)a->text.n);
+    w += a->text.n;
+  }
+  if (paren) *w++ = ')';
+  *w = 0;
+  Tok r = size;
+  r.type = TK_AT;
+  r.text.p = buf;
+  r.text.n = (int)(w - buf);
+  return r;
+}
+
+/* `K:(a,b)`: the list [K, a, b]. */
+AstList *ast_group(Parser *P, Tok kind, AstList *axes) {
+  AstList *l = ast_dim(P, ast_list(P), kind);
+  for (int i = 0; i < axes->n; i++) ast_list_add(P, l, axes->v[i]);
+  return l;
+}
+
+/* {V:i, U:x, R:y}: each group a list [letter, axes...] (ast_group). */
+AstType *ast_type_groups(Parser *P, AstType *t, AstList *groups, Tok open, Tok close) {
+  ast_type_vma(P, t, ast_list(P), open, close);
+  t->grouped = true;
+  for (int g = 0; g < groups->n; g++) {
+    AstList *l = groups->v[g];
+    Tok *k = l->v[0];
+    Str *dst;
+    int *n;
+    if (str_eqc(k->text, "V")) { dst = t->axes; n = &t->naxes; }
+    else if (str_eqc(k->text, "R")) { dst = t->red; n = &t->nred; }
+    else if (str_eqc(k->text, "U") || str_eqc(k->text, "U_sum") || str_eqc(k->text, "U_max") ||
+             str_eqc(k->text, "U_min")) {
+      dst = t->unred;
+      n = &t->nunred;
+      t->ukind = str_eqc(k->text, "U_max") ? UK_MAX : str_eqc(k->text, "U_min") ? UK_MIN : UK_SUM;
+    } else {
+      if (!t->bad_group.len) t->bad_group = k->sp;
+      continue;
+    }
+    for (int i = 1; i < l->n && *n < SHM_MAXAXES; i++) dst[(*n)++] = ((Tok *)l->v[i])->text;
   }
   return t;
 }

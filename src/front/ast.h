@@ -13,6 +13,7 @@
 #define SHM_AST_H
 
 #include "common.h"
+#include "types.h"
 
 /* ---- tokens (the lexer's product, the parser's input) ------------------ */
 
@@ -78,8 +79,18 @@ typedef struct AstType {
   bool rank_overflow;
   bool has_vma;          /* a `{...}` was written */
   int naxes;
-  Str axes[SHM_MAXAXES];
+  Str axes[SHM_MAXAXES];     /* varying: {i,j} or {V:(i,j)} */
   Span axes_sp;
+  /* JAX's unreduced and reduced axes: {U:x}, {U_max:x}, {R:y} */
+  int nunred, nred;
+  Str unred[SHM_MAXAXES], red[SHM_MAXAXES];
+  int ukind;                 /* UK_SUM, UK_MAX, UK_MIN */
+  Span bad_group;            /* a group whose letter is none of V, U, U_max, U_min, R (len 0: none) */
+  bool grouped;              /* written {V:...} rather than {i,j} */
+  /* an explicit-sharding layout: dim_shard[d] the axes dimension d is
+     split over, as text ("x", "(model,data)"); has_shard: some are */
+  bool has_shard;
+  Str dim_shard[SHM_MAXRANK];
   /* a named shape `<batch:20, ...>` (xmap bodies) */
   bool has_named;
   int nnamed;
@@ -265,6 +276,9 @@ AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names);
 
 AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
 AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close);
+AstType *ast_type_groups(Parser *P, AstType *t, AstList *groups, Tok open, Tok close);
+AstList *ast_group(Parser *P, Tok kind, AstList *axes);
+Tok ast_sdim(Parser *P, Tok size, AstList *axes, bool paren);
 AstList *ast_dim(Parser *P, AstList *dims, Tok t);
 AstBinder *ast_binder(Parser *P, Tok name, AstType *type);
 AstLit *ast_lit(Parser *P, Tok t, LitKind k, AstType *type);

@@ -5,6 +5,7 @@
 #include "coll.h"
 #include "conv.h"
 #include "cost.h"
+#include "fabric.h"
 #include "prims.h"
 #include "value.h"
 #include "window.h"
@@ -20,7 +21,8 @@ const char *cost_limit_name(CostLimit l) {
 }
 
 bool cost_is_comm(const IrStmt *st) {
-  return st->prim >= 0 && st->prim < P_COUNT && vrule_communicates(prim_table[st->prim].vrule);
+  return st->prim >= 0 && st->prim < P_COUNT &&
+         (vrule_communicates(prim_table[st->prim].vrule) || st->prim == P_PBROADCAST_SOURCE);
 }
 
 static double type_bytes(const Type *t) { return (double)type_size(t) * (double)dtype_sizes[t->dt]; }
@@ -260,7 +262,7 @@ Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent
   double f = (n - 1) / n;
   if (is_reduce(prim)) t = 2 * f * n_in / B;
   else if (prim == P_ALL_GATHER || prim == P_ALL_GATHER_INVARIANT) t = f * n_out / B;
-  else if (prim == P_PSUM_SCATTER) t = f * n_in / B;
+  else if (prim == P_PSUM_SCATTER || prim == P_PBROADCAST_SOURCE) t = f * n_in / B;
   else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) t = n * n_in / (4 * B);
   if (is_reduce(prim)) hops *= 2;
   return bound(t, hops * hw->hop_latency, hops, sent, false);
@@ -440,11 +442,12 @@ Cost cost_collective_bytes(const Hw *hw, const Mesh *mesh, const HwPlace *pl, co
   const Attrs *at = st->at;
   int64_t p = 1;
   for (int k = 0; k < at->naxes; k++) p *= mesh->size[at->axes[k]];
-  if (st->prim == P_PPERMUTE || st->prim == P_PRECV)
+  int prim = fab_base_prim(st->prim);    /* unreduced_psum costs a psum, and so on */
+  if (prim == P_PPERMUTE || prim == P_PRECV)
     return hw->topo == HW_TORUS ? torus_ppermute(hw, mesh, pl, st, n_in) : switch_ppermute(hw, mesh, st, n_in);
-  if (hw->topo == HW_SWITCH) return cost_switch_formula(hw, st->prim, p, switch_nodes(hw, mesh, at), n_in, n_out);
+  if (hw->topo == HW_SWITCH) return cost_switch_formula(hw, prim, p, switch_nodes(hw, mesh, at), n_in, n_out);
   int64_t extent[HW_MAXDIMS], stride[HW_MAXDIMS];
   bool ring[HW_MAXDIMS];
   int nd = torus_group(hw, mesh, pl, at, extent, stride, ring);
-  return cost_torus_formula(hw, st->prim, nd, extent, stride, ring, n_in, n_out);
+  return cost_torus_formula(hw, prim, nd, extent, stride, ring, n_in, n_out);
 }

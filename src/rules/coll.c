@@ -48,6 +48,21 @@ bool coll_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) 
   return true;
 }
 
+/* pbroadcast[axis_name, source] (JAX's collective broadcast): every member
+   of a group gets member `source`'s block.  Attrs: axes; i[0] source. */
+bool coll_rule_pbroadcast_source(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  int64_t src;
+  if (!read_axes(cx, "axis_name", at) || !rule_int(cx, "source", true, 0, &src)) return false;
+  int64_t p = rule_group_size(cx, at);
+  if (src < 0 || src >= p)
+    return rule_error(cx, "pbroadcast's source %lld is not a member of a group of %lld (0..%lld)", (long long)src,
+                      (long long)p, (long long)p - 1);
+  at->i[0] = src;
+  out[0] = in[0];
+  return true;
+}
+
 /* JAX's axis_size parameter, when written: the size of the group. */
 static bool axis_size_ok(RuleCtx *cx, const Attrs *at) {
   if (!rule_has(cx, "axis_size")) return true;
@@ -388,6 +403,7 @@ double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
   case P_ALL_GATHER: case P_ALL_GATHER_INVARIANT: return f * n_out;
   case P_PSUM_SCATTER: case P_ALL_TO_ALL: case P_RAGGED_ALL_TO_ALL: return f * n_in;
   case P_PPERMUTE: case P_PRECV: return n_in;
+  case P_PBROADCAST_SOURCE: return f * n_in;     /* (every member but the source receives it) */
   default: return 0;
   }
 }

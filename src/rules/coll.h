@@ -10,6 +10,7 @@
 /* Shape rules of the collectives (rows of prims.def). */
 bool coll_rule_reduce(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_pbroadcast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool coll_rule_pbroadcast_source(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_all_gather(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_psum_scatter(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_ppermute(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);

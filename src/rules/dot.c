@@ -112,7 +112,8 @@ bool dot_rule(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   if (!rule_dimnums(cx, "dimension_numbers", dn)) return false;
   (void)rule_has(cx, "precision");
   if (!rule_dtype(cx, "preferred_element_type", false, -1, &pt)) return false;
-  (void)rule_has(cx, "out_sharding");
+  PVal *osh = rule_get(cx, "out_sharding");     /* kept for show: where JAX lays the result out */
+  if (osh) rule_record(cx, "out_sharding", osh);
   return dot_type(cx, dn, pt, in, at, out);
 }
 

@@ -43,7 +43,16 @@ typedef enum VarRule {
   VR_AXIS_INDEX,  /* result: exactly the named axes */
   VR_PDOT,        /* pdot: operands lifted to their union plus axes; result that minus axes */
   VR_RAGGED,      /* ragged_all_to_all: nothing lifted; result: the union of all operands' sets plus axes */
-  VR_SPECIAL      /* control flow and shard_map: the checker's own logic */
+  VR_SPECIAL,     /* control flow and shard_map: the checker's own logic */
+  /* unreduced and reduced values (unred.c): an unreduced axis is also in
+     the variance set (each instance holds its own summand), a reduced
+     axis never is (each holds the same value) */
+  VR_UCAST,       /* vary_unreduced_cast: operand varying along axes; result unreduced along them */
+  VR_RCAST,       /* preduced: operand invariant along axes; result reduced along them */
+  VR_RVCAST,      /* reduced_vary_cast: operand reduced along axes; result varying along them */
+  VR_UREDUCE,     /* unreduced_psum/pmax/pmin: operand unreduced along axes; result S - axes */
+  VR_USCATTER,    /* unreduced_reduce_scatter: operand unreduced along axes; result varying along them */
+  VR_GATHER_RED   /* all_gather_reduced: operand varying along axes; result reduced along them */
 } VarRule;
 
 /* Does a primitive with this rule move data between instances, so that
@@ -51,7 +60,8 @@ typedef enum VarRule {
    axis_index name axes but move nothing: they may run where only some
    instances do (under a predicate that varies along their axes). */
 static inline bool vrule_communicates(VarRule r) {
-  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV || r == VR_RAGGED;
+  return r == VR_REDUCE || r == VR_VARY || r == VR_GATHER_INV || r == VR_RAGGED || r == VR_UREDUCE ||
+         r == VR_USCATTER || r == VR_GATHER_RED;
 }
 
 typedef struct IntList {
@@ -222,6 +232,8 @@ typedef struct Spec {
   int ndims;                   /* entries written (trailing dims may be omitted) */
   SpecDim dim[SHM_MAXRANK];
   uint32_t mask;               /* every axis the spec mentions */
+  uint32_t unred, red;         /* P(unreduced={...}, reduced={...}) */
+  uint8_t ukind;               /* unreduced_kind=sum|max|min (UK_*) */
   PVal *src;
 } Spec;
 

@@ -9,6 +9,7 @@
 **                                x rounded as XLA rounds to a narrower float
 **   sharding_constraint[sharding, layout, unconstrained_dims, ...] x
 **   mesh_cast[dst_sharding] x
+**   reshard[dst_sharding, concrete_mesh] x
 **   device_put[devices, srcs, copy_semantics] x
 **   layout_constraint[layout] x  where an array lives or how it is laid
 **                                out, never its value: each is the
@@ -53,6 +54,14 @@ bool mp_rule_sharding_constraint(RuleCtx *cx, Type *in, int nin, Attrs *at, Type
 
 bool mp_rule_mesh_cast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   static const char *const keys[] = {"dst_sharding", NULL};
+  (void)nin; (void)at;
+  return identity_rule(cx, in, out, keys);
+}
+
+/* reshard[dst_sharding, concrete_mesh] x: the explicit-sharding move
+   (jax.reshard, jax.sharding.reshard); the value is unchanged. */
+bool mp_rule_reshard(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  static const char *const keys[] = {"dst_sharding", "concrete_mesh", NULL};
   (void)nin; (void)at;
   return identity_rule(cx, in, out, keys);
 }

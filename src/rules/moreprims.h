@@ -10,6 +10,7 @@
 
 bool mp_rule_sharding_constraint(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_mesh_cast(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+bool mp_rule_reshard(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_device_put(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_zeros_like(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool mp_rule_bits(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);

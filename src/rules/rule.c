@@ -507,6 +507,12 @@ bool rule_vary(VarRule vr, const Type *in, int nin, const Attrs *at, const bool 
     return true;
   case VR_RAGGED: *res = u | at->axmask; return true;
   case VR_SPECIAL: *res = 0; return true;
+  case VR_UCAST:
+  case VR_RCAST:
+  case VR_USCATTER: *res = in[0].vma; return true;      /* (unred.c judges the operand) */
+  case VR_RVCAST: *res = in[0].vma | at->axmask; return true;
+  case VR_UREDUCE:
+  case VR_GATHER_RED: *res = in[0].vma & ~at->axmask; return true;
   }
   return true;
 }
@@ -771,6 +777,16 @@ void rule_spec_text(Buf *b, const Spec *sp, const Mesh *m) {
       buf_putc(b, ')');
     }
   }
+  const char *const kw[2] = {"unreduced", "reduced"};
+  uint32_t sets[2] = {sp->unred, sp->red};
+  for (int s = 0; s < 2; s++) {
+    if (!sets[s]) continue;
+    buf_printf(b, "%s%s={", sp->ndims || (s && sp->unred) ? ", " : "", kw[s]);
+    for (int k = 0, c = 0; k < m->naxes; k++)
+      if (sets[s] & (1u << k)) buf_printf(b, "%s'%.*s'", c++ ? ", " : "", m->axis[k].n, m->axis[k].p);
+    buf_putc(b, '}');
+  }
+  if (sp->unred && sp->ukind) buf_printf(b, ", unreduced_kind=%s", sp->ukind == UK_MAX ? "max" : "min");
   buf_putc(b, ')');
 }
 

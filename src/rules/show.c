@@ -14,6 +14,7 @@
 #include "prims.h"
 #include "show.h"
 #include "rule.h"
+#include "state.h"
 
 /* `{i,j}`, the axes of vma separated by sep. */
 static void vma_list(Buf *b, uint32_t vma, const Mesh *mesh, const char *sep) {
@@ -30,10 +31,53 @@ static void vma_list(Buf *b, uint32_t vma, const Mesh *mesh, const char *sep) {
 void show_vma(Buf *b, uint32_t vma, const Mesh *mesh) { vma_list(b, vma, mesh, ","); }
 void show_vma_message(Buf *b, uint32_t vma, const Mesh *mesh) { vma_list(b, vma, mesh, ", "); }
 
+/* One group of JAX's manual axis type, `V:i` or `U:(x,y)`, after sep. */
+static void axis_group(Buf *b, const char *sep, const char *kind, uint32_t m, const Mesh *mesh, Str text) {
+  buf_printf(b, "%s%s:", sep, kind);
+  if (!m) {
+    buf_printf(b, "%.*s", text.n, text.p);
+    return;
+  }
+  int n = 0;
+  for (int k = 0; k < mesh->naxes; k++) n += (m >> k) & 1;
+  if (n > 1) buf_putc(b, '(');
+  bool first = true;
+  for (int k = 0; k < mesh->naxes; k++)
+    if (m & (1u << k)) {
+      buf_printf(b, "%s%.*s", first ? "" : ",", mesh->axis[k].n, mesh->axis[k].p);
+      first = false;
+    }
+  if (n > 1) buf_putc(b, ')');
+}
+
+static const char *const ukind_names[] = {"U", "U_max", "U_min"};
+
+/* The braces of a type as JAX prints them today: {V:i, U:x, R:y}. */
+static void axis_groups(Buf *b, const Type *t, const Mesh *mesh) {
+  Str none = {"", 0}, un = t->lay ? t->lay->unred : none, re = t->lay ? t->lay->red : none;
+  uint32_t u = mesh ? t->unred : 0, r = mesh ? t->red : 0;
+  int kind = t->unred ? t->ukind : t->lay ? t->lay->ukind : UK_SUM;
+  const char *sep = "";
+  buf_putc(b, '{');
+  uint32_t v = t->vma & ~t->unred;      /* (an unreduced axis is in vma: each device holds its summand) */
+  if (v && mesh) { axis_group(b, sep, "V", v, mesh, none); sep = ", "; }
+  if (u || un.n) { axis_group(b, sep, ukind_names[kind], u, mesh, un); sep = ", "; }
+  if (r || re.n) axis_group(b, sep, "R", r, mesh, re);
+  buf_putc(b, '}');
+}
+
 void show_type(Buf *b, const Type *t, const Mesh *mesh) {
   buf_printf(b, "%s[", dtype_names[t->dt]);
-  for (int i = 0; i < t->rank; i++) buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+  for (int i = 0; i < t->rank; i++) {
+    buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    if (t->lay && t->lay->dim[i].n) buf_printf(b, "@%.*s", t->lay->dim[i].n, t->lay->dim[i].p);
+  }
   buf_putc(b, ']');
+  bool ur = (mesh && (t->unred || t->red)) || (t->lay && (t->lay->unred.n || t->lay->red.n));
+  if (ur || (t->vma && mesh && !mesh->named && state_cur()->jax_names)) {
+    axis_groups(b, t, mesh);
+    return;
+  }
   if (t->vma && mesh && mesh->named) {       /* a named shape: <batch:20,hidden:512> */
     buf_putc(b, '<');
     bool first = true;
@@ -171,6 +215,17 @@ static void show_str(Buf *b, Str s) {
     else buf_putc(b, c);
   }
   buf_putc(b, '\'');
+}
+
+/* A primitive's name as show prints it: with --jax-names, as JAX prints
+   it today (the variance cast is pvary; two casts keep their _p). */
+static const char *shown_name(int prim) {
+  if (state_cur()->jax_names) {
+    if (prim == P_PBROADCAST) return "pvary";
+    if (prim == P_VARY_UNREDUCED_CAST) return "vary_unreduced_cast_p";
+    if (prim == P_REDUCED_VARY_CAST) return "reduced_vary_cast_p";
+  }
+  return prim_table[prim].name;
 }
 
 typedef struct Show Show;
@@ -382,7 +437,7 @@ static void show_stmt(Show *S, const IrStmt *st, const Mesh *mesh, int indent) {
       if (c->statics && (!c->parent || !c->parent->parent)) buf_printf(b, "[%s]", c->statics);
     }
     else {
-      buf_puts(b, prim_table[prim].name);
+      buf_puts(b, shown_name(prim));
       show_params(S, st, mesh, indent);
     }
     for (int i = st->prim == P_FORI_LOOP ? (int)st->at->i[2] : 0; i < st->nin; i++) {

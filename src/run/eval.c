@@ -493,6 +493,45 @@ static void realize_inputs(Frame *F, IrStmt *st) {
   }
 }
 
+/* An argument whose spec says unreduced along `unred`: a global value
+   entering as summands.  By sum, member 0 of each group holds the value
+   and the others zeros (their sum is the value, exactly); by max or min,
+   every member holds it. */
+static Val *unreduced_entry(const Mesh *m, Val *v, const Spec *spc) {
+  Val *w = val_widen(m, v, v->mask | spc->unred);
+  if (spc->ukind != UK_SUM) return w;
+  int64_t coords[SHM_MAXAXES];
+  for (int64_t b = 0; b < w->nblk; b++) {
+    if (!w->blk[b]) continue;
+    til_block_coords(m, w->mask, b, coords);
+    bool first = true;
+    for (int k = 0; k < m->naxes; k++)
+      if ((spc->unred & (1u << k)) && coords[k]) first = false;
+    if (first) continue;
+    Array *z = arr_zeros((DType)w->blk[b]->dt, w->blk[b]->rank, w->blk[b]->shape);
+    arr_unref(w->blk[b]);
+    w->blk[b] = z;
+  }
+  return w;
+}
+
+/* A result whose spec says unreduced: the global value is the sum (max,
+   min) of the summands, completed at the exit. */
+static Val *unreduced_exit(const Space *bs, Val *v, const Spec *spc, const Type *bt) {
+  Attrs at;
+  memset(&at, 0, sizeof at);
+  at.dtype = -1;
+  for (int k = 0; k < bs->mesh->naxes; k++)
+    if (spc->unred & (1u << k)) at.axes[at.naxes++] = (uint8_t)k;
+  at.axmask = spc->unred;
+  Type t = *bt;
+  t.vma &= ~spc->unred;
+  t.unred = 0;
+  Val *r = fab_exec(bs, spc->ukind == UK_MAX ? P_PMAX : spc->ukind == UK_MIN ? P_PMIN : P_PSUM, &at, v, &t, false);
+  val_unref(v);
+  return r;
+}
+
 /* shard_map, and xla_pmap (whose blocks lose their mapped dimension). */
 static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
   ShardMap *sm = st->at->ext;
@@ -513,6 +552,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     Val *x = st->in[i].var ? eval_lookup(F, st->in[i].var) : NULL;
     if (x && x->split && spl_takes(st, i, x)) {
       args[i] = spl_blocks(m, x, mask);
+      if (sm->in[i].unred) args[i] = unreduced_entry(m, args[i], &sm->in[i]);
       continue;
     }
     Array *g = atom_block(F, &st->in[i], 0, 0);
@@ -520,6 +560,7 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
     SplitWay w = {need, split_dies(F, st, i, g), I->hook || I->obs.data};
     args[i] = spl_operand(st, i, g, &w);
     scratch_free(need);
+    if (sm->in[i].unred) args[i] = unreduced_entry(m, args[i], &sm->in[i]);
   }
   release_split(F, st);
   if (lo < hi) {
@@ -533,6 +574,8 @@ static void exec_shard_map(Interp *I, Frame *F, IrStmt *st) {
       outs[i] = val_new(R, til_nblk(m, R));
     }
   }
+  for (int i = 0; i < nout && lo < hi; i++)
+    if (sm->out[i].unred) outs[i] = unreduced_exit(&bs, outs[i], &sm->out[i], &body->outs[i].t);
   bool may_keep = !F->space.mesh && !I->hook && !I->obs.data;   /* (kept split under ranks, at the top level) */
   for (int i = 0; i < nout; i++) set_slot(F, st->out[i], spl_result(st, i, outs[i], may_keep));
   vals_free(args);
@@ -1049,7 +1092,10 @@ static void exec_print(Frame *F, IrStmt *st) {
     if (!it->atom.var && !it->atom.lit) buf_put(&b, it->text.p, (size_t)it->text.n);
     else if (it->atom.lit) fmt_array(&b, it->atom.lit);
     else if (st->print_global) put_global(&b, F, it->atom.var, st->print_spec);
-    else vp_value(&b, &F->space, value_of(F, it->atom.var), true);
+    else {
+      vp_unreduced_note(&b, &it->atom.var->t, F->space.mesh);
+      vp_value(&b, &F->space, value_of(F, it->atom.var), true);
+    }
   }
   buf_putc(&b, '\n');
   state_out(b.p, b.n);

@@ -232,7 +232,7 @@ void fab_stats_print(FILE *out, bool explain) {
     char a[32], b[32];
     mem_human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
     mem_human(b, sizeof b, s->sent);
-    fprintf(out, "%-22s %7ld %8ld %14s %14s\n", prim_table[p].name, s->calls, s->maxdev, a, b);
+    fprintf(out, "%-22s %7ld %8ld %14s %14s\n", p == P_PBROADCAST_SOURCE ? "pbroadcast[source]" : prim_table[p].name, s->calls, s->maxdev, a, b);
     calls += s->calls;
     devs += s->devices;
     total += s->sent;
@@ -1147,6 +1147,18 @@ void fab_pending_reset(void) {
    operand here, put in place of the token by fab_exec_n). */
 static void exec_precv(Coll *c) { exec_ppermute(c); }
 
+/* pbroadcast with a source (JAX's collective broadcast): every member of
+   a group gets member `source`'s block; all but the source receive it. */
+static void exec_pbroadcast_source(Coll *c) {
+  for (int64_t b = 0; b < c->out->nblk; b++) {
+    til_block_coords(c->m, c->out->mask, b, c->coords);
+    member_coords(c->m, c->at, c->at->i[0], c->coords);
+    c->out->blk[b] = arr_ref(c->in->blk[til_block_at(c->m, c->in->mask, c->coords)]);
+  }
+  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
+  account(c->prim, c->devices, each, each);
+}
+
 typedef void (*CollFn)(Coll *c);
 static const CollFn coll_exec[P_COUNT] = {
 #define PRIM(tag, name, alias, nmin, nmax, nout, params, shape, vrule, kernel, exec, tr, jvp, cost) [P_##tag] = exec,
@@ -1414,6 +1426,21 @@ static void axes_text(const Mesh *m, uint32_t mask) {
   cur_axes[len] = 0;
 }
 
+/* The collectives of unreduced and reduced values are, on the wire, the
+   fabric's own: unreduced_psum a psum, all_gather_reduced an
+   all_gather_invariant, the casts pbroadcast's no-move. */
+int fab_base_prim(int prim) {
+  switch (prim) {
+  case P_UNREDUCED_PSUM: return P_PSUM;
+  case P_UNREDUCED_PMAX: return P_PMAX;
+  case P_UNREDUCED_PMIN: return P_PMIN;
+  case P_UNREDUCED_REDUCE_SCATTER: return P_PSUM_SCATTER;
+  case P_ALL_GATHER_REDUCED: return P_ALL_GATHER_INVARIANT;
+  case P_VARY_UNREDUCED_CAST: case P_REDUCED_VARY_CAST: case P_PREDUCED: return P_PBROADCAST;
+  default: return prim;
+  }
+}
+
 Val *fab_exec(const Space *sp, int prim, const Attrs *at, Val *in, const Type *outt, bool donate) {
   return fab_exec_n(sp, prim, at, in ? &in : NULL, in ? 1 : 0, outt, donate);
 }
@@ -1439,6 +1466,7 @@ Val *fab_exec_n(const Space *sp, int prim, const Attrs *at, Val *const *ins, int
 static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins, int nins, const Type *outt,
                      bool donate) {
   Val *in = nins ? ins[0] : NULL;
+  prim = fab_base_prim(prim);
   /* (field by field: clearing the whole struct at once is a string
      instruction that costs more than the rest of a small psum) */
   Coll c;
@@ -1457,7 +1485,8 @@ static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins
   c.n_in = 0;
   c.devices = 0;
   for (int k = 0; k < c.m->naxes; k++) c.coords[k] = 0;     /* (no other is read) */
-  if (vrule_communicates(prim_table[prim].vrule)) check_groups(sp, prim, at);
+  bool comm = vrule_communicates(prim_table[prim].vrule) || prim == P_PBROADCAST_SOURCE;
+  if (comm) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
   c.out = val_new(outt->vma, til_nblk(c.m, outt->vma));
@@ -1475,7 +1504,7 @@ static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins
     c.need = fab_needed(sp, c.outer, c.nouter);
   }
   c.n_out = nbytes_of(outt);
-  bool spread = fmpi_size() > 1 && in && vrule_communicates(prim_table[prim].vrule);
+  bool spread = fmpi_size() > 1 && in && comm;
   bool reduction = prim_table[prim].vrule == VR_REDUCE || prim == P_PSUM_SCATTER;
   if (spread && reduction) {
     reduce_remote(&c);

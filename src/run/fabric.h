@@ -96,4 +96,8 @@ void fab_stats_records_done(void);
 void fab_stats_release(void);          /* their memory, at the end */
 void fab_stats_merge(const char *const *p, const size_t *n, int nranks);
 
+/* The fabric collective that runs primitive prim (itself, or the one an
+   unreduced collective or a cast of unreduced and reduced values is). */
+int fab_base_prim(int prim);
+
 #endif

@@ -2,6 +2,7 @@
 ** valprint.c — a shard_map body's values on screen (see valprint.h).
 */
 #include "valprint.h"
+#include "show.h"
 
 #include <string.h>
 #include "err.h"
@@ -56,6 +57,17 @@ void vp_devset(Buf *b, const uint8_t *set, int64_t n) {
   if (nr > 8) buf_printf(b, " (%lld devices)", (long long)c);
   err_undefer(lo);
   mem_free(lo);
+}
+
+/* ---- unreduced values ---------------------------------------------------------------------- */
+
+void vp_unreduced_note(Buf *b, const Type *t, const Mesh *m) {
+  if (!m || !t->unred) return;
+  buf_puts(b, "(unreduced over ");
+  show_vma_message(b, t->unred, m);
+  buf_puts(b, t->ukind == UK_MAX ? ": each device holds a part; the value is their maximum)\n"
+              : t->ukind == UK_MIN ? ": each device holds a part; the value is their minimum)\n"
+              : ": each device holds a summand; the value is their sum)\n");
 }
 
 /* ---- the per-device listing --------------------------------------------------------------- */

@@ -33,6 +33,9 @@ enum { VP_SMALL = 16, VP_EDGE = 3 };
 /* Append v as the instances of sp hold it (outside a body: the array).
    A value inside a body starts on a line of its own. */
 void vp_value(Buf *b, const Space *sp, Val *v, bool at_line_start);
+/* Before the blocks of a value of type t unreduced over some axes of mesh
+   m: a line saying that they are summands (parts of a max, a min). */
+void vp_unreduced_note(Buf *b, const Type *t, const Mesh *m);
 /* "all 4 devices", "both devices", "device 3", "devices 0-5, 9"; more
    than 8 runs print as the first three and the last two with a count. */
 void vp_devset(Buf *b, const uint8_t *set, int64_t n);

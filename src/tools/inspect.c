@@ -399,6 +399,7 @@ bool insp_eval(const Insp *in, Frame *G, const char *expr, const char *label, in
       else if (dev == INSP_LAYOUT) ok = ok && put_layout(out, G, expr, vals[i], err);
       else if (label) insp_put_named(out, label, &G->space, vals[i], dev);
       else {
+        if (dev < 0) vp_unreduced_note(out, &f->outs[i].t, G->space.mesh);
         put_value(out, &G->space, vals[i], dev);
         buf_putc(out, '\n');
       }

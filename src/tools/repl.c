@@ -345,6 +345,14 @@ static void help_collectives(void) {
        "  ppermute                {S} + axis_name         point-to-point: n per pair\n"
        "  all_to_all              {S} + axis_name         all-to-all: (p-1)/p * n\n"
        "  axis_index              {axis_name}             none\n"
+       "  pbroadcast[source=k]    {S}                     broadcast: (p-1)/p * n\n"
+       "Unreduced ({U:x}, a summand per device) and reduced ({R:x}) values:\n"
+       "  vary_unreduced_cast     varying -> unreduced    none\n"
+       "  preduced                invariant -> reduced    none\n"
+       "  reduced_vary_cast       reduced -> varying      none\n"
+       "  unreduced_psum (pmax, pmin)  unreduced -> invariant  all-reduce\n"
+       "  unreduced_reduce_scatter     unreduced -> varying    reduce-scatter\n"
+       "  all_gather_reduced      varying -> reduced      all-gather\n"
        "An operand invariant along the named axes is pbroadcast first (auto-pbroadcast),\n"
        "so psum[axes=i] 1 is the size of axis i.  A group is the instances that differ\n"
        "only along the named axes; with several axes the first listed is major.\n"
@@ -375,10 +383,23 @@ static void put_wrapped(const char *indent, const char *text) {
   buf_free(&b);
 }
 
-/* help NAME: the primitive's line, then its primdoc.def row. */
+static void help_one_prim(int id);
+
+/* help NAME: the primitive's line, then its primdoc.def row; every row
+   of that name (pbroadcast is the cast and, with source=, the broadcast). */
 static bool help_prim(const char *name) {
   int id = prim_lookup(str_c(name));
   if (id < 0) return false;
+  help_one_prim(id);
+  for (int k = id + 1; k < P_COUNT; k++)
+    if (!strcmp(prim_table[k].name, prim_table[id].name)) {
+      putchar('\n');
+      help_one_prim(k);
+    }
+  return true;
+}
+
+static void help_one_prim(int id) {
   const PrimInfo *p = &prim_table[id];
   const PrimDoc *d = primdoc(id);
   Buf b = {0};
@@ -404,7 +425,6 @@ static bool help_prim(const char *name) {
   puts("Variance:");
   put_wrapped("  ", d->variance);
   printf("Example:\n  %s\n", d->example);
-  return true;
 }
 
 /* help's topics; a command's help is its row of commands.def. */

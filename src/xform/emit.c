@@ -10,6 +10,7 @@
 #include "emit.h"
 #include "err.h"
 #include "show.h"
+#include "unred.h"
 
 /* ---- the program ------------------------------------------------------------ */
 
@@ -98,9 +99,10 @@ void emit_capture(Emitter *E, IrVar *v) {
 IrAtom emit_lift(Emitter *E, IrAtom a, uint32_t to, Span sp) {
   if ((!a.var && !a.lit) || (a.t.vma | to) == a.t.vma) return a;
   if (a.var && a.var->owner != E->fn) emit_capture(E, a.var);   /* read from an enclosing function */
-  uint32_t add = to & ~a.t.vma;
+  uint32_t add = to & ~a.t.vma, rv = add & a.t.red;
+  if (rv) add = rv;            /* a reduced value is widened by reduced_vary_cast (JAX's auto pcast), first */
   IrStmt *st = emit_new_stmt(E, IS_EQN, sp);
-  st->prim = P_PBROADCAST;
+  st->prim = rv ? P_REDUCED_VARY_CAST : P_PBROADCAST;
   st->inserted = true;
   st->at = ENEW(E, Attrs);
   st->at->dtype = -1;
@@ -126,7 +128,9 @@ IrAtom emit_lift(Emitter *E, IrAtom a, uint32_t to, Span sp) {
   st->in[0] = a;
   st->nin = 1;
   Type nt = a.t;
-  nt.vma = a.t.vma | to;
+  nt.vma = a.t.vma | add;
+  nt.red &= ~add;
+  nt.lay = NULL;
   IrVar *v = emit_var(E, a.var ? a.var->name : str_c(""), nt, sp);
   st->out = ENEWN(E, IrVar *, 1);
   st->out[0] = v;
@@ -138,7 +142,7 @@ IrAtom emit_lift(Emitter *E, IrAtom a, uint32_t to, Span sp) {
   r.var = v;
   r.lit = NULL;
   r.t = nt;
-  return r;
+  return rv && (to & ~nt.vma) ? emit_lift(E, r, to, sp) : r;
 }
 
 /* ---- typing one primitive equation ---------------------------------------------- */
@@ -156,6 +160,20 @@ bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **param
   if (!pi->shape(r, in, nin, at, out) || r->failed) return false;
   if (at->nfns && pi->vrule != VR_SPECIAL) at->run = body_run;
   return rule_unused(r, pi->params);
+}
+
+/* An operand in a state the primitive cannot take (unred.c's message). */
+static void unred_error(Emitter *E, int prim, const IrAtom *in, const UnredErr *ue, Span sp) {
+  Buf ax = {0};
+  err_defer(buf_release, &ax);
+  show_vma_message(&ax, ue->axes, E->mesh);
+  const IrAtom *a = ue->operand >= 0 ? &in[ue->operand] : NULL;
+  char nm[160];
+  if (a && a->var && a->var->name.n) snprintf(nm, sizeof nm, "%.*s", a->var->name.n, a->var->name.p);
+  else snprintf(nm, sizeof nm, "%s", a && a->var ? "its operand" : "a literal");
+  diag_error(sp, ue->msg, prim_table[prim].name, nm, buf_cstr(&ax));
+  err_undefer(&ax);
+  buf_free(&ax);
 }
 
 bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, Type *out, int nout, Span sp) {
@@ -185,7 +203,22 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     buf_free(&b1);
     return false;
   }
-  for (int k = 0; k < nin; k++) in[k] = emit_lift(E, in[k], lift[k], sp);
-  for (int k = 0; k < nout; k++) out[k].vma = res;
+  UnredErr ue;
+  if (!unred_rule(prim, vr, t, nin, lit, at, res, out, nout, &ue)) {
+    unred_error(E, prim, in, &ue, sp);
+    return false;
+  }
+  /* an operand that scales a summand stays as it is along the unreduced
+     axes (the same on every device there): lifting it would type it
+     varying, which no rule accepts beside a summand */
+  uint32_t ou = nout ? out[0].unred : 0;
+  for (int k = 0; k < nin; k++) {
+    if (!(t[k].unred & ou)) lift[k] &= ~ou | t[k].vma;
+    in[k] = emit_lift(E, in[k], lift[k], sp);
+  }
+  for (int k = 0; k < nout; k++) {
+    out[k].vma = res | out[k].unred;
+    out[k].lay = NULL;
+  }
   return true;
 }

@@ -29,7 +29,9 @@ typedef struct Tr {
   X(select_n) X(cumsum) X(copy) X(rev) X(psum) X(pmean) X(pbroadcast) X(all_gather) \
   X(psum_scatter) X(all_gather_invariant) X(pscatter) X(ppermute) X(pshuffle) X(all_to_all) \
   X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile) \
-  X(split) X(ragged_all_to_all)
+  X(split) X(ragged_all_to_all) \
+  X(vary_unreduced_cast) X(reduced_vary_cast) X(preduced) X(unreduced_psum) X(unreduced_reduce_scatter) \
+  X(all_gather_reduced)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -954,7 +956,32 @@ static bool swap_collective(TrCtx *cx, int to, const char *dim_from, const char 
   return true;
 }
 
-static bool tr_psum(TrCtx *cx) { return as_other(cx, P_PBROADCAST, "axes"); }
+/* psum of a value unreduced over its axes completes a sum: its transpose
+   is preduced, as unreduced_psum's (JAX's rules). */
+static bool tr_psum(TrCtx *cx) {
+  return as_other(cx, cx->st->in[0].t.unred & cx->st->at->axmask ? P_PREDUCED : P_PBROADCAST, "axes");
+}
+
+/* The unreduced and reduced casts and collectives transpose into each
+   other, as JAX's rules pair them. */
+static bool tr_vary_unreduced_cast(TrCtx *cx) {
+  if (cx->checking) return true;
+  IrAtom ct = tr_ct(cx, 0);
+  if (!(ct.t.red & cx->st->at->axmask)) {     /* already lifted to varying (the cotangent of a summand) */
+    tr_give(cx, 0, ct);
+    return true;
+  }
+  return as_other(cx, P_REDUCED_VARY_CAST, "axes");
+}
+static bool tr_reduced_vary_cast(TrCtx *cx) { return as_other(cx, P_VARY_UNREDUCED_CAST, "axes"); }
+static bool tr_preduced(TrCtx *cx) { return as_other(cx, P_UNREDUCED_PSUM, "axes"); }
+static bool tr_unreduced_psum(TrCtx *cx) { return as_other(cx, P_PREDUCED, "axes"); }
+static bool tr_unreduced_reduce_scatter(TrCtx *cx) {
+  return swap_collective(cx, P_ALL_GATHER_REDUCED, "scatter_dimension", "all_gather_dimension");
+}
+static bool tr_all_gather_reduced(TrCtx *cx) {
+  return swap_collective(cx, P_UNREDUCED_REDUCE_SCATTER, "all_gather_dimension", "scatter_dimension");
+}
 
 static bool tr_pbroadcast(TrCtx *cx) {
   if (cx->checking) return true;

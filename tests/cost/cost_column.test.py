@@ -16,7 +16,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
-COMMUNICATES = {'VR_REDUCE', 'VR_VARY', 'VR_GATHER_INV', 'VR_RAGGED'}
+COMMUNICATES = {'VR_REDUCE', 'VR_VARY', 'VR_GATHER_INV', 'VR_RAGGED', 'VR_UREDUCE', 'VR_USCATTER', 'VR_GATHER_RED'}
 
 
 def read(rel):
@@ -57,7 +57,7 @@ def main():
         used.add(cost)
         if cost not in defined:
             problems.append('%s: cost rule %s is not one of cost.c\'s (%s)' % (tag, cost, ', '.join(sorted(defined))))
-        if (cost == 'cost_coll') != (vrule in COMMUNICATES):
+        if (cost == 'cost_coll') != (vrule in COMMUNICATES or tag == 'PBROADCAST_SOURCE'):
             problems.append('%s: variance rule %s with cost rule %s (cost_coll is for exactly the rows that '
                             'communicate)' % (tag, vrule, cost))
         if (cost == 'cost_none') != (shape == 'NULL'):

@@ -13,7 +13,9 @@ import subprocess
 import sys
 
 SHMAPI = os.environ['SHMAPI']
-COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT',
+COLLECTIVE_RULES_BY_NAME = {'pbroadcast'}
+COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PDOT', 'VR_UCAST', 'VR_RCAST',
+                    'VR_RVCAST', 'VR_UREDUCE', 'VR_USCATTER', 'VR_GATHER_RED',
                     'VR_PSCATTER', 'VR_AXIS_INDEX', 'VR_RAGGED'}
 # local primitives that name mesh axes, run in the body too
 IN_BODY = {'axis_size'}
@@ -99,7 +101,7 @@ def main():
                    for st in ex.split(';')]
         if not set(callees) & {p['name'], p['alias']}:
             problems.append('%s: the example %r does not use %s' % (p['name'], ex, p['name']))
-        if p['vrule'] in COLLECTIVE_RULES or p['name'] in IN_BODY:
+        if p['vrule'] in COLLECTIVE_RULES or p['name'] in IN_BODY or p['name'] in COLLECTIVE_RULES_BY_NAME:
             program = context.replace(MARKER, MARKER + '  ' + ex + '\n')
         else:
             program = context + ex + '\n'

@@ -397,8 +397,13 @@ class Gen:
     def op_collective(self, mesh, pool, v, among=None):
         rng = self.rng
         kinds = ['psum', 'pmax', 'pmin', 'pmean', 'pbroadcast', 'all_gather', 'all_gather_invariant',
-                 'psum_scatter', 'pscatter', 'ppermute', 'all_to_all']
+                 'psum_scatter', 'pscatter', 'ppermute', 'all_to_all'] + ['unreduced'] * 8 + ['pcast', 'pcast',
+                 'pbroadcast_source']
         kind = rng.choice(kinds)
+        if kind in ('unreduced', 'pcast') and among is not None:
+            return None        # (several lines: not in a branch's one-line body)
+        if kind in ('unreduced', 'pcast', 'pbroadcast_source'):
+            return self.op_jax_states(mesh, pool, v, kind, among)
         name = self.fresh()
         nd = len(mesh.sizes)
         if nd == 0:
@@ -564,6 +569,132 @@ class Gen:
             return line, Val(name, v.dtype, shape, v.vma | frozenset(axes), blocks)
         return None
 
+    def type_text(self, mesh, v_shape, dtype, vma, unred=frozenset()):
+        """A binder's type as JAX prints it today: f32[2,3]{V:(i,j), U:k}."""
+        def grp(letter, axes):
+            names = [mesh.axes[a] for a in sorted(axes)]
+            return '%s:%s' % (letter, names[0] if len(names) == 1 else '(' + ','.join(names) + ')')
+        parts = ([grp('V', vma - unred)] if vma - unred else []) + ([grp('U', unred)] if unred else [])
+        return '%s[%s]%s' % (dtype, ','.join(str(n) for n in v_shape),
+                             '{' + ', '.join(parts) + '}' if parts else '')
+
+    def op_jax_states(self, mesh, pool, v, kind, among):
+        """Today's JAX states: an unreduced value (a summand per device) made
+        from a varying one by vary_unreduced_cast, carried through linear
+        operations (add of two alike, mul by a literal or by a value the same
+        along the unreduced axes, neg, sub, reshape), then completed later by
+        psum, unreduced_psum, or a reduce-scatter; a pcast chain invariant ->
+        reduced -> varying (preduced, reduced_vary_cast); JAX's collective
+        broadcast (pbroadcast with source=)."""
+        rng = self.rng
+        nd = len(mesh.sizes)
+        ok = [a for a in range(nd) if among is None or a in among]
+        if kind == 'pbroadcast_source':
+            axes = self.rand_axes(mesh, 1, ok)
+            if not axes:
+                return None
+            p = mesh.group_size(axes)
+            src = rng.randrange(p)
+            name = self.fresh()
+            blocks = [v.blocks[mesh.members(d, axes)[src]].copy() for d in range(mesh.ndev)]
+            line = '%s = pbroadcast[axis_name=%s, source=%d] %s' % (name, axes_text(mesh, axes, rng), src, v.name)
+            return line, Val(name, v.dtype, v.shape, v.vma, blocks)
+        if kind == 'pcast':
+            inv = [a for a in ok if a not in v.vma]
+            axes = self.rand_axes(mesh, 1, inv)
+            if not axes:
+                return None
+            r1, r2 = self.fresh(), self.fresh()
+            ax = axes_text(mesh, axes, rng)
+            lines = ['%s = preduced[axes=%s] %s' % (r1, ax, v.name),
+                     '%s = %s[axes=%s] %s' % (r2, rng.choice(['reduced_vary_cast', 'reduced_vary_cast_p']), ax, r1)]
+            if rng.random() < 0.5:    # a reduced value meets a varying one: the checker inserts the cast
+                # (w varies over all the axes: along any other the sum would stay reduced)
+                vv = [w for w in pool if w.shape == v.shape and w.dtype == v.dtype and w.vma >= frozenset(axes)]
+                if vv:
+                    w = rng.choice(vv)
+                    r3 = self.fresh()
+                    lines.append('%s = add %s %s' % (r3, r1, w.name))
+                    blocks = [(v.blocks[d] + w.blocks[d]).astype(NP_DT[v.dtype]) for d in range(mesh.ndev)]
+                    return '\n'.join(lines), Val(r3, v.dtype, v.shape, v.vma | w.vma, blocks)
+            return '\n'.join(lines), Val(r2, v.dtype, v.shape, v.vma | frozenset(axes), list(v.blocks))
+        # unreduced: over axes along which v varies
+        if v.dtype != 'f32':
+            return None
+        var = [a for a in ok if a in v.vma]
+        U = self.rand_axes(mesh, 1, var)
+        if not U:
+            return None
+        U = tuple(sorted(U)) if rng.random() < 0.5 else U
+        Us = frozenset(U)
+        u = self.fresh()
+        ann = ':' + self.type_text(mesh, v.shape, 'f32', v.vma, Us) if rng.random() < 0.5 else ''
+        lines = ['%s%s = vary_unreduced_cast[axes=%s] %s' % (u, ann, axes_text(mesh, U, rng), v.name)]
+        f = [b.astype(np.float32) for b in v.blocks]     # each device's summand
+        shape = v.shape
+        for _ in range(rng.randint(0, 3)):
+            op = rng.choice(['add', 'mul', 'neg', 'sub', 'mulv', 'reshape'])
+            n2 = self.fresh()
+            if op == 'add':
+                lines.append('%s = add %s %s' % (n2, u, u))
+                f = [(b + b).astype(np.float32) for b in f]
+            elif op == 'mul':
+                c = rng.choice([2.0, 0.5, -3.0])
+                lines.append('%s = mul %s %s' % (n2, u, c) if rng.random() < 0.5 else '%s = mul %s %s' % (n2, c, u))
+                f = [(b * np.float32(c)).astype(np.float32) for b in f]
+            elif op == 'neg':
+                lines.append('%s = neg %s' % (n2, u))
+                f = [-b for b in f]
+            elif op == 'sub':
+                lines.append('%s = sub %s %s' % (n2, u, u))
+                f = [(b - b).astype(np.float32) for b in f]
+            elif op == 'mulv':    # a scale the same along the unreduced axes (lifted by the checker)
+                ws = [w for w in pool if w.dtype == 'f32' and w.shape == shape and not (w.vma & Us)]
+                if not ws:
+                    continue
+                w = rng.choice(ws)
+                lines.append('%s = mul %s %s' % (n2, u, w.name))
+                f = [(f[d] * w.blocks[d]).astype(np.float32) for d in range(mesh.ndev)]
+            else:
+                if len(shape) == 0:
+                    continue
+                ns = (int(np.prod(shape)),) if len(shape) > 1 else (shape[0], 1)
+                lines.append('%s = reshape[new_sizes=(%s)] %s' % (n2, ', '.join(str(x) for x in ns) +
+                                                                  (',' if len(ns) == 1 else ''), u))
+                f = [b.reshape(ns) for b in f]
+                shape = ns
+            u = n2
+        # complete the sum: psum (over the unreduced axes, maybe more), unreduced_psum, or a reduce-scatter
+        done = self.fresh()
+        how = rng.choice(['psum', 'psum', 'unreduced_psum', 'scatter'])
+        more = [a for a in ok if a not in Us]
+        axes = list(U)
+        if how == 'psum' and more and rng.random() < 0.4:
+            axes.append(rng.choice(more))
+        p = mesh.group_size(axes)
+        sums = []
+        for d in range(mesh.ndev):
+            acc = f[mesh.members(d, axes)[0]].copy()
+            for q in mesh.members(d, axes)[1:]:
+                acc = (acc + f[q]).astype(np.float32)
+            sums.append(acc)
+        vma = (v.vma - Us) - frozenset(axes)
+        if how == 'scatter':
+            dims = [dd for dd in range(len(shape)) if shape[dd] % p == 0]
+            if not dims:
+                how = 'psum'
+            else:
+                dim = rng.choice(dims)
+                c = shape[dim] // p
+                blocks = [np.take(sums[d], range(mesh.member_index(d, axes) * c, (mesh.member_index(d, axes) + 1) * c),
+                                  axis=dim).astype(np.float32) for d in range(mesh.ndev)]
+                prim = rng.choice(['unreduced_reduce_scatter', 'psum_scatter'])
+                lines.append('%s = %s[axis_name=%s, scatter_dimension=%d, tiled=True] %s' % (
+                    done, prim, axes_text(mesh, axes, rng), dim, u))
+                return '\n'.join(lines), Val(done, 'f32', blocks[0].shape, (v.vma - Us) | Us, blocks)
+        lines.append('%s = %s[axes=%s] %s' % (done, how, axes_text(mesh, axes, rng), u))
+        return '\n'.join(lines), Val(done, 'f32', shape, vma, sums)
+
     def op_control(self, mesh, pool, v):
         """cond on a varying index (elementwise branches), cond on an
         invariant index (branches with a collective), or a fori_loop whose
@@ -685,7 +816,7 @@ class Gen:
             if res is None:
                 continue
             line, nv = res
-            self.body.append(line)
+            self.body.extend(line.split('\n'))
             pool.append(nv)
             made += 1
         # results: the last value and maybe another
