@@ -12,6 +12,7 @@
 #include "check.h"
 #include "diag.h"
 #include "err.h"
+#include "esc.h"
 #include "eval.h"
 #include "fabmpi.h"
 #include "mem.h"
@@ -308,6 +309,7 @@ static int take_ranks(int *argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  esc_std_streams();                 /* no raw control byte reaches a terminal (esc.h) */
   int ranks = take_ranks(&argc, argv);
   if (ranks == 0) return bad_usage("%s", "--ranks needs a number of processes from 1 to 4096");
   if (ranks > 1) return fmpi_launch(ranks, argc, argv);

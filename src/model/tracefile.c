@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "diag.h"
 #include "err.h"
+#include "esc.h"
 #include "tracefile.h"
 
 /* ---- Chrome trace events ------------------------------------------------------------------ */
@@ -118,13 +119,20 @@ static void fmt_tick(char *out, size_t n, double t, double step) {
   else snprintf(out, n, "%g s", t);
 }
 
+/* Text in SVG: XML's five characters as entities, and what XML may not
+   hold (control bytes, bytes that are not UTF-8) escaped as esc.h shows
+   them. */
 static void svg_escape(Buf *b, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<') buf_puts(b, "&lt;");
-    else if (*s == '>') buf_puts(b, "&gt;");
-    else if (*s == '&') buf_puts(b, "&amp;");
-    else if (*s == '"') buf_puts(b, "&quot;");
-    else buf_putc(b, *s);
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    char show[9];
+    int w, len = esc_char(s + i, n - i, 0, show, &w);
+    if (*show == '<') buf_puts(b, "&lt;");
+    else if (*show == '>') buf_puts(b, "&gt;");
+    else if (*show == '&') buf_puts(b, "&amp;");
+    else if (*show == '"') buf_puts(b, "&quot;");
+    else buf_puts(b, show);
+    i += (size_t)len;
   }
 }
 
