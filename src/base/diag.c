@@ -348,16 +348,62 @@ char *diag_render(Span sp, const char *kind, const char *msg) {
   return text;
 }
 
-void diag_report(Span sp, const char *kind, const char *msg) {
+void diag_report(Span sp, const char *kind, const char *msg) { diag_report_trace(sp, kind, msg, NULL); }
+
+void diag_report_trace(Span sp, const char *kind, const char *msg, const char *trace) {
   ShmState *s = state_cur();
   if (s->on_report) {
-    s->on_report(s->on_report_ud, sp, kind, msg);
+    s->on_report(s->on_report_ud, sp, kind, msg, trace);
     return;
   }
   if (!s->errout) return;
   char *text = diag_render(sp, kind, msg);
+  if (trace) state_errout(trace, strlen(trace));
   if (text) state_errout(text, strlen(text));
   free(text);
+}
+
+/* ---- tracebacks ------------------------------------------------------------------- */
+
+enum { TRACE_MAX = 40, TRACE_QUOTE = 120 };
+
+static void trace_entry(FILE *f, const DiagCall *c) {
+  int line, col;
+  diag_linecol(c->at.file, c->at.off, &line, &col);
+  const char *name = diag_file_name(c->at.file);
+  fputs("  ", f);
+  esc_fputs(f, name, strlen(name), 0);
+  fprintf(f, ":%d:%d, ", line, col);
+  if (c->in) {
+    fputs("in ", f);
+    esc_fputs(f, c->in, strlen(c->in), 0);
+  } else {
+    fputs("at top level", f);
+  }
+  Str text = diag_line_text(c->at.file, line);
+  while (text.n && (*text.p == ' ' || *text.p == '\t')) text.p++, text.n--;
+  char quote[TRACE_QUOTE + 4];
+  fprintf(f, "\n    %s\n", esc_into(quote, sizeof quote, text.p, (size_t)text.n, 0));
+}
+
+char *diag_traceback(const DiagCall *calls, int n) {
+  if (n <= 0) return NULL;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  fputs("Traceback (most recent call last):\n", f);
+  int head = n > TRACE_MAX ? TRACE_MAX / 2 : n;       /* the first calls, and the last */
+  for (int i = 0; i < head; i++) trace_entry(f, &calls[i]);
+  if (head < n) {
+    fprintf(f, "  ... %d more calls ...\n", n - TRACE_MAX);
+    for (int i = n - TRACE_MAX / 2; i < n; i++) trace_entry(f, &calls[i]);
+  }
+  if (fclose(f)) {
+    free(text);
+    return NULL;
+  }
+  return text;
 }
 
 int diag_take(DiagFn fn, void *ud) {
