@@ -1232,19 +1232,19 @@ static void devices_text(const Space *sp, char *out, size_t n) {
   snprintf(out + len, n - len, ")");
 }
 
-/* The traceback of a runtime error raised in frame I->cur (diag.h): the
-   statement each frame from T to the innermost's caller was running,
+/* The traceback of a runtime error raised in frame E (diag.h): the
+   statement each frame from T to E's caller was running,
    outermost first; the instances of a decorated def (@shard_map, @pmap,
    @xmap) are not shown, the call of the def is.  NULL when the error is
    in T itself (malloc'd: memory may have run out). */
-static char *traceback_text(Interp *I, Frame *T) {
+static char *traceback_text(Frame *E, Frame *T) {
   int n = 0;
-  for (Frame *F = I->cur; F && F != T; F = F->caller) n++;
-  if (!n || !I->cur || !I->cur->caller) return NULL;
+  for (Frame *F = E; F && F != T; F = F->caller) n++;
+  if (!n || !E->caller) return NULL;
   DiagCall *calls = malloc(sizeof *calls * (size_t)n);
   if (!calls) return NULL;
   int k = n;
-  for (Frame *F = I->cur->caller; F && k > 0; F = F == T ? NULL : F->caller) {
+  for (Frame *F = E->caller; F && k > 0; F = F == T ? NULL : F->caller) {
     if (!F->cur || ir_is_wrapper(F->fn)) continue;
     calls[--k] = (DiagCall){F->cur->sp, F == T ? NULL : F->fn->name};
   }
@@ -1303,8 +1303,15 @@ bool eval_run_to(Interp *I, int start, int to) {
     return true;
   }
   /* a runtime error: name the innermost statement, release the frames */
-  IrStmt *inner = I->cur && I->cur->cur ? I->cur->cur : NULL;
-  char *trace = traceback_text(I, T);
+  /* the innermost frame running a statement: a frame whose body has not
+     begun (the cost model refusing the mesh) and the instance of a
+     decorated def that called it are passed for the call of the def */
+  Frame *E = I->cur;
+  if (E && E != T && !E->cur)
+    do E = E->caller;
+    while (E && E != T && (!E->cur || ir_is_wrapper(E->fn)));
+  IrStmt *inner = E && E->cur ? E->cur : NULL;
+  char *trace = E ? traceback_text(E, T) : NULL;
   char where[256] = "";
   /* (an active-instance bitmap may already be released by the unwinding:
      errors raised where only some instances run name them when raised) */
