@@ -902,7 +902,7 @@ static bool write_trace(shmapi_State *S, Timeline *T, const char *title, const c
   if (svg ? trace_svg(T, title, path, 0) : trace_json(T, title, path)) return true;
   char msg[600];
   snprintf(msg, sizeof msg, "cannot write the trace '%s'", path);
-  diag_keep(S, span_none(), "error", msg);
+  diag_keep(S, span_none(), "error", msg, NULL);
   return false;
 }
 
