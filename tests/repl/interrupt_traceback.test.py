@@ -53,7 +53,7 @@ read_for(fd, 1.0)
 os.write(fd, b'\x03')
 out = read_for(fd, 30, b'shm> ')
 os.write(fd, b'print 5\n')
-out += read_for(fd, 10, b'5\r\n')
+out += read_for(fd, 20, b'\r\n5\r\n')
 os.write(fd, b'\x04')
 read_for(fd, 5)
 for _ in range(50):                         # it ends at ^D; if not, it is ended
