@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include "esc.h"
 #include "lex.h"
 #include "parser.h"
 
@@ -390,7 +391,21 @@ void lex_next(Lexer *L, Tok *t) {
         t->text = decode_string(L, (const char *)start + 1, (const char *)YYCURSOR - 1);
         return;
       }
-      "'" | "\"" { L->error = "unterminated string"; TOK(TK_ILLEGAL); }
+      "'" | "\"" {
+        /* a NUL byte stops the string: that character is the error */
+        const unsigned char *p = YYCURSOR;
+        while (p < YYLIMIT && *p && *p != '\n' && *p != *start) p += *p == '\\' && p + 1 < YYLIMIT && p[1] ? 2 : 1;
+        if (p < YYLIMIT && !*p) {
+          start = p;
+          YYCURSOR = p + 1;
+          t->text.p = (const char *)p;
+          t->sp.off = (uint32_t)((const char *)p - L->src);
+          L->error = "unexpected character";
+          TOK(TK_ILLEGAL);
+        }
+        L->error = "unterminated string";
+        TOK(TK_ILLEGAL);
+      }
       "(" { TOK(push(L, '(') ? TK_LPAREN : TK_ILLEGAL); }
       ")" { pop(L); TOK(TK_RPAREN); }
       "[" { TOK(push(L, '[') ? TK_LBRACK : TK_ILLEGAL); }
@@ -413,7 +428,13 @@ void lex_next(Lexer *L, Tok *t) {
       ">" { TOK(TK_GT); }
       "@" { TOK(TK_AT); }
       ";" { TOK(TK_SEMI); }
-      * { L->error = "unexpected character"; TOK(TK_ILLEGAL); }
+      * {                                  /* (a character of UTF-8 whole) */
+        char show[9];
+        int w;
+        YYCURSOR = start + esc_char((const char *)start, (size_t)(YYLIMIT - start), 0, show, &w);
+        L->error = "unexpected character";
+        TOK(TK_ILLEGAL);
+      }
     */
   done:
 #undef TOK

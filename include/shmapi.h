@@ -126,7 +126,8 @@ typedef struct shmapi_Diag {
   const char *kind;           /* "error", or "note" (about the error before it) */
   const char *message;        /* the message alone */
   const char *text;           /* what shmapi prints: "file:line:col: error: message",
-                                 the source line and a caret under the place */
+                                 the source line and a caret under the place; for a
+                                 runtime error inside calls, its traceback before */
 } shmapi_Diag;
 
 /* The diagnostics of the last call on S that returned an error (none after

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "diag.h"
 #include "err.h"
+#include "esc.h"
 #include "eval.h"
 #include "fabmpi.h"
 #include "mem.h"
@@ -154,11 +155,13 @@ static bool parse_size(const char *s, long long *out) {
   return true;
 }
 
-/* The default --max-memory: half of the machine's physical memory, so a
-   program asking for too much gets an error instead of the OOM killer. */
+/* The default --max-memory: half of the machine's physical memory,
+   shared among the ranks running on it, so a program asking for too much
+   gets an error instead of the OOM killer (four ranks each allowed half
+   the machine were killed). */
 static size_t default_memory_limit(void) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : 0;
+  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 / (size_t)fmpi_local_size() : 0;
 }
 
 /* The cost model's options. */
@@ -311,6 +314,7 @@ static int take_ranks(int *argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  esc_std_streams();                 /* no raw control byte reaches a terminal (esc.h) */
   int ranks = take_ranks(&argc, argv);
   if (ranks == 0) return bad_usage("%s", "--ranks needs a number of processes from 1 to 4096");
   if (ranks > 1) return fmpi_launch(ranks, argc, argv);

@@ -110,7 +110,7 @@ static void diags_clear(shmapi_State *S) {
 }
 
 /* A diagnostic as a value (kind NULL: a plain message about no place). */
-static void diag_keep(void *ud, Span sp, const char *kind, const char *msg) {
+static void diag_keep(void *ud, Span sp, const char *kind, const char *msg, const char *trace) {
   shmapi_State *S = ud;
   if (S->ndiags == S->capdiags) {
     int cap = S->capdiags ? 2 * S->capdiags : 8;
@@ -128,20 +128,29 @@ static void diag_keep(void *ud, Span sp, const char *kind, const char *msg) {
   }
   d->message = dup_c(msg);
   d->text = diag_render(sp, kind, msg);      /* (kind NULL: "shmapi: msg") */
+  if (trace && d->text) {                    /* a runtime error's traceback first, as printed */
+    char *both = malloc(strlen(trace) + strlen(d->text) + 1);
+    if (both) strcat(strcpy(both, trace), d->text);
+    free((char *)d->text);
+    d->text = both;
+  }
 }
+
+/* A static diagnostic (diag_take's callback): no traceback. */
+static void diag_keep_static(void *ud, Span sp, const char *kind, const char *msg) { diag_keep(ud, sp, kind, msg, NULL); }
 
 /* The error of a call that could not even start (a bad argument). */
 static int misuse(shmapi_State *S, const char *fmt, const char *arg) {
   char msg[512];
   snprintf(msg, sizeof msg, fmt, arg ? arg : "(null)");
-  diag_keep(S, span_none(), "error", msg);
+  diag_keep(S, span_none(), "error", msg, NULL);
   return SHMAPI_MISUSE;
 }
 
 /* A runtime error caught at an entry point's boundary. */
 static int caught(shmapi_State *S) {
   diag_clear();
-  diag_keep(S, span_none(), "error", err_message());
+  diag_keep(S, span_none(), "error", err_message(), NULL);
   return SHMAPI_ERROR;
 }
 
@@ -256,7 +265,7 @@ static int check_loaded(shmapi_State *S, int f) {
   /* a `# jax VERSION` header chooses the counters of random bits */
   int errs = rngk_apply_header(f) ? check_file(S->C, f) : 1;
   if (errs || diag_count()) {
-    diag_take(diag_keep, S);
+    diag_take(diag_keep_static, S);
     check_rollback(S->C, m);
     return SHMAPI_ERROR;
   }
@@ -624,11 +633,11 @@ static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int
   IrFunc *fn = glue_for(S, name, args, nargs, vars);
   int rc = SHMAPI_ERROR;
   if (!fn) {
-    diag_take(diag_keep, S);
+    diag_take(diag_keep_static, S);
   } else if (fn->nouts > maxouts) {
     char msg[160];
     snprintf(msg, sizeof msg, "'%s' gives %d results; room was given for %d", name, fn->nouts, maxouts);
-    diag_keep(S, span_none(), "error", msg);
+    diag_keep(S, span_none(), "error", msg, NULL);
     rc = SHMAPI_MISUSE;
   } else {
     Val **res = mem_calloc(sizeof(Val *) * (size_t)(fn->nouts + 1));
@@ -646,7 +655,7 @@ static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int
     bool ok = eval_call(S->I, eval_top(S->I), fn, res, false, &where);
     if (ob) eval_set_observer(S->I, NULL);
     if (!ok) {
-      diag_keep(S, where, "error", err_message());
+      diag_keep(S, where, "error", err_message(), NULL);
       for (int i = 0; i < fn->nouts; i++) val_unref(res[i]);
     } else {
       /* results: invariant top-level values, one block each */
@@ -754,7 +763,7 @@ int shmapi_call_devices(shmapi_State *S, const char *name, const shmapi_Array *a
   if (ERR_TRY(&j)) {
     rc = call(S, name, args, nargs, outs, 64, &nouts, &ob, NULL);
     if (rc == SHMAPI_OK && !cap.mesh) {
-      diag_keep(S, span_none(), "error", "the call ran no shard_map: no device held anything");
+      diag_keep(S, span_none(), "error", "the call ran no shard_map: no device held anything", NULL);
       rc = SHMAPI_MISUSE;
     }
     if (rc == SHMAPI_OK) *out = devices_out(S, &cap, outs, nouts);
@@ -830,7 +839,7 @@ static bool pick_hw(shmapi_State *S, const char *name, Hw *hw) {
              text && *text ? text : "");
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n') msg[--n] = 0;
-    diag_keep(S, span_none(), "error", msg);
+    diag_keep(S, span_none(), "error", msg, NULL);
   }
   free(text);
   return ok;
@@ -893,7 +902,7 @@ static bool write_trace(shmapi_State *S, Timeline *T, const char *title, const c
   if (svg ? trace_svg(T, title, path, 0) : trace_json(T, title, path)) return true;
   char msg[600];
   snprintf(msg, sizeof msg, "cannot write the trace '%s'", path);
-  diag_keep(S, span_none(), "error", msg);
+  diag_keep(S, span_none(), "error", msg, NULL);
   return false;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "buf.h"
 #include "diag.h"
+#include "esc.h"
 #include "err.h"
 #include "state.h"
 
@@ -233,30 +234,99 @@ static int cmp_diag(const void *a, const void *b) {
   return x->seq - y->seq;
 }
 
+/* ---- the quoted line under a diagnostic --------------------------------------- */
+
+/* A line of width up to QUOTE_WHOLE columns is quoted whole; a longer one
+   as a window of QUOTE_WINDOW columns around the span, with "..." where it
+   is cut, QUOTE_LEFT columns of it before the span when the span is far
+   from the start (as rustc and clang clip long lines). */
+enum { QUOTE_WHOLE = 160, QUOTE_WINDOW = 120, QUOTE_LEFT = 50, TAB_STOP = 8 };
+
+/* The columns a character of the line takes where the line is shown
+   (esc.h), a tab up to the next tab stop. */
+static int unit_width(const char *p, size_t n, int at, int *len) {
+  char show[9];
+  int w;
+  *len = esc_char(p, n, ESC_KEEP_TAB, show, &w);
+  return *p == '\t' ? TAB_STOP - at % TAB_STOP : w;
+}
+
+/* Print the characters of text[b..e) escaped (quote), or what goes under
+   each of them (not quote): a tab under a tab (whole lines keep their
+   tabs, so the terminal's tab stops agree on both lines) or spaces
+   (`expand`, a clipped line, where a tab becomes spaces), '^' then '~'
+   under the span [sb, se) (byte offsets).  `at` is the column of b. */
+static void quote_units(FILE *out, bool quote, Str text, int b, int e, int sb, int se, bool expand, int at) {
+  for (int i = b; i < e && (quote || i < se);) {
+    char show[9];
+    int w, len;
+    esc_char(text.p + i, (size_t)(text.n - i), ESC_KEEP_TAB, show, &w);
+    w = unit_width(text.p + i, (size_t)(text.n - i), at, &len);
+    bool tab = text.p[i] == '\t', in = i >= sb && i < se;
+    if (quote && tab && expand) fprintf(out, "%*s", w, "");
+    else if (quote) fputs(show, out);
+    else if (tab && !expand) fputc(in ? (i == sb ? '^' : '~') : '\t', out);
+    else
+      for (int k = 0; k < w; k++) fputc(in ? (i == sb && k == 0 ? '^' : '~') : ' ', out);
+    at += w;
+    i += len;
+  }
+}
+
 /* Print the "  7 | text" line and the caret line under the span. */
 static void print_excerpt(FILE *out, Span sp) {
   int line, col;
   diag_linecol(sp.file, sp.off, &line, &col);
   Str text = diag_line_text(sp.file, line);
-  fprintf(out, "%5d | %.*s\n", line, text.n, text.p);
-  fputs("      | ", out);
-  for (int i = 0; i < col - 1 && i < text.n; i++) fputc(text.p[i] == '\t' ? '\t' : ' ', out);
-  int len = (int)sp.len;
-  if (col - 1 + len > text.n) len = text.n - (col - 1);  /* stay on this line */
-  if (len < 1) len = 1;
-  fputc('^', out);
-  for (int i = 1; i < len; i++) fputc('~', out);
-  fputc('\n', out);
+  int sb = col - 1 < text.n ? col - 1 : text.n;            /* the span's bytes on this line */
+  int se = sb + (int)sp.len < text.n ? sb + (int)sp.len : text.n;
+  if (se <= sb) se = sb + 1;
+  /* the columns of the span's two ends, and of the line */
+  int total = 0, c0 = -1, c1 = -1;
+  for (int i = 0, len; i < text.n; i += len) {
+    if (i == sb) c0 = total;
+    if (i == se) c1 = total;
+    total += unit_width(text.p + i, (size_t)(text.n - i), total, &len);
+  }
+  if (c0 < 0) c0 = total;
+  if (c1 < 0) c1 = total;
+  /* the window [lo, hi) of columns shown */
+  int lo = 0, hi = total;
+  bool clip = total > QUOTE_WHOLE;
+  if (clip) {
+    if (c1 > QUOTE_WINDOW - 10 && c0 > QUOTE_LEFT) lo = c0 - QUOTE_LEFT;
+    hi = lo + QUOTE_WINDOW < total ? lo + QUOTE_WINDOW : total;
+    lo = hi - QUOTE_WINDOW;
+  }
+  /* ... as bytes, cut between characters: [b, e), b at column lo_at */
+  int b = 0, e = text.n, lo_at = 0;
+  for (int i = 0, len, at = 0; i < text.n && clip; i += len) {
+    int w = unit_width(text.p + i, (size_t)(text.n - i), at, &len);
+    if (at < lo) b = i + len, lo_at = at + w;
+    if (at + w > hi && e == text.n) e = i;
+    at += w;
+  }
+  fprintf(out, "%5d | %s", line, b > 0 ? "..." : "");
+  quote_units(out, true, text, b, e, sb, se, clip, lo_at);
+  fprintf(out, "%s\n      | %s", e < text.n ? "..." : "", b > 0 ? "   " : "");
+  quote_units(out, false, text, b, e, sb, se, clip, lo_at);
+  fputs(sb >= e ? "^\n" : "\n", out);    /* (the span at the end of the line) */
 }
 
 void diag_print(FILE *out, Span sp, const char *kind, const char *msg) {
   if (sp.file < 0) {
-    fprintf(out, "shmapi: %s: %s\n", kind, msg);
+    fprintf(out, "shmapi: %s: ", kind);
+    esc_fputs(out, msg, strlen(msg), ESC_KEEP_NL | ESC_KEEP_TAB);
+    fputc('\n', out);
     return;
   }
   int line, col;
   diag_linecol(sp.file, sp.off, &line, &col);
-  fprintf(out, "%s:%d:%d: %s: %s\n", diag_file_name(sp.file), line, col, kind, msg);
+  const char *name = diag_file_name(sp.file);
+  esc_fputs(out, name, strlen(name), 0);
+  fprintf(out, ":%d:%d: %s: ", line, col, kind);
+  esc_fputs(out, msg, strlen(msg), ESC_KEEP_NL | ESC_KEEP_TAB);
+  fputc('\n', out);
   print_excerpt(out, sp);
 }
 
@@ -266,7 +336,11 @@ char *diag_render(Span sp, const char *kind, const char *msg) {
   FILE *f = open_memstream(&text, &len);
   if (!f) return NULL;
   if (kind) diag_print(f, sp, kind, msg);
-  else fprintf(f, "shmapi: %s\n", msg);
+  else {
+    fputs("shmapi: ", f);
+    esc_fputs(f, msg, strlen(msg), ESC_KEEP_NL | ESC_KEEP_TAB);
+    fputc('\n', f);
+  }
   if (fclose(f)) {
     free(text);
     return NULL;
@@ -274,16 +348,62 @@ char *diag_render(Span sp, const char *kind, const char *msg) {
   return text;
 }
 
-void diag_report(Span sp, const char *kind, const char *msg) {
+void diag_report(Span sp, const char *kind, const char *msg) { diag_report_trace(sp, kind, msg, NULL); }
+
+void diag_report_trace(Span sp, const char *kind, const char *msg, const char *trace) {
   ShmState *s = state_cur();
   if (s->on_report) {
-    s->on_report(s->on_report_ud, sp, kind, msg);
+    s->on_report(s->on_report_ud, sp, kind, msg, trace);
     return;
   }
   if (!s->errout) return;
   char *text = diag_render(sp, kind, msg);
+  if (trace) state_errout(trace, strlen(trace));
   if (text) state_errout(text, strlen(text));
   free(text);
+}
+
+/* ---- tracebacks ------------------------------------------------------------------- */
+
+enum { TRACE_MAX = 40, TRACE_QUOTE = 120 };
+
+static void trace_entry(FILE *f, const DiagCall *c) {
+  int line, col;
+  diag_linecol(c->at.file, c->at.off, &line, &col);
+  const char *name = diag_file_name(c->at.file);
+  fputs("  ", f);
+  esc_fputs(f, name, strlen(name), 0);
+  fprintf(f, ":%d:%d, ", line, col);
+  if (c->in) {
+    fputs("in ", f);
+    esc_fputs(f, c->in, strlen(c->in), 0);
+  } else {
+    fputs("at top level", f);
+  }
+  Str text = diag_line_text(c->at.file, line);
+  while (text.n && (*text.p == ' ' || *text.p == '\t')) text.p++, text.n--;
+  char quote[TRACE_QUOTE + 4];
+  fprintf(f, "\n    %s\n", esc_into(quote, sizeof quote, text.p, (size_t)text.n, 0));
+}
+
+char *diag_traceback(const DiagCall *calls, int n) {
+  if (n <= 0) return NULL;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  fputs("Traceback (most recent call last):\n", f);
+  int head = n > TRACE_MAX ? TRACE_MAX / 2 : n;       /* the first calls, and the last */
+  for (int i = 0; i < head; i++) trace_entry(f, &calls[i]);
+  if (head < n) {
+    fprintf(f, "  ... %d more calls ...\n", n - TRACE_MAX);
+    for (int i = n - TRACE_MAX / 2; i < n; i++) trace_entry(f, &calls[i]);
+  }
+  if (fclose(f)) {
+    free(text);
+    return NULL;
+  }
+  return text;
 }
 
 int diag_take(DiagFn fn, void *ud) {

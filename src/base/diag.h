@@ -82,4 +82,25 @@ void diag_report(Span sp, const char *kind, const char *msg);
    the system has no memory). */
 char *diag_render(Span sp, const char *kind, const char *msg);
 
+/* A runtime error's traceback: the calls that led to the failing
+   statement, outermost first, as Python prints them (innermost last):
+
+     Traceback (most recent call last):
+       prog.shm:9:5, at top level
+         b = outer 1.0
+       prog.shm:6:7, in outer
+         z = big x
+
+   A call site and the function it is in (NULL: top level). */
+typedef struct DiagCall {
+  Span at;
+  const char *in;
+} DiagCall;
+/* The traceback's text (malloc'd; NULL for no calls or no memory); of
+   more than 40 calls the first and the last 20 are shown, the others
+   counted. */
+char *diag_traceback(const DiagCall *calls, int n);
+/* diag_report with a traceback (NULL: none) printed before the error. */
+void diag_report_trace(Span sp, const char *kind, const char *msg, const char *trace);
+
 #endif

@@ -82,11 +82,12 @@ typedef struct ShmState {
   /* a request to stop the running statement (the REPL's ^C, shmapi_interrupt) */
   volatile sig_atomic_t interrupted;
   /* where print output and runtime errors go (NULL: dropped); a runtime
-     error is handed to on_report when set (the API keeps it as a value),
+     error (with its traceback, diag.h, or NULL) is handed to on_report
+     when set (the API keeps it as a value),
      else rendered to errout (diag_report) */
   StateSink out, errout;
   void *out_ud, *errout_ud;
-  void (*on_report)(void *ud, Span sp, const char *kind, const char *msg);
+  void (*on_report)(void *ud, Span sp, const char *kind, const char *msg, const char *trace);
   void *on_report_ud;
   /* upper layers' data, and how to release it */
   void *slot[SLOT_COUNT];

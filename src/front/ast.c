@@ -5,6 +5,7 @@
 #include "ast.h"
 #include "pyhint.h"
 #include "diag.h"
+#include "esc.h"
 #include "mem.h"
 #include "parser.h"
 
@@ -582,8 +583,13 @@ void ast_syntax_error(Parser *P, Tok t) {
   if (pyhint_python_block(line, llen)) skip_python_body(P, line, llen);
   if (t.type == TK_ILLEGAL) {
     const char *m = P->lex_error ? P->lex_error : "bad token";
-    if (!strcmp(m, "unexpected character"))
-      diag_error(sp, "unexpected character '%.*s'%s", t.text.n, t.text.p, hint);
+    if (!strcmp(m, "unexpected character")) {
+      /* the whole character when it is UTF-8, escaped when it does not print */
+      char show[9];
+      int w;
+      esc_char(t.text.p, (size_t)t.text.n, 0, show, &w);
+      diag_error(sp, "unexpected character '%s'%s", show, hint);
+    }
     else
       diag_error(sp, "%s", m);
   } else if (t.type == TK_NL || t.type == 0) {

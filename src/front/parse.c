@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "diag.h"
 #include "err.h"
+#include "esc.h"
 #include "lex.h"
 #include "parse.h"
 #include "parser.h"
@@ -21,6 +22,33 @@ void shmParse(void *p, int major, Tok minor);
 static void close_file(void *f) { fclose(f); }
 static void free_at(void *pp) { mem_free(*(void **)pp); }
 static void free_parser(void *lp) { shmParseFree(lp, mem_free); }
+
+/* What a file that is not text is, as a phrase ("an ELF executable"), or
+   NULL for text: a known signature, or a start (its first 8 KiB) of which
+   a quarter or more are bytes no text has (control characters other than
+   white space, bytes that are not UTF-8).  Text with a few stray bytes
+   stays text: the lexer points at each. */
+static const char *binary_kind(const char *text, size_t n) {
+  static const struct { const char *magic; size_t len; const char *what; } sig[] = {
+    {"\x7f" "ELF", 4, "an ELF executable or library"},
+    {"\x93NUMPY", 6, "a NumPy .npy file (read it into an array with load)"},
+    {"PK\x03\x04", 4, "a zip archive (an .npz file is read into arrays with load)"},
+    {"\x1f\x8b", 2, "a gzip-compressed file"},
+    {"\x89PNG", 4, "a PNG image"},
+  };
+  for (size_t i = 0; i < sizeof sig / sizeof sig[0]; i++)
+    if (n >= sig[i].len && !memcmp(text, sig[i].magic, sig[i].len)) return sig[i].what;
+  size_t scan = n < 8192 ? n : 8192, odd = 0;
+  for (size_t i = 0; i < scan;) {
+    char show[9];
+    int w, len = esc_char(text + i, scan - i, ESC_KEEP_NL | ESC_KEEP_TAB, show, &w);
+    bool plain = !strncmp(show, text + i, (size_t)len) && show[len] == 0;
+    unsigned char c = (unsigned char)text[i];
+    odd += !plain && c != '\r' && c != '\f' && c != '\v' && (i + (size_t)len < scan || c < 0x80);
+    i += (size_t)len;
+  }
+  return odd >= 16 && odd * 4 >= scan ? "a binary file" : NULL;
+}
 
 int parse_load(const char *path, Span from) {
   FILE *f = fopen(path, "rb");
@@ -60,6 +88,15 @@ int parse_load(const char *path, Span from) {
   err_undefer(f);
   fclose(f);
   text[n] = 0;
+  const char *kind = binary_kind(text, n);
+  if (kind) {
+    mem_free(text);
+    char msg[512];
+    snprintf(msg, sizeof msg, "'%s' is not shm source: it is %s", path, kind);
+    if (from.file >= 0) diag_error(from, "%s", msg);
+    else diag_report(span_none(), NULL, msg);
+    return -1;
+  }
   return diag_add_file(path, text, n);
 }
 

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "diag.h"
 #include "err.h"
+#include "esc.h"
 #include "tracefile.h"
 
 /* ---- Chrome trace events ------------------------------------------------------------------ */
@@ -22,8 +23,20 @@ static json_t *jstr(const char *s) {
   return json_string(buf);
 }
 
-/* Append v (taken) to the array; false when out of memory. */
-static bool push(json_t *arr, json_t *v) { return v && json_array_append_new(arr, v) == 0; }
+enum { JSON_FLAGS = JSON_COMPACT | JSON_REAL_PRECISION(12) };
+
+/* Write v (taken) to f as one element of an array (after a comma unless
+   first); false when out of memory or the write failed.  The trace is
+   written element by element, so that what it holds at once is one
+   event, whatever the mesh: a million devices' metadata and events built
+   as one document took 12.6 GB. */
+static bool put(FILE *f, json_t *v, bool *first) {
+  if (!v) return false;
+  bool ok = (*first || fputc(',', f) != EOF) && json_dumpf(v, f, JSON_FLAGS) == 0;
+  json_decref(v);
+  *first = false;
+  return ok;
+}
 
 static json_t *meta(const char *what, int64_t pid, int tid, const char *name) {
   return json_pack("{s:s, s:s, s:I, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", (json_int_t)pid, "tid", tid,
@@ -36,13 +49,13 @@ static json_t *sort_index(int64_t pid) {
 }
 
 /* The metadata: a process per device, its two threads named. */
-static bool add_metadata(json_t *arr, const Timeline *T) {
+static bool put_metadata(FILE *f, const Timeline *T, bool *first) {
   bool ok = true;
   for (int64_t d = 0; ok && d < tl_ndevices(T); d++) {
     char name[48];
     snprintf(name, sizeof name, "device %lld", (long long)d);
-    ok = push(arr, meta("process_name", d, 0, name)) && push(arr, sort_index(d)) &&
-         push(arr, meta("thread_name", d, 0, "compute")) && push(arr, meta("thread_name", d, 1, "communication"));
+    ok = put(f, meta("process_name", d, 0, name), first) && put(f, sort_index(d), first) &&
+         put(f, meta("thread_name", d, 0, "compute"), first) && put(f, meta("thread_name", d, 1, "communication"), first);
   }
   return ok;
 }
@@ -65,36 +78,30 @@ static json_t *flow_json(const TlEvent *e, bool start) {
                    (e->start + e->dur / 2) * 1e6, "pid", (json_int_t)e->dev, "tid", 1, "bp", "e");
 }
 
-/* The whole trace as JSON text (mem_free it). */
-static char *trace_text(const Timeline *T, const char *title) {
-  mem_scope_begin();
-  json_t *root = json_object(), *arr = json_array();
-  bool ok = root && arr && json_object_set(root, "traceEvents", arr) == 0 &&
-            json_object_set_new(root, "displayTimeUnit", json_string("ns")) == 0 &&
-            json_object_set_new(root, "otherData", json_pack("{s:o, s:s}", "program", jstr(title), "hardware",
-                                                             tl_hw(T)->name)) == 0 &&
-            add_metadata(arr, T);
+/* The whole trace to f: {"traceEvents":[...],"displayTimeUnit":"ns",
+   "otherData":{...}}, one line. */
+static bool put_trace(FILE *f, const Timeline *T, const char *title) {
+  bool first = true;
+  bool ok = fputs("{\"traceEvents\":[", f) != EOF && put_metadata(f, T, &first);
   const TlEvent *ev = tl_events(T);
   for (int64_t i = 0; ok && i < tl_nevents(T); i++) {
-    ok = push(arr, event_json(&ev[i]));
-    if (ok && ev[i].flow >= 0) ok = push(arr, flow_json(&ev[i], true));
-    if (ok && ev[i].flow_in >= 0) ok = push(arr, flow_json(&ev[i], false));
+    ok = put(f, event_json(&ev[i]), &first);
+    if (ok && ev[i].flow >= 0) ok = put(f, flow_json(&ev[i], true), &first);
+    if (ok && ev[i].flow_in >= 0) ok = put(f, flow_json(&ev[i], false), &first);
   }
-  json_decref(arr);
-  char *text = ok ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
-  json_decref(root);
-  mem_scope_end();
-  if (!text) err_throw("internal error: jansson could not write the trace");
-  return text;
+  bool last = true;
+  return ok && fputs("],\"displayTimeUnit\":\"ns\",\"otherData\":", f) != EOF &&
+         put(f, json_pack("{s:o, s:s}", "program", jstr(title), "hardware", tl_hw(T)->name), &last) &&
+         fputs("}\n", f) != EOF;
 }
 
 bool trace_json(const Timeline *T, const char *title, const char *path) {
-  char *text = trace_text(T, title);
   FILE *f = fopen(path, "w");
-  size_t n = strlen(text);
-  bool ok = f && fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
-  if (f && fclose(f) != 0) ok = false;
-  mem_free(text);
+  if (!f) return false;
+  mem_scope_begin();
+  bool ok = put_trace(f, T, title);
+  mem_scope_end();
+  if (fclose(f) != 0) ok = false;
   return ok;
 }
 
@@ -118,13 +125,20 @@ static void fmt_tick(char *out, size_t n, double t, double step) {
   else snprintf(out, n, "%g s", t);
 }
 
+/* Text in SVG: XML's five characters as entities, and what XML may not
+   hold (control bytes, bytes that are not UTF-8) escaped as esc.h shows
+   them. */
 static void svg_escape(Buf *b, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<') buf_puts(b, "&lt;");
-    else if (*s == '>') buf_puts(b, "&gt;");
-    else if (*s == '&') buf_puts(b, "&amp;");
-    else if (*s == '"') buf_puts(b, "&quot;");
-    else buf_putc(b, *s);
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    char show[9];
+    int w, len = esc_char(s + i, n - i, 0, show, &w);
+    if (*show == '<') buf_puts(b, "&lt;");
+    else if (*show == '>') buf_puts(b, "&gt;");
+    else if (*show == '&') buf_puts(b, "&amp;");
+    else if (*show == '"') buf_puts(b, "&quot;");
+    else buf_puts(b, show);
+    i += (size_t)len;
   }
 }
 

@@ -46,33 +46,52 @@ static void cell_of(const Mesh *m, const Spec *spc, int rank, int64_t d, int64_t
   *c = rank == 2 ? idx[1] : idx[0];
 }
 
-/* "CPU 0,2,4,6" (runs of three or more as 0-3): the devices holding cell. */
-static void cell_label(Buf *b, const Mesh *m, const Spec *spc, int rank, int64_t row, int64_t col) {
+/* "CPU 0,2,4,6" (runs of three or more as 0-3): the devices dev[0..n)
+   (ascending) holding a cell; past LABEL_RUNS runs the first three and
+   the last two, "..." between. */
+enum { LABEL_RUNS = 6, PIC_WHOLE = 16, PIC_EDGE = 4 };
+
+static void cell_label(Buf *b, const int64_t *dev, int64_t n) {
   buf_puts(b, "CPU ");
-  if (!m) { buf_putc(b, '0'); return; }
-  int64_t prev = -2, run = -1;
+  int64_t nruns = 0;
+  for (int64_t i = 0; i < n; i++) nruns += !i || dev[i] != dev[i - 1] + 1;
   bool first = true;
-  for (int64_t d = 0; d <= m->ndev; d++) {
-    int64_t r = -1, c = -1;
-    if (d < m->ndev) cell_of(m, spc, rank, d, &r, &c);
-    bool in = d < m->ndev && r == row && c == col;
-    if (in && d == prev + 1 && run >= 0) { prev = d; continue; }
-    if (run >= 0) {                      /* close the run run..prev */
-      if (prev - run >= 2) buf_printf(b, "-%lld", (long long)prev);
-      else if (prev > run) buf_printf(b, ",%lld", (long long)prev);
-      run = -1;
+  for (int64_t i = 0, k = 0; i < n; k++) {
+    int64_t j = i;                       /* the run dev[i..j] */
+    while (j + 1 < n && dev[j + 1] == dev[j] + 1) j++;
+    if (nruns <= LABEL_RUNS || k < 3 || k >= nruns - 2) {
+      buf_printf(b, "%s%lld", first ? "" : ",", (long long)dev[i]);
+      if (j - i >= 2) buf_printf(b, "-%lld", (long long)dev[j]);
+      else if (j > i) buf_printf(b, ",%lld", (long long)dev[j]);
+      first = false;
+    } else if (k == 3) {
+      buf_puts(b, ",...");
     }
-    if (!in) continue;
-    buf_printf(b, "%s%lld", first ? "" : ",", (long long)d);
-    first = false;
-    run = prev = d;
+    i = j + 1;
   }
+  if (nruns > LABEL_RUNS) buf_printf(b, " (%lld)", (long long)n);
+}
+
+/* The cells shown along a dimension of n: all up to PIC_WHOLE, else the
+   first and the last PIC_EDGE with -1 (a cell of "...") between; their
+   count. */
+static int shown_cells(int64_t n, int64_t *idx) {
+  int k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (n > PIC_WHOLE && i == PIC_EDGE) {
+      idx[k++] = -1;
+      i = n - PIC_EDGE - 1;
+      continue;
+    }
+    idx[k++] = i;
+  }
+  return k;
 }
 
 /* One horizontal rule: left, fill, joint, right pieces. */
-static void rule_line(Buf *b, int64_t ncols, int w, const char *l, const char *f, const char *j, const char *r) {
+static void rule_line(Buf *b, int ncols, int w, const char *l, const char *f, const char *j, const char *r) {
   buf_puts(b, l);
-  for (int64_t c = 0; c < ncols; c++) {
+  for (int c = 0; c < ncols; c++) {
     if (c) buf_puts(b, j);
     for (int i = 0; i < w; i++) buf_puts(b, f);
   }
@@ -92,6 +111,41 @@ static void labels_free(void *p) {
   mem_free(L->b);
 }
 
+/* The devices of each cell: cell_dev[cell_at[c] .. cell_at[c + 1]) for
+   cell c = row * ncols + col, ascending (one pass over the devices). */
+typedef struct Cells {
+  int64_t *at, *dev;
+} Cells;
+
+static void cells_free(void *p) {
+  Cells *C = p;
+  mem_free(C->at);
+  mem_free(C->dev);
+}
+
+static void cells_build(Cells *C, const Mesh *m, const Spec *spc, int rank, int64_t ncells, int64_t ncols) {
+  int64_t n = m ? m->ndev : 1;
+  C->at = mem_calloc(sizeof(int64_t) * (size_t)(ncells + 1));
+  C->dev = NULL;
+  err_defer(cells_free, C);
+  C->dev = mem_alloc(sizeof(int64_t) * (size_t)n);
+  int64_t *fill = mem_calloc(sizeof(int64_t) * (size_t)ncells);
+  err_defer(mem_free, fill);
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t d = 0; d < n; d++) {
+      int64_t r = 0, c = 0;
+      if (m) cell_of(m, spc, rank, d, &r, &c);
+      int64_t cell = r * ncols + c;
+      if (pass == 0) C->at[cell + 1]++;
+      else C->dev[C->at[cell] + fill[cell]++] = d;
+      if (pass == 0 && d == n - 1)
+        for (int64_t k = 0; k < ncells; k++) C->at[k + 1] += C->at[k];
+    }
+  err_undefer(fill);
+  mem_free(fill);
+  err_undefer(C);
+}
+
 bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *shape, int width, bool unicode) {
   if (rank > 2) {
     buf_printf(b, "a picture shows arrays of rank 1 or 2, not %d", rank);
@@ -99,35 +153,44 @@ bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *s
   }
   int64_t nrows = rank == 2 ? til_blocks_along(m, spc, 0) : 1, ncols = rank == 2 ? til_blocks_along(m, spc, 1)
                                                                    : rank == 1 ? til_blocks_along(m, spc, 0) : 1;
-  Labels L = {mem_calloc(sizeof(Buf) * (size_t)(nrows * ncols)), nrows * ncols};
+  /* the rows and columns drawn: a mesh of thousands of devices gives a
+     picture of its first and last blocks, in time linear in the devices */
+  int64_t rows[2 * PIC_EDGE + 1 + PIC_WHOLE], cols[2 * PIC_EDGE + 1 + PIC_WHOLE];
+  int nr = shown_cells(nrows, rows), nc = shown_cells(ncols, cols);
+  Cells C;
+  cells_build(&C, m, spc, rank, nrows * ncols, ncols);
+  err_defer(cells_free, &C);
+  Labels L = {mem_calloc(sizeof(Buf) * (size_t)(nr * nc)), nr * nc};
   Buf *labels = L.b;
   err_defer(labels_free, &L);
   size_t maxlab = 0;
-  for (int64_t r = 0; r < nrows; r++)
-    for (int64_t c = 0; c < ncols; c++) {
-      Buf *l = &labels[r * ncols + c];
-      cell_label(l, m, spc, rank, r, c);
+  for (int r = 0; r < nr; r++)
+    for (int c = 0; c < nc; c++) {
+      Buf *l = &labels[r * nc + c];
+      int64_t cell = rows[r] * ncols + cols[c];
+      if (rows[r] < 0 || cols[c] < 0) buf_puts(l, "...");
+      else cell_label(l, C.dev + C.at[cell], C.at[cell + 1] - C.at[cell]);
       if (l->n > maxlab) maxlab = l->n;
     }
   /* proportions: a 2-D array as wide as its columns against its rows */
   double ratio = rank == 2 && shape[0] > 0 ? (double)shape[1] / (double)shape[0] : 1.0;
   int total = ratio < 1 ? (int)(width * ratio) : width - 1;
-  int w = (int)((total - 1) / ncols) - 1;
+  int w = (int)((total - 1) / nc) - 1;
   if (w < (int)maxlab + 2) w = (int)maxlab + 2;
   int h = 1;
   if (rank == 2) {
-    h = (int)((double)(ncols * (w + 1)) / ratio / 3.0 / (double)nrows);
+    h = (int)((double)(nc * (w + 1)) / ratio / 3.0 / (double)nr);
     if (h < 1) h = 1;
     if (h > LAYOUT_MAXH) h = LAYOUT_MAXH;
   }
   const char *H = unicode ? "\u2500" : "-", *V = unicode ? "\u2502" : "|";
-  rule_line(b, ncols, w, unicode ? "\u250c" : "+", H, unicode ? "\u252c" : "+", unicode ? "\u2510" : "+");
-  for (int64_t r = 0; r < nrows; r++) {
-    if (r) rule_line(b, ncols, w, unicode ? "\u251c" : "+", H, unicode ? "\u253c" : "+", unicode ? "\u2524" : "+");
+  rule_line(b, nc, w, unicode ? "\u250c" : "+", H, unicode ? "\u252c" : "+", unicode ? "\u2510" : "+");
+  for (int r = 0; r < nr; r++) {
+    if (r) rule_line(b, nc, w, unicode ? "\u251c" : "+", H, unicode ? "\u253c" : "+", unicode ? "\u2524" : "+");
     for (int line = 0; line < h; line++) {
-      for (int64_t c = 0; c < ncols; c++) {
+      for (int c = 0; c < nc; c++) {
         buf_puts(b, V);
-        Buf *l = &labels[r * ncols + c];
+        Buf *l = &labels[r * nc + c];
         int n = line == h / 2 ? (int)l->n : 0, left = (w - n) / 2;
         buf_printf(b, "%*s%.*s%*s", left, "", n, buf_cstr(l), w - n - left, "");
       }
@@ -135,8 +198,10 @@ bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *s
       buf_putc(b, '\n');
     }
   }
-  rule_line(b, ncols, w, unicode ? "\u2514" : "+", H, unicode ? "\u2534" : "+", unicode ? "\u2518" : "+");
+  rule_line(b, nc, w, unicode ? "\u2514" : "+", H, unicode ? "\u2534" : "+", unicode ? "\u2518" : "+");
   err_undefer(&L);
   labels_free(&L);
+  err_undefer(&C);
+  cells_free(&C);
   return true;
 }

@@ -1299,6 +1299,27 @@ static void devices_text(const Space *sp, char *out, size_t n) {
   snprintf(out + len, n - len, ")");
 }
 
+/* The traceback of a runtime error raised in frame E (diag.h): the
+   statement each frame from T to E's caller was running,
+   outermost first; the instances of a decorated def (@shard_map, @pmap,
+   @xmap) are not shown, the call of the def is.  NULL when the error is
+   in T itself (malloc'd: memory may have run out). */
+static char *traceback_text(Frame *E, Frame *T) {
+  int n = 0;
+  for (Frame *F = E; F && F != T; F = F->caller) n++;
+  if (!n || !E->caller) return NULL;
+  DiagCall *calls = malloc(sizeof *calls * (size_t)n);
+  if (!calls) return NULL;
+  int k = n;
+  for (Frame *F = E->caller; F && k > 0; F = F == T ? NULL : F->caller) {
+    if (!F->cur || ir_is_wrapper(F->fn)) continue;
+    calls[--k] = (DiagCall){F->cur->sp, F == T ? NULL : F->fn->name};
+  }
+  char *text = diag_traceback(calls + k, n - k);
+  free(calls);
+  return text;
+}
+
 /* The end of a top-level statement under several ranks (fmpi_sync): its
    output merged and written by rank 0, the statistics' records counted
    there; false when any rank failed. */
@@ -1349,7 +1370,15 @@ bool eval_run_to(Interp *I, int start, int to) {
     return true;
   }
   /* a runtime error: name the innermost statement, release the frames */
-  IrStmt *inner = I->cur && I->cur->cur ? I->cur->cur : NULL;
+  /* the innermost frame running a statement: a frame whose body has not
+     begun (the cost model refusing the mesh) and the instance of a
+     decorated def that called it are passed for the call of the def */
+  Frame *E = I->cur;
+  if (E && E != T && !E->cur)
+    do E = E->caller;
+    while (E && E != T && (!E->cur || ir_is_wrapper(E->fn)));
+  IrStmt *inner = E && E->cur ? E->cur : NULL;
+  char *trace = E ? traceback_text(E, T) : NULL;
   char where[256] = "";
   /* (an active-instance bitmap may already be released by the unwinding:
      errors raised where only some instances run name them when raised) */
@@ -1362,13 +1391,15 @@ bool eval_run_to(Interp *I, int start, int to) {
   fflush(stdout);
   if (I->abandon) {
     I->abandon = false;
+    free(trace);
     return false;
   }
   IrStmt *st = inner ? inner : i < I->main->nbody ? I->main->body[i] : NULL;
   char msg[1400];
   snprintf(msg, sizeof msg, "%s%s", err_message(), strstr(err_message(), " (on ") ? "" : where);
   if (fmpi_size() == 1) {
-    diag_report(st ? st->whole : span_none(), "error", msg);
+    diag_report_trace(st ? st->whole : span_none(), "error", msg, trace);
+    free(trace);
     return false;
   }
   /* under several ranks rank 0 reports the first failure (of the run's
@@ -1378,9 +1409,11 @@ bool eval_run_to(Interp *I, int start, int to) {
   size_t len = 0;
   FILE *f = fmpi_abandoned() ? NULL : open_memstream(&text, &len);
   if (f) {
+    if (trace) fputs(trace, f);
     diag_print(f, st ? st->whole : span_none(), "error", msg);
     fclose(f);
   }
+  free(trace);
   sync_ranks(text ? text : fmpi_abandoned() ? NULL : msg);
   free(text);
   return false;

@@ -16,11 +16,12 @@
 #include <mpi.h>
 #endif
 
-static int my_rank = 0, nranks = 1;
+static int my_rank = 0, nranks = 1, local_ranks = 1;
 static double sent_bytes;
 
 int fmpi_rank(void) { return my_rank; }
 int fmpi_size(void) { return nranks; }
+int fmpi_local_size(void) { return local_ranks; }
 double fmpi_bytes_sent(void) { return sent_bytes; }
 
 #ifdef SHM_HAVE_MPI
@@ -340,6 +341,11 @@ int fmpi_init(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  MPI_Comm node;                     /* the ranks sharing this machine's memory */
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &local_ranks);
+    MPI_Comm_free(&node);
+  }
   check(MPI_Comm_dup(MPI_COMM_WORLD, &notecomm));
   check(MPI_Comm_dup(MPI_COMM_WORLD, &synccomm));
   check(MPI_Comm_dup(MPI_COMM_WORLD, &allcomm));

@@ -46,6 +46,8 @@ int fmpi_launch(int ranks, int argc, char **argv);
 /* This process's rank and the number of ranks (0 and 1 without MPI). */
 int fmpi_rank(void);
 int fmpi_size(void);
+/* The ranks on this machine, this one included (1 without MPI). */
+int fmpi_local_size(void);
 /* Whether MPI support is compiled in. */
 bool fmpi_built(void);
 

@@ -24,7 +24,7 @@ typedef struct Stat {
   long devices;           /* instances taking part, summed over calls */
   double sent;            /* bytes sent, summed over devices and calls */
   double recv;
-  double per_dev_sent;    /* bytes one device sends, summed over calls */
+  double per_dev_sent;    /* bytes the device sending most sends in a call, summed over calls */
 } Stat;
 
 /* The same totals per set of mesh axes a collective runs over ("i",
@@ -120,8 +120,9 @@ static AxStat *axstat_of(const char *axes) {
   return &axstats[naxstats];
 }
 
-/* One call of collective prim over the mesh axes `axes` (as text). */
-static void count_call(int prim, long devices, double sent_each, double recv_each, const char *axes) {
+/* One call of collective prim over the mesh axes `axes` (as text): each
+   device sends sent_each on average, the busiest `busiest`. */
+static void count_call(int prim, long devices, double sent_each, double recv_each, double busiest, const char *axes) {
   AxStat *ax = axstat_of(axes);
   ax->calls++;
   ax->sent += sent_each * (double)devices;
@@ -131,20 +132,20 @@ static void count_call(int prim, long devices, double sent_each, double recv_eac
   if (devices > s->maxdev) s->maxdev = devices;
   s->sent += sent_each * (double)devices;
   s->recv += recv_each * (double)devices;
-  s->per_dev_sent += sent_each;
+  s->per_dev_sent += busiest;
 }
 
 /* A collective's call: counted here, or under several ranks recorded
    for rank 0's merge. */
-static void account(int prim, long devices, double sent_each, double recv_each) {
+static void account(int prim, long devices, double sent_each, double recv_each, double busiest) {
   FabStats *f = fs();
   if (fmpi_size() == 1) {
-    count_call(prim, devices, sent_each, recv_each, f->cur_axes);
+    count_call(prim, devices, sent_each, recv_each, busiest, f->cur_axes);
     return;
   }
   fmpi_path_put(&f->records);
   int64_t p = prim, d = devices;
-  double x[2] = {sent_each, recv_each};
+  double x[3] = {sent_each, recv_each, busiest};
   buf_put(&f->records, (const char *)&p, sizeof p);
   buf_put(&f->records, (const char *)&d, sizeof d);
   buf_put(&f->records, (const char *)x, sizeof x);
@@ -165,7 +166,7 @@ void fab_stats_records_done(void) { buf_reset(&fs()->records); }
 typedef struct Rec {
   const int64_t *key;
   int64_t nkey, prim, devices;
-  double sent, recv;
+  double sent, recv, busiest;
   const char *axes;             /* (sizeof cur_axes bytes, NUL-terminated) */
 } Rec;
 
@@ -195,14 +196,15 @@ void fab_stats_merge(const char *const *p, const size_t *n, int nranks) {
       memcpy(&e->devices, q + 8, 8);
       memcpy(&e->sent, q + 16, 8);
       memcpy(&e->recv, q + 24, 8);
-      e->axes = q + 32;
-      q += 32 + sizeof fs()->cur_axes;
+      memcpy(&e->busiest, q + 32, 8);
+      e->axes = q + 40;
+      q += 40 + sizeof fs()->cur_axes;
     }
   if (nrec) qsort(rec, (size_t)nrec, sizeof *rec, rec_cmp);
   for (int a = 0, b; a < nrec; a = b) {       /* one call: the records of one place */
     long devices = 0;
     for (b = a; b < nrec && !rec_cmp(&rec[a], &rec[b]); b++) devices += (long)rec[b].devices;
-    count_call((int)rec[a].prim, devices, rec[a].sent, rec[a].recv, rec[a].axes);
+    count_call((int)rec[a].prim, devices, rec[a].sent, rec[a].recv, rec[a].busiest, rec[a].axes);
   }
   mem_free(rec);
 }
@@ -218,8 +220,9 @@ static void stats_tail(FILE *out, bool explain) {
   }
   if (!explain) return;
   fputs("(calls: times the collective ran; devices: the most devices taking part in one call;\n"
-        " sent/device: bytes one device sends, summed over the calls; total sent: bytes all\n"
-        " devices send; `over AXES`: the totals of the collectives over those mesh axes)\n", out);
+        " sent/device: the most bytes one device sends in a call, summed over the calls; total\n"
+        " sent: bytes all devices send; `over AXES`: the totals of the collectives over those\n"
+        " mesh axes)\n", out);
 }
 
 void fab_stats_print(FILE *out, bool explain) {
@@ -230,13 +233,13 @@ void fab_stats_print(FILE *out, bool explain) {
     Stat *s = &fs()->stats[p];
     if (!s->calls) continue;
     char a[32], b[32];
-    mem_human(a, sizeof a, s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0);
+    mem_human(a, sizeof a, s->per_dev_sent);
     mem_human(b, sizeof b, s->sent);
     fprintf(out, "%-22s %7ld %8ld %14s %14s\n", p == P_PBROADCAST_SOURCE ? "pbroadcast[source]" : prim_table[p].name, s->calls, s->maxdev, a, b);
     calls += s->calls;
     devs += s->devices;
     total += s->sent;
-    per += s->devices ? s->sent / ((double)s->devices / (double)s->calls) : 0;
+    per += s->per_dev_sent;
   }
   char a[32], b[32];
   mem_human(a, sizeof a, per);
@@ -734,14 +737,14 @@ static void exec_axis_index(Coll *c) {
     for (int k = 0; k < c->at->naxes; k++) idx = idx * c->m->size[c->at->axes[k]] + c->coords[c->at->axes[k]];
     c->out->blk[b] = arr_scalar_i(DT_I32, idx);
   }
-  account(c->prim, c->devices, 0, 0);
+  account(c->prim, c->devices, 0, 0, 0);
 }
 
 /* pbroadcast moves nothing: the result shares the operand's blocks. */
 static void exec_pbroadcast(Coll *c) {
   for (int64_t b = 0; b < c->out->nblk; b++)
     c->out->blk[b] = arr_ref(c->in->blk[til_project(c->m, c->out->mask, b, c->in->mask)]);
-  account(c->prim, c->devices, 0, 0);
+  account(c->prim, c->devices, 0, 0, 0);
 }
 
 /* psum, pmax, pmin, pmean: an all-reduce per group. */
@@ -750,7 +753,7 @@ static void exec_reduce(Coll *c) {
     if (!skip_group(c, o))
       c->out->blk[o] = reduce_group(c->prim, c->m, c->at, c->in, c->outer, o, c->p, c->donate);
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
-  account(c->prim, c->devices, each, each);
+  account(c->prim, c->devices, each, each, each);
 }
 
 static void exec_all_gather(Coll *c) {
@@ -765,7 +768,7 @@ static void exec_all_gather(Coll *c) {
     }
   }
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
-  account(c->prim, c->devices, each, each);
+  account(c->prim, c->devices, each, each, each);
 }
 
 static void exec_psum_scatter(Coll *c) {
@@ -802,7 +805,7 @@ static void exec_psum_scatter(Coll *c) {
     arr_unref(sum);
   }
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
-  account(c->prim, c->devices, each, each);
+  account(c->prim, c->devices, each, each, each);
 }
 
 /* pscatter: the operand is invariant along the axes; each member keeps
@@ -822,7 +825,7 @@ static void exec_pscatter(Coll *c) {
     c->out->blk[b] = ch;
   }
   mem_free(need);
-  account(c->prim, c->devices, 0, 0);
+  account(c->prim, c->devices, 0, 0, 0);
 }
 
 static void exec_ppermute(Coll *c) {
@@ -845,8 +848,8 @@ static void exec_ppermute(Coll *c) {
   /* every pair of every group moves one block (devices along the axes
      the operand does not vary over hold copies, and each sends its own);
      averaged over the members, devices that send nothing sending 0 */
-  double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out) * (double)np / (double)c->p;
-  account(c->prim, c->devices, each, each);
+  double block = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out), each = block * (double)np / (double)c->p;
+  account(c->prim, c->devices, each, each, np ? block : 0);     /* (a sender sends one block) */
 }
 
 static void exec_all_to_all(Coll *c) {
@@ -884,7 +887,7 @@ static void exec_all_to_all(Coll *c) {
     }
   }
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
-  account(c->prim, c->devices, each, each);
+  account(c->prim, c->devices, each, each, each);
 }
 
 /* ---- ragged_all_to_all ------------------------------------------------------------------

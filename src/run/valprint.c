@@ -103,6 +103,8 @@ typedef struct Groups {
   int32_t *of_blk;      /* group of each block, -1 when no running device holds it */
   int64_t *rep;         /* a block of each group */
   uint64_t *hash;       /* of each block's bytes (0 until computed) */
+  int32_t *table;       /* the groups by their blocks' hash (open addressing, -1: empty) */
+  uint64_t tmask;       /* its size less one (a power of two, over twice the blocks) */
 } Groups;
 
 static uint64_t block_hash(const Array *a) {
@@ -112,37 +114,44 @@ static uint64_t block_hash(const Array *a) {
   return h | 1;
 }
 
-/* The group of block bi: an earlier group with an identical block, or a
+/* The group of block bi: an earlier group with an identical block (found
+   by its hash: time linear in the blocks, which may be a million), or a
    new one. */
 static int32_t group_of(Groups *G, Val *v, int64_t bi) {
   if (G->of_blk[bi] >= 0) return G->of_blk[bi];
   Array *a = v->blk[bi];
-  G->hash[bi] = block_hash(a);
-  for (int64_t g = 0; g < G->n; g++) {
-    int64_t r = G->rep[g];
-    if (G->hash[r] == G->hash[bi] && arr_identical(v->blk[r], a)) return G->of_blk[bi] = (int32_t)g;
+  uint64_t h = G->hash[bi] = block_hash(a);
+  uint64_t slot = (h ^ h >> 29) & G->tmask;
+  for (; G->table[slot] >= 0; slot = (slot + 1) & G->tmask) {
+    int64_t r = G->rep[G->table[slot]];
+    if (G->hash[r] == h && arr_identical(v->blk[r], a)) return G->of_blk[bi] = G->table[slot];
   }
+  G->table[slot] = (int32_t)G->n;
   G->rep[G->n] = bi;
   return G->of_blk[bi] = (int32_t)G->n++;
 }
 
 static void groups_free(void *p) {
   Groups *G = p;
-  mem_free(G->of_dev);
+  mem_free(G->rep);
 }
 
 /* Group the running devices (G's arrays in one allocation, released by
    groups_free, which a runtime error runs too). */
 static void groups_build(Groups *G, const Space *sp, Val *v) {
   const Mesh *m = sp->mesh;
-  size_t n = (size_t)m->ndev, nb = (size_t)v->nblk;
-  char *mem = mem_alloc(n * 4 + nb * (4 + 8 + 8));
-  G->of_dev = (int32_t *)mem;
-  G->rep = (int64_t *)(mem + n * 4);
-  G->hash = (uint64_t *)(mem + n * 4 + nb * 8);
-  G->of_blk = (int32_t *)(mem + n * 4 + nb * 16);
+  size_t n = (size_t)m->ndev, nb = (size_t)v->nblk, nt = 4;
+  while (nt < 2 * nb) nt *= 2;
+  char *mem = mem_alloc(nb * (8 + 8 + 4) + n * 4 + nt * 4);   /* (the 8-byte arrays first) */
+  G->rep = (int64_t *)mem;
+  G->hash = (uint64_t *)(mem + nb * 8);
+  G->of_blk = (int32_t *)(mem + nb * 16);
+  G->of_dev = (int32_t *)(mem + nb * 20);
+  G->table = (int32_t *)(mem + nb * 20 + n * 4);
+  G->tmask = nt - 1;
   G->n = 0;
   for (size_t i = 0; i < nb; i++) G->of_blk[i] = -1;
+  for (size_t i = 0; i < nt; i++) G->table[i] = -1;
   err_defer(groups_free, G);
   for (int64_t d = 0; d < m->ndev; d++) {
     bool on = !sp->active || sp->active[d];

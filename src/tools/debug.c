@@ -244,6 +244,87 @@ static void put_coll_axes(Buf *b, const Mesh *m, const Attrs *at) {
   if (at->naxes != 1) buf_putc(b, ')');
 }
 
+/* Listings of many items summarised as NumPy summarises a long array:
+   up to LIST_WHOLE items whole, else the first and the last LIST_EDGE
+   with "..." between. */
+enum { LIST_WHOLE = 8, LIST_EDGE = 3 };
+static bool list_shown(int64_t i, int64_t n) { return n <= LIST_WHOLE || i < LIST_EDGE || i >= n - LIST_EDGE; }
+
+/* "{0, 1, 2, 3}" or "{0, 1, 2, ..., 65533, 65534, 65535}": the group of
+   p devices device d is in; the devices are marked in `listed`. */
+static void put_group(Buf *b, const Mesh *m, const Attrs *at, int64_t d, int64_t p, uint8_t *listed, bool show) {
+  if (show) buf_puts(b, " {");
+  for (int64_t g = 0; g < p; g++) {
+    int64_t e = dev_in_group(m, at, d, g);
+    listed[e] = 1;
+    if (!show) continue;
+    if (list_shown(g, p)) buf_printf(b, "%s%lld", g ? ", " : "", (long long)e);
+    else if (g == LIST_EDGE) buf_puts(b, ", ...");
+  }
+  if (show) buf_putc(b, '}');
+}
+
+/* ", groups of 4: {0, 1, 2, 3} {4, 5, 6, 7}": the groups of a collective
+   over some axes, of the devices in `send`, summarised. */
+static void put_groups(Buf *b, const Mesh *m, const Attrs *at, const uint8_t *send, int64_t p) {
+  int64_t n = m->ndev, ngroups = 0;
+  buf_printf(b, ", groups of %lld:", (long long)p);
+  uint8_t *listed = mem_calloc((size_t)n);
+  err_defer(mem_free, listed);
+  for (int64_t d = 0; d < n; d++)            /* count them, then list them */
+    if (send[d] && !listed[d]) put_group(b, m, at, d, p, listed, false), ngroups++;
+  for (int64_t d = 0; d < n; d++) listed[d] = 0;
+  for (int64_t d = 0, k = 0; d < n; d++) {
+    if (!send[d] || listed[d]) continue;
+    if (!list_shown(k, ngroups) && k == LIST_EDGE) buf_puts(b, " ...");
+    put_group(b, m, at, d, p, listed, list_shown(k, ngroups));
+    k++;
+  }
+  if (ngroups > LIST_WHOLE) buf_printf(b, " (%lld groups)", (long long)ngroups);
+  err_undefer(listed);
+  mem_free(listed);
+}
+
+/* "0 -> 1, 1 -> 2, ...; device 3 sends nothing": a ppermute's pairs on
+   the devices of the path (marked in send), summarised. */
+static void put_pairs(Buf *b, const Space *sp, const Attrs *at, uint8_t *send) {
+  const Mesh *m = sp->mesh;
+  int64_t n = m->ndev, npairs = 0;
+  int np = at->l[0].n / 2;
+  buf_puts(b, ": ");
+  for (int pass = 0; pass < 2; pass++) {       /* count them, then list them */
+    int64_t k = 0;
+    for (int64_t d = 0; d < n; d++) {
+      if (!insp_on_path(sp, d)) continue;
+      int64_t g = index_in_group(m, at, d);
+      for (int i = 0; i < np; i++) {
+        if (at->l[0].v[2 * i] != g) continue;
+        send[d] = 1;
+        if (pass == 1 && list_shown(k, npairs))
+          buf_printf(b, "%s%lld -> %lld", k ? ", " : "", (long long)d,
+                     (long long)dev_in_group(m, at, d, at->l[0].v[2 * i + 1]));
+        else if (pass == 1 && k == LIST_EDGE)
+          buf_puts(b, ", ...");
+        k++;
+      }
+    }
+    npairs = k;
+  }
+  if (npairs > LIST_WHOLE) buf_printf(b, " (%lld pairs)", (long long)npairs);
+  uint8_t *idle = mem_calloc((size_t)n);
+  int64_t nidle = 0;
+  for (int64_t d = 0; d < n; d++)
+    if (insp_on_path(sp, d) && !send[d]) { idle[d] = 1; nidle++; }
+  if (nidle) {
+    buf_puts(b, npairs ? "; " : "");
+    err_defer(mem_free, idle);
+    vp_devset(b, idle, n);
+    err_undefer(idle);
+    buf_puts(b, nidle == 1 ? " sends nothing" : " send nothing");
+  }
+  mem_free(idle);
+}
+
 /* What a collective about to run sends, device by device. */
 static void put_sends(Buf *b, Frame *F, IrStmt *st) {
   const Space *sp = &F->space;
@@ -256,55 +337,17 @@ static void put_sends(Buf *b, Frame *F, IrStmt *st) {
   int64_t p = 1;
   for (int k = 0; k < at->naxes; k++) p *= m->size[at->axes[k]];
   uint8_t *send = mem_calloc((size_t)n);
+  err_defer(mem_free, send);
   buf_printf(b, "%s over ", prim_table[st->prim].name);
   put_coll_axes(b, m, at);
   if (st->prim == P_PPERMUTE || st->prim == P_PSHUFFLE) {
-    int np = at->l[0].n / 2;
-    bool first = true;
-    buf_puts(b, ": ");
-    for (int64_t d = 0; d < n; d++) {
-      if (!insp_on_path(sp, d)) continue;
-      int64_t g = index_in_group(m, at, d);
-      for (int i = 0; i < np; i++)
-        if (at->l[0].v[2 * i] == g) {
-          buf_printf(b, "%s%lld -> %lld", first ? "" : ", ", (long long)d,
-                     (long long)dev_in_group(m, at, d, at->l[0].v[2 * i + 1]));
-          first = false;
-          send[d] = 1;
-        }
-    }
-    uint8_t *idle = mem_calloc((size_t)n);
-    int64_t nidle = 0;
-    for (int64_t d = 0; d < n; d++)
-      if (insp_on_path(sp, d) && !send[d]) { idle[d] = 1; nidle++; }
-    if (nidle) {
-      buf_puts(b, first ? "" : "; ");
-      vp_devset(b, idle, n);
-      buf_puts(b, nidle == 1 ? " sends nothing" : " send nothing");
-    }
-    mem_free(idle);
+    put_pairs(b, sp, at, send);
   } else {
     for (int64_t d = 0; d < n; d++) send[d] = insp_on_path(sp, d);
-    buf_printf(b, ", groups of %lld:", (long long)p);
-    uint8_t *listed = mem_calloc((size_t)n);
-    int shown_groups = 0;
-    for (int64_t d = 0; d < n; d++) {
-      if (!send[d] || listed[d]) continue;
-      if (shown_groups == 8) { buf_puts(b, " ..."); break; }
-      buf_puts(b, " {");
-      for (int64_t g = 0; g < p; g++) {
-        int64_t e = dev_in_group(m, at, d, g);
-        listed[e] = 1;
-        buf_printf(b, "%s%lld", g ? ", " : "", (long long)e);
-      }
-      buf_putc(b, '}');
-      shown_groups++;
-    }
-    mem_free(listed);
+    put_groups(b, m, at, send, p);
   }
   buf_printf(b, "\neach device sends %.*s:\n", nm.n, nm.p);
   Space held = {m, n, send};
-  err_defer(mem_free, send);
   vp_value(b, &held, in, true);
   err_undefer(send);
   buf_putc(b, '\n');

@@ -23,6 +23,7 @@
 #include "debug.h"
 #include "diag.h"
 #include "err.h"
+#include "esc.h"
 #include "eval.h"
 #include "state.h"
 #include "inspect.h"
@@ -851,6 +852,7 @@ static void on_sigint(int sig) {
 static void setup_terminal(Repl *R) {
   static char breaks[] = " \t\n\"'`@$><=;|&{([,";
   rl_readline_name = "shmapi";
+  rl_outstream = esc_raw_stdout();              /* the editor's own output, not escaped */
   rl_attempted_completion_function = complete;
   rl_completion_entry_function = no_files;
   rl_completer_word_break_characters = breaks;

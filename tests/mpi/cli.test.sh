@@ -1,7 +1,8 @@
 # The command line under ranks: --ranks R runs mpirun and prints the
 # one-process output; a runtime error on one rank is reported once, with
 # exit status 1; a rank killed in the middle of a run stops the others
-# (no hang); --max-memory bounds each rank; the REPL and debugger refuse
+# (no hang); --max-memory bounds each rank, and by default each gets its
+# share of the machine's half; the REPL and debugger refuse
 # ranks; --stats and --time
 # under ranks are the one-process reports plus the bytes that crossed.  Skips
 # without mpirun or with a shmapi built without MPI.
@@ -140,6 +141,19 @@ set -e
 grep -q "out of memory.*see --max-memory" "$tmp/mem1.err"
 [[ $(cat "$tmp/mem2.out") == 14680064.0 ]] || { echo "2 ranks under 10M printed: $(cat "$tmp/mem2.out")"; exit 1; }
 [[ $(grep -c "error: out of memory" "$tmp/mem3.err") == 1 ]] || { cat "$tmp/mem3.err"; exit 1; }
+
+# the default memory limit, half of the machine, is shared among the ranks
+# on it: 2 ranks each get a quarter, and an array of 3/8 of the machine is
+# refused (not allocated) with that limit named, as four ranks on one
+# machine were once each allowed half of it and killed by the kernel
+half=$(( $(getconf _PHYS_PAGES) * $(getconf PAGE_SIZE) / 2 ))
+echo "x = full[shape=($(( half * 3 / 4 / 4 )),), value=1.0]" >"$tmp/default.shm"
+set +e
+"${mpi[@]}" -np 2 "$SHMAPI" "$tmp/default.shm" >/dev/null 2>"$tmp/default.err"; d2=$?
+set -e
+[[ $d2 == 1 ]] || { echo "an array of 3/8 of the machine on 2 ranks: status $d2"; cat "$tmp/default.err"; exit 1; }
+grep -q "out of memory: .* ([0-9]* and $(( half / 2 )) bytes; see --max-memory)" "$tmp/default.err" ||
+  { echo "not the limit of $(( half / 2 )) bytes per rank:"; cat "$tmp/default.err"; exit 1; }
 
 # one-process modes refuse ranks
 set +e
