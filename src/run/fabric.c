@@ -987,6 +987,21 @@ static double ragged_receive(Coll *c, RaggedMember *mem, int64_t k, int32_t *own
   return sent;
 }
 
+/* The most bytes one member of the group sends the others (its
+   send_sizes to every member but itself, in rows of its operand). */
+static double ragged_busiest(Coll *c, const RaggedMember *mem) {
+  double most = 0;
+  for (int64_t j = 0; j < c->p; j++) {
+    const Array *x = mem[j].a[0], *sizes = mem[j].a[3];
+    int64_t spd = sizes->shape[0] / c->p;
+    double row = x->shape[0] ? (double)arr_nbytes(x) / (double)x->shape[0] : 0, b = 0;
+    for (int64_t i = 0; i < sizes->shape[0]; i++)
+      if (i / spd != j) b += (double)arr_geti(sizes, i) * row;
+    if (b > most) most = b;
+  }
+  return most;
+}
+
 static void exec_ragged_all_to_all(Coll *c) {
   uint32_t outer = c->out->mask & ~c->at->axmask;
   int64_t nouter = til_nblk(c->m, outer), groups = 0;
@@ -994,7 +1009,7 @@ static void exec_ragged_all_to_all(Coll *c) {
   RaggedMember *mem = mem_calloc(sizeof(RaggedMember) * (size_t)c->p);
   int64_t M = c->outt->shape[0];
   int32_t *owner = mem_alloc(sizeof(int32_t) * (size_t)(M + 1));
-  double sent = 0;
+  double sent = 0, busiest = 0;
   for (int64_t o = 0; o < nouter; o++) {
     if (need && !need[o]) continue;
     for (int64_t j = 0; j < c->p; j++) {
@@ -1003,6 +1018,8 @@ static void exec_ragged_all_to_all(Coll *c) {
       ragged_member(c, c->coords, &mem[j]);
     }
     ragged_check(c, mem);
+    double b = ragged_busiest(c, mem);
+    if (b > busiest) busiest = b;
     for (int64_t k = 0; k < c->p; k++) {
       Array *r;
       sent += ragged_receive(c, mem, k, owner, &r);
@@ -1019,7 +1036,7 @@ static void exec_ragged_all_to_all(Coll *c) {
      of the groups run here (rows a member keeps are not sent) */
   double each = groups ? sent / (double)(groups * c->p) : 0;
   fs()->last_sent = each;
-  account(c->prim, c->devices, each, each);
+  account(c->prim, c->devices, each, each, busiest);
 }
 
 /* ---- psend and precv ------------------------------------------------------------------
@@ -1076,7 +1093,7 @@ static void exec_psend(Coll *c) {
   p->payload = val_ref(c->in);
   p->at = c->at;
   p->where = f->site;
-  account(c->prim, c->devices, 0, 0);     /* (the bytes move at the precv) */
+  account(c->prim, c->devices, 0, 0, 0);     /* (the bytes move at the precv) */
 }
 
 /* Does value v share a block with the token of pending send k? */
@@ -1159,7 +1176,7 @@ static void exec_pbroadcast_source(Coll *c) {
     c->out->blk[b] = arr_ref(c->in->blk[til_block_at(c->m, c->in->mask, c->coords)]);
   }
   double each = coll_ring_bytes(c->prim, c->p, c->n_in, c->n_out);
-  account(c->prim, c->devices, each, each);
+  account(c->prim, c->devices, each, each, each);
 }
 
 typedef void (*CollFn)(Coll *c);
