@@ -49,6 +49,13 @@ print c
 DEBUG_IN = 'b f\nc\nn\nn\nlayout x\np x\nwhos\nn\nc\n'
 
 
+# AddressSanitizer's shadow memory and quarantine (256 MB of freed blocks
+# kept) swamp a bound of kilobytes per device: under the sanitizer build
+# the memory bound is not checked (time and output still are).
+with open(SHMAPI, 'rb') as _f:
+    SANITIZED = b'__asan_init' in _f.read()
+
+
 def run(args, n, stdin=''):
     """(user+system seconds, peak RSS in bytes, stdout) of one run."""
     r = int(round(n ** 0.5))
@@ -88,7 +95,7 @@ for what, args, stdin, printed in [('debugger', ['--debug'], DEBUG_IN, True),
         bounded('%s at %d devices' % (what, 4 * N), o4)
     if t4 > 0.3 and t4 > 8 * max(t1, 0.03):
         failures.append('%s: %.2f s at %d devices, %.2f s at %d' % (what, t1, N, t4, 4 * N))
-    if m4 > 4096 * 4 * N + 64 * 2 ** 20:
+    if not SANITIZED and m4 > 4096 * 4 * N + 64 * 2 ** 20:
         failures.append('%s: %.0f MB at %d devices' % (what, m4 / 2 ** 20, 4 * N))
     if what == 'debugger':
         for want in ('psum over i, groups of %d: {0, 1, 2, ..., %d, %d, %d}' % (4 * N, 4 * N - 3, 4 * N - 2, 4 * N - 1),
