@@ -632,6 +632,7 @@ class Gen:
         lines = ['%s%s = vary_unreduced_cast[axes=%s] %s' % (u, ann, axes_text(mesh, U, rng), v.name)]
         f = [b.astype(np.float32) for b in v.blocks]     # each device's summand
         shape = v.shape
+        extra = frozenset()          # axes a scale (mulv) varies along: the product varies along them too
         for _ in range(rng.randint(0, 3)):
             op = rng.choice(['add', 'mul', 'neg', 'sub', 'mulv', 'reshape'])
             n2 = self.fresh()
@@ -653,6 +654,7 @@ class Gen:
                 if not ws:
                     continue
                 w = rng.choice(ws)
+                extra |= w.vma
                 lines.append('%s = mul %s %s' % (n2, u, w.name))
                 f = [(f[d] * w.blocks[d]).astype(np.float32) for d in range(mesh.ndev)]
             else:
@@ -678,7 +680,7 @@ class Gen:
             for q in mesh.members(d, axes)[1:]:
                 acc = (acc + f[q]).astype(np.float32)
             sums.append(acc)
-        vma = (v.vma - Us) - frozenset(axes)
+        vma = ((v.vma | extra) - Us) - frozenset(axes)
         if how == 'scatter':
             dims = [dd for dd in range(len(shape)) if shape[dd] % p == 0]
             if not dims:
@@ -691,7 +693,7 @@ class Gen:
                 prim = rng.choice(['unreduced_reduce_scatter', 'psum_scatter'])
                 lines.append('%s = %s[axis_name=%s, scatter_dimension=%d, tiled=True] %s' % (
                     done, prim, axes_text(mesh, axes, rng), dim, u))
-                return '\n'.join(lines), Val(done, 'f32', blocks[0].shape, (v.vma - Us) | Us, blocks)
+                return '\n'.join(lines), Val(done, 'f32', blocks[0].shape, ((v.vma | extra) - Us) | Us, blocks)
         lines.append('%s = %s[axes=%s] %s' % (done, how, axes_text(mesh, axes, rng), u))
         return '\n'.join(lines), Val(done, 'f32', shape, vma, sums)
 
