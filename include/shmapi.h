@@ -83,6 +83,12 @@ SHMAPI_API size_t shmapi_memory_in_use(shmapi_State *S);
 typedef void (*shmapi_Writer)(void *ud, const char *text, size_t n);
 SHMAPI_API int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud);
 
+/* Where pictures go: a `visualize` statement hands fn(ud, text, svg) its
+   picture as the text it prints and as an SVG document (for notebooks),
+   instead of printing the text.  NULL (the default): printed. */
+typedef void (*shmapi_PictureWriter)(void *ud, const char *text, const char *svg);
+SHMAPI_API int shmapi_set_pictures(shmapi_State *S, shmapi_PictureWriter fn, void *ud);
+
 /* Where warnings and notes go as they arise (a pasted custom_jvp_call whose
    rule is not known, a debug_callback that cannot run): fn(ud, text, n)
    with the text the shmapi program prints for each (file:line:col, the

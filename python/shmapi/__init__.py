@@ -33,7 +33,7 @@ if os.path.isdir(os.path.join(_here, "stdlib")):    # installed: the stdlib come
 from . import _shmapi  # noqa: E402
 
 __all__ = ["Error", "Diagnostic", "Program", "Function", "PerDevice", "CostReport", "CostLine", "CostDevice",
-           "ShapeDtype", "load", "check", "run_jaxpr", "version"]
+           "ShapeDtype", "Picture", "load", "check", "run_jaxpr", "version"]
 version = _shmapi.version
 __version__ = version
 
@@ -103,7 +103,15 @@ class Program:
     def __init__(self, max_memory=0, max_steps=0):
         self._state = _shmapi.State(max_memory, max_steps)
         self._state.set_output(_stdout, _stderr)
+        self._state.set_pictures(self._picture)
+        self._picture_sink = None        # where visualize's Pictures go (else their text is printed)
         self._ncell = 0
+
+    def _picture(self, text, svg):
+        if self._picture_sink is not None:
+            self._picture_sink(Picture(text, svg))
+        else:
+            sys.stdout.write(text)
 
     # -- loading and running --
     def _load(self, source, name=None):
@@ -178,6 +186,30 @@ class Program:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
             raise ValueError("not a function name: %r" % name)
         return self._capture("show %s\n" % name)
+
+    def visualize(self, name, mesh=None, spec=None):
+        """The picture `visualize` draws, as a Picture (str(): its text; a
+        notebook shows its SVG): of shard_map function `name`'s inputs and
+        outputs at the shapes of its last call, or, with mesh and spec, of
+        top-level array `name` split by spec over mesh (spec: shm's text,
+        "P(i, j)", or a tuple as in JAX's P: ("i", None), (("i", "j"),))."""
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+            raise ValueError("not a name: %r" % name)
+        if (mesh is None) != (spec is None):
+            raise ValueError("visualize of an array takes both mesh= and spec=")
+        params = ""
+        if mesh is not None:
+            if not isinstance(spec, str):
+                spec = "P(%s)" % ", ".join("None" if d is None else d if isinstance(d, str) else
+                                           "(%s)" % ", ".join(d) for d in spec)
+            params = "[mesh=%s, spec=%s]" % (mesh, spec)
+        pics = []
+        self._picture_sink = pics.append
+        try:
+            self.exec("visualize%s %s\n" % (params, name), "<visualize>")
+        finally:
+            self._picture_sink = None
+        return pics[0]
 
     def cost(self, name, *args, hardware="tpu-v5e", trace=None, timeline=False, abstract=False, place=None):
         """Call function `name` on args under the cost model of `hardware`
@@ -314,6 +346,26 @@ class PerDevice:
         if self.ndevices > 16:
             lines.append("  ... %d more devices" % (self.ndevices - 16))
         return "\n".join(lines)
+
+
+class Picture:
+    """A picture of where an array's blocks are (shm's `visualize`): str()
+    is the text shmapi prints, .svg the same as an SVG picture (a notebook
+    shows that)."""
+
+    __slots__ = ("text", "svg")
+
+    def __init__(self, text, svg):
+        self.text, self.svg = text, svg
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return self.text.rstrip("\n")
+
+    def _repr_svg_(self):
+        return self.svg
 
 
 class Stats(str):

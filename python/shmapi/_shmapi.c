@@ -38,6 +38,7 @@ typedef struct {
   shmapi_State *S;
   PyThread_type_lock lock;
   PyObject *print_cb, *warn_cb;    /* callables taking a str, or NULL */
+  PyObject *pic_cb;                /* a callable taking (text, svg), or NULL */
   PyObject *pending;               /* an exception a callback raised, re-raised after the call */
   PyObject *borrowed;              /* arrays bound without a copy: kept until the state closes */
 } StateObject;
@@ -75,6 +76,30 @@ static void warn_writer(void *ud, const char *text, size_t n) {
   write_to(so, so->warn_cb, text, n);
 }
 
+/* A visualize statement's picture: pic_cb(text, svg), or its text printed. */
+static void picture_writer(void *ud, const char *text, const char *svg) {
+  StateObject *so = ud;
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject *cb = so->pic_cb;
+  if (!cb) {
+    PyGILState_Release(g);
+    write_to(so, so->print_cb, text, strlen(text));
+    return;
+  }
+  PyObject *r = PyObject_CallFunction(cb, "ss", text, svg);
+  if (!r && !so->pending) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    so->pending = v;
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+  }
+  PyErr_Clear();
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+}
+
 static PyObject *State_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kws[] = {"max_memory", "max_steps", NULL};
   unsigned long long max_memory = 0;
@@ -92,6 +117,7 @@ static PyObject *State_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   }
   shmapi_set_print(so->S, print_writer, so);
   shmapi_set_warnings(so->S, warn_writer, so);
+  shmapi_set_pictures(so->S, picture_writer, so);
   return (PyObject *)so;
 }
 
@@ -101,6 +127,7 @@ static void State_dealloc(StateObject *so) {
   Py_XDECREF(so->borrowed);
   Py_XDECREF(so->print_cb);
   Py_XDECREF(so->warn_cb);
+  Py_XDECREF(so->pic_cb);
   Py_XDECREF(so->pending);
   Py_TYPE(so)->tp_free((PyObject *)so);
 }
@@ -346,6 +373,11 @@ static PyObject *State_set_output(StateObject *so, PyObject *args) {
   if (!PyArg_ParseTuple(args, "OO", &p, &w)) return NULL;
   Py_XSETREF(so->print_cb, p == Py_None ? NULL : (Py_INCREF(p), p));
   Py_XSETREF(so->warn_cb, w == Py_None ? NULL : (Py_INCREF(w), w));
+  Py_RETURN_NONE;
+}
+
+static PyObject *State_set_pictures(StateObject *so, PyObject *cb) {
+  Py_XSETREF(so->pic_cb, cb == Py_None ? NULL : (Py_INCREF(cb), cb));
   Py_RETURN_NONE;
 }
 
@@ -685,6 +717,8 @@ static PyObject *State_memory_in_use(StateObject *so, PyObject *noargs) {
 
 static PyMethodDef State_methods[] = {
   {"set_output", (PyCFunction)State_set_output, METH_VARARGS, "set_output(print, warn): callables taking text, or None"},
+  {"set_pictures", (PyCFunction)State_set_pictures, METH_O,
+   "set_pictures(fn): visualize's pictures go to fn(text, svg) (None: their text is printed)"},
   {"load_string", (PyCFunction)State_load_string, METH_VARARGS, "load_string(name, text): parse and check shm text"},
   {"load_file", (PyCFunction)State_load_file, METH_VARARGS, "load_file(path): parse and check a .shm file"},
   {"run", (PyCFunction)State_run, METH_NOARGS, "run(): run the top-level statements not yet run"},

@@ -242,6 +242,13 @@ int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud) {
   return SHMAPI_OK;
 }
 
+int shmapi_set_pictures(shmapi_State *S, shmapi_PictureWriter fn, void *ud) {
+  if (!S) return SHMAPI_MISUSE;
+  S->st->on_picture = fn;
+  S->st->on_picture_ud = ud;
+  return SHMAPI_OK;
+}
+
 int shmapi_set_warnings(shmapi_State *S, shmapi_Writer fn, void *ud) {
   if (!S) return SHMAPI_MISUSE;
   S->st->errout = fn;
