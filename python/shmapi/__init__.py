@@ -33,7 +33,7 @@ if os.path.isdir(os.path.join(_here, "stdlib")):    # installed: the stdlib come
 from . import _shmapi  # noqa: E402
 
 __all__ = ["Error", "Diagnostic", "Program", "Function", "PerDevice", "CostReport", "CostLine", "CostDevice",
-           "ShapeDtype", "Picture", "load", "check", "run_jaxpr", "version"]
+           "ShapeDtype", "Picture", "load", "check", "run_jaxpr", "session", "version"]
 version = _shmapi.version
 __version__ = version
 
@@ -105,7 +105,7 @@ class Program:
         self._state.set_output(_stdout, _stderr)
         self._state.set_pictures(self._picture)
         self._picture_sink = None        # where visualize's Pictures go (else their text is printed)
-        self._ncell = 0
+        self._ncell = 0                  # %%shm cells run in it (their names: <cell N>)
 
     def _picture(self, text, svg):
         if self._picture_sink is not None:
@@ -120,7 +120,6 @@ class Program:
         else:
             if not isinstance(source, str):
                 source = str(source)                # a ClosedJaxpr prints its text
-            self._ncell += 1
             self._state.load_string(name or "<string>", source)
         return self
 
@@ -632,6 +631,13 @@ def run_jaxpr(jaxpr, *args, mesh=None, name="jaxpr"):
         pre = "mesh %s_mesh = {%s}\n" % (name, ", ".join("%s: %d" % (a, n) for a, n in mesh.items()))
     prog.exec("%sdef %s = %s\n" % (pre, name, text), "<jaxpr>")
     return prog.call(name, *args)
+
+
+def session(shell=None):
+    """The %%shm session of an IPython shell (the current one by default):
+    a Program."""
+    from ._magic import session as shell_session
+    return shell_session(shell)
 
 
 def load_ipython_extension(ipython):

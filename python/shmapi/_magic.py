@@ -73,7 +73,8 @@ def shm_cell(shell, line, cell):
     if opts["reset"]:
         _sessions.pop(id(shell), None)
     prog = session(shell)
-    name = "<cell %d>" % (prog._ncell + 1)        # (loading counts it)
+    prog._ncell += 1
+    name = "<cell %d>" % prog._ncell
     prog._picture_sink = _display
     try:
         if opts["time"]:

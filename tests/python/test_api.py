@@ -506,3 +506,29 @@ def test_magic_shows_pictures_and_reports_rich(capsys):
     with capture_output() as cap:
         ip.run_cell_magic("shm", "--time tpu-v5e --abstract", "w = f x\nprint w\n")
     assert cap.stdout == "" and "modelled on tpu-v5e" in cap.outputs[0].data["text/plain"]
+
+
+def test_the_stubs_declare_the_api():
+    import ast
+    import inspect
+    stub = ast.parse(open(os.path.join(os.path.dirname(shmapi.__file__), "__init__.pyi")).read())
+    top = {n.name: n for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    for name in shmapi.__all__:
+        assert name in top or any(isinstance(n, ast.AnnAssign) and n.target.id == name for n in stub.body), name
+    for cls in ("Program", "Function", "CostReport", "CostLine", "CostDevice", "PerDevice", "Picture",
+                "ShapeDtype"):
+        declared = {n.name for n in top[cls].body if isinstance(n, ast.FunctionDef)}
+        declared |= {n.target.id for n in top[cls].body if isinstance(n, ast.AnnAssign)}
+        for name, member in vars(getattr(shmapi, cls)).items():
+            if not name.startswith("_") and (inspect.isfunction(member) or name in ("FIELDS",)):
+                assert name in declared, "%s.%s" % (cls, name)
+        for name in getattr(getattr(shmapi, cls), "FIELDS", ()):
+            assert name in declared, "%s.%s" % (cls, name)
+        for name, member in vars(getattr(shmapi, cls)).items():
+            if inspect.isfunction(member) and not name.startswith("_"):
+                params = list(inspect.signature(member).parameters)
+                stubbed = [a.arg for a in top[cls].body[[n.name if isinstance(n, ast.FunctionDef) else None
+                                                          for n in top[cls].body].index(name)].args.args]
+                stubbed += [a.arg for a in [x for x in top[cls].body if isinstance(x, ast.FunctionDef) and
+                                            x.name == name][0].args.kwonlyargs]
+                assert [p for p in params if p not in ("args",)] == stubbed, "%s.%s" % (cls, name)
