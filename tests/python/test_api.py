@@ -532,3 +532,26 @@ def test_the_stubs_declare_the_api():
                 stubbed += [a.arg for a in [x for x in top[cls].body if isinstance(x, ast.FunctionDef) and
                                             x.name == name][0].args.kwonlyargs]
                 assert [p for p in params if p not in ("args",)] == stubbed, "%s.%s" % (cls, name)
+
+
+def test_no_leak_over_many_cost_reports():
+    import tracemalloc
+    prog = shmapi.load(GRAD)
+    x, w = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    xs, ws = shmapi.ShapeDtype(x.shape, "f32"), shmapi.ShapeDtype(w.shape, "f32")
+    for _ in range(50):
+        prog.cost("g", x, w).to_dict()
+        prog.cost("g", xs, ws, abstract=True)
+    gc.collect()
+    base_mem, base_ref = prog.memory_in_use(), sys.getrefcount(x)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(1000):
+        prog.cost("g", x, w).to_dict()
+        prog.cost("g", xs, ws, abstract=True)
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 64 * 1024, grown                  # Python objects: a report is a few kB
+    assert sys.getrefcount(x) == base_ref
+    assert prog.memory_in_use() <= base_mem + 4096
