@@ -329,9 +329,10 @@ SHMAPI_API int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_
    loop whose trip count depends on array data is an error). */
 SHMAPI_API int shmapi_call_cost_with(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs,
                                      const shmapi_CostOptions *opts, shmapi_Cost **out);
-/* shmapi_run_cost with options.  With abstract=1 the statements are
-   modelled, not run: they count as done (a later shmapi_run does not run
-   them) and the variables they bind have no value. */
+/* shmapi_run_cost with options (a trace: the timeline of the whole run).
+   With abstract=1 the statements are modelled, not run: they count as
+   done (a later shmapi_run does not run them) and the variables they bind
+   have no value. */
 SHMAPI_API int shmapi_run_cost_with(shmapi_State *S, const shmapi_CostOptions *opts, shmapi_Cost **out);
 SHMAPI_API void shmapi_cost_free(shmapi_Cost *c);
 

@@ -79,6 +79,26 @@ except ImportError:
     pass
 
 
+def _with_timeline(run, trace, timeline):
+    """A CostReport of run(trace path or None); timeline=True keeps the SVG
+    timeline in it (drawn into a temporary file when trace is None)."""
+    if timeline and trace is not None and not os.fspath(trace).endswith(".svg"):
+        raise ValueError("timeline=True keeps the SVG picture of the timeline: trace is then a .svg path, or None")
+    if timeline and trace is None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "timeline.svg")
+            d = run(path)
+            with open(path, encoding="utf-8") as f:
+                return CostReport(d, f.read())
+    d = run(None if trace is None else os.fspath(trace))
+    svg = None
+    if timeline:
+        with open(trace, encoding="utf-8") as f:
+            svg = f.read()
+    return CostReport(d, svg)
+
+
 def _stdout(text):
     sys.stdout.write(text)
 
@@ -226,35 +246,23 @@ class Program:
         if abstract:
             args = [_abstract_arg(a) for a in args]
         place = None if place is None else str(place)
-
-        def run(path):
-            return self._state.call_cost(name, args, hardware, path, place, bool(abstract))
-        svg = None
-        if timeline and trace is None:
-            import tempfile
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "timeline.svg")
-                d = run(path)
-                with open(path, encoding="utf-8") as f:
-                    svg = f.read()
-        else:
-            d = run(None if trace is None else os.fspath(trace))
-            if timeline and str(trace).endswith(".svg"):
-                with open(trace, encoding="utf-8") as f:
-                    svg = f.read()
-        return CostReport(d, svg)
+        return _with_timeline(lambda path: self._state.call_cost(name, args, hardware, path, place, bool(abstract)),
+                              trace, timeline)
 
     def stats(self, reset=False):
         """The communication table `shmapi --stats` prints, for every
         collective this program has run (since the last reset=True)."""
         return Stats(self._state.stats(bool(reset)))
 
-    def time(self, hardware="tpu-v5e", abstract=False, place=None):
+    def time(self, hardware="tpu-v5e", abstract=False, place=None, trace=None, timeline=False):
         """Run the statements loaded and not yet run under the cost model of
         `hardware`: the report `shmapi --time` prints for them, as data.
         abstract=True models them without running them (as --abstract):
-        they count as done, and the variables they bind have no value."""
-        return CostReport(self._state.run_cost(hardware, None if place is None else str(place), bool(abstract)))
+        they count as done, and the variables they bind have no value.
+        place, trace and timeline as for cost()."""
+        place = None if place is None else str(place)
+        return _with_timeline(lambda path: self._state.run_cost(hardware, place, bool(abstract), path), trace,
+                              timeline)
 
     def memory_in_use(self):
         return self._state.memory_in_use()

@@ -14,6 +14,8 @@ before the cell.
     %%shm --time HW --abstract
                           model the cell without running it (shapes only,
                           as the CLI's --abstract)
+    %%shm --time HW --timeline
+                          and draw the modelled timeline (SVG) under it
     %%shm --to NAME       also bind the Python name NAME to the session
                           (a shmapi.Program: call its functions on arrays)
 
@@ -41,20 +43,22 @@ def session(shell=None):
 
 def _parse(line):
     args = shlex.split(line)
-    opts = {"reset": False, "time": None, "to": None, "abstract": False}
+    opts = {"reset": False, "time": None, "to": None, "abstract": False, "timeline": False}
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("--reset", "--abstract"):
+        if a in ("--reset", "--abstract", "--timeline"):
             opts[a[2:]] = True
         elif a in ("--time", "--to") and i + 1 < len(args):
             opts[a[2:]] = args[i + 1]
             i += 1
         else:
-            raise ValueError("%%%%shm: unknown option %r (options: --reset, --time HW, --abstract, --to NAME)" % a)
+            raise ValueError("%%%%shm: unknown option %r (options: --reset, --time HW, --abstract, --timeline, --to NAME)"
+                             % a)
         i += 1
-    if opts["abstract"] and not opts["time"]:
-        raise ValueError("%%shm: --abstract models the cell: it goes with --time HW")
+    for o in ("abstract", "timeline"):
+        if opts[o] and not opts["time"]:
+            raise ValueError("%%%%shm: --%s goes with --time HW" % o)
     return opts
 
 
@@ -69,7 +73,11 @@ def _display(obj):
 
 
 def shm_cell(shell, line, cell):
-    opts = _parse(line)
+    try:
+        opts = _parse(line)
+    except ValueError as e:                 # a wrong first line: said as shmapi's errors are
+        sys.stderr.write("%s\n" % e)
+        return None
     if opts["reset"]:
         _sessions.pop(id(shell), None)
     prog = session(shell)
@@ -79,7 +87,7 @@ def shm_cell(shell, line, cell):
     try:
         if opts["time"]:
             prog._load(cell, name)
-            _display(prog.time(opts["time"], abstract=opts["abstract"]))
+            _display(prog.time(opts["time"], abstract=opts["abstract"], timeline=opts["timeline"]))
         else:
             prog.exec(cell, name)
     except Error as e:

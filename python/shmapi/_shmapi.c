@@ -605,10 +605,10 @@ static PyObject *cost_dict(const shmapi_Cost *c) {
 }
 
 static PyObject *State_run_cost(StateObject *so, PyObject *args) {
-  const char *hw = NULL, *place = NULL;
+  const char *hw = NULL, *place = NULL, *trace = NULL;
   int abstract = 0;
-  if (!PyArg_ParseTuple(args, "z|zp", &hw, &place, &abstract)) return NULL;
-  shmapi_CostOptions o = {hw, NULL, place, abstract};
+  if (!PyArg_ParseTuple(args, "z|zpz", &hw, &place, &abstract, &trace)) return NULL;
+  shmapi_CostOptions o = {hw, trace, place, abstract};
   shmapi_Cost *c = NULL;
   int rc;
   UNLOCKED(so, rc = shmapi_run_cost_with(so->S, &o, &c));
@@ -730,7 +730,8 @@ static PyMethodDef State_methods[] = {
   {"call_devices", (PyCFunction)State_call_devices, METH_VARARGS,
    "call_devices(name, args) -> (axes, outs, blocks, owner): blocks are (output, device, coords, array)"},
   {"run_cost", (PyCFunction)State_run_cost, METH_VARARGS,
-   "run_cost(hardware, place=None, abstract=False) -> dict: run (or, abstract, model) under the cost model"},
+   "run_cost(hardware, place=None, abstract=False, trace=None) -> dict: run (or, abstract, model) under the cost "
+   "model"},
   {"call_cost", (PyCFunction)State_call_cost, METH_VARARGS,
    "call_cost(name, args, hardware, trace, place=None, abstract=False) -> dict: one call under the cost model "
    "(abstract: args are (shape, dtype number) pairs)"},

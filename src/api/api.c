@@ -989,6 +989,8 @@ static shmapi_Cost *cost_out(shmapi_State *S, Timeline *T) {
   return c;
 }
 
+static bool write_trace(shmapi_State *S, Timeline *T, const char *title, const char *path);
+
 int shmapi_run_cost_with(shmapi_State *S, const shmapi_CostOptions *opts, shmapi_Cost **out) {
   if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
@@ -996,14 +998,13 @@ int shmapi_run_cost_with(shmapi_State *S, const shmapi_CostOptions *opts, shmapi
   diags_clear(S);
   shmapi_CostOptions none = {0};
   const shmapi_CostOptions o = opts ? *opts : none;
-  if (o.trace) return LEAVE(misuse(S, "shmapi_run_cost_with: a trace is written of a call (shmapi_call_cost_with)%s", ""));
   Timeline *volatile T = NULL;
   volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     Hw hw;
     if (pick_hw(S, o.hardware, &hw)) {
-      T = tl_new(&hw, o.place, false);
+      T = tl_new(&hw, o.place, o.trace != NULL);
       if (o.abstract) {            /* modelled, not run: done all the same */
         int from = S->ran;
         S->ran = check_main(S->C)->nbody;
@@ -1014,6 +1015,7 @@ int shmapi_run_cost_with(shmapi_State *S, const shmapi_CostOptions *opts, shmapi
         rc = run_rest(S);
         eval_set_observer(S->I, NULL);
       }
+      if (rc == SHMAPI_OK && o.trace && !write_trace(S, T, "run", o.trace)) rc = SHMAPI_ERROR;
       if (rc == SHMAPI_OK) *out = cost_out(S, T);
     }
     err_end(&j);

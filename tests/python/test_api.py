@@ -254,6 +254,20 @@ def test_cost_report_equals_the_cli(tmp_path):
     assert any("psum" in e.get("name", "") for e in (events["traceEvents"] if isinstance(events, dict) else events))
     with pytest.raises(shmapi.Error, match="unknown hardware"):
         shmapi.load(PSUM).cost("total", np.ones(8, np.float32), hardware="no-such-chip")
+    with pytest.raises(ValueError, match="a .svg path"):
+        shmapi.load(PSUM).cost("total", np.ones(8, np.float32), trace=tmp_path / "t.json", timeline=True)
+    # a run's timeline: its picture kept, or the trace as --trace writes it for the file
+    prog = shmapi.Program()
+    prog._load(str(p))
+    rep = prog.time("h100", timeline=True)
+    assert rep.text == cli and rep.svg.startswith("<svg") and "psum" in rep.svg
+    prog = shmapi.Program()
+    prog._load(str(p))
+    prog.time("h100", trace=tmp_path / "run.svg")
+    subprocess.run([SHMAPI, "--hardware", "h100", "--trace", str(tmp_path / "cli.svg"), str(p)], check=True,
+                   capture_output=True)
+    ours, theirs = open(tmp_path / "run.svg").read(), open(tmp_path / "cli.svg").read()
+    assert ours.count("<rect") == theirs.count("<rect") > 4
 
 
 def test_stats_equal_the_cli(tmp_path):
@@ -506,6 +520,13 @@ def test_magic_shows_pictures_and_reports_rich(capsys):
     with capture_output() as cap:
         ip.run_cell_magic("shm", "--time tpu-v5e --abstract", "w = f x\nprint w\n")
     assert cap.stdout == "" and "modelled on tpu-v5e" in cap.outputs[0].data["text/plain"]
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--time a100 --timeline", "u = f x\n")
+    html = cap.outputs[0].data["text/html"]
+    assert "<table>" in html and "<svg" in html and "psum" in html[html.index("<svg"):]
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--timeline", "u = f x\n")
+    assert cap.stderr == "%%shm: --timeline goes with --time HW\n" and not cap.outputs
 
 
 def test_the_stubs_declare_the_api():
