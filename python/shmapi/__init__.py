@@ -287,6 +287,10 @@ class Function:
     def show(self):
         return self.program.show(self.name)
 
+    def visualize(self):
+        """Program.visualize of this function: its layouts at its last call."""
+        return self.program.visualize(self.name)
+
     def cost(self, *args, hardware="tpu-v5e", trace=None, timeline=False, abstract=False, place=None):
         """Program.cost of this function."""
         return self.program.cost(self.name, *args, hardware=hardware, trace=trace, timeline=timeline,

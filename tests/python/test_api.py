@@ -485,6 +485,7 @@ def test_visualize_gives_a_picture(tmp_path, capsys):
     col = prog.visualize("x", mesh="m", spec=(None, "j"))
     assert str(pic) + str(col) == cli
     assert prog.visualize("x", mesh="m", spec="P(None, j)").svg == col.svg
+    assert prog.f.visualize().svg == pic.svg
     svg = ET.fromstring(pic._repr_svg_())
     ns = "{http://www.w3.org/2000/svg}"
     rects = svg.findall(ns + "rect")
