@@ -10,7 +10,10 @@ NumPy model, two ways:
   (prog.S(x, y), or a function around the program's shard_map equation),
   some of them as non-contiguous views (copied on the way in), and the
   NumPy arrays the call returns compared with the model's, dtype and
-  shape included.
+  shape included; for a quarter of them the cost model of the call from
+  the arguments' shapes alone (abstract=True) must be the run's, report
+  and data alike, where it can be (no trip count or cond index that is
+  data).
 
 SHM_PY_DIFF_SEED and SHM_PY_DIFF_COUNT choose another seed and count."""
 
@@ -122,11 +125,29 @@ def same(got, want):
     return None if ok else "values differ:\n got      %s\n expected %s" % (got.ravel()[:50], want.ravel()[:50])
 
 
+def abstract_problems(prog, fn, args):
+    """The cost model of the call from the arguments' shapes alone must be
+    the run's (the same report, every number), unless it cannot be: a
+    loop whose trip count is data (an error) or a cond index that is data
+    (modelled by its costliest branch, noted).  Problems, and whether it
+    was compared."""
+    try:
+        ab = prog.cost(fn, *[shmapi.ShapeDtype(a.shape, a.dtype) for a in args], abstract=True)
+    except shmapi.Error as e:
+        return ([] if "depends on array data" in e.message else ["abstract: " + e.text]), False
+    if ab.notes:
+        return [], False
+    run = prog.cost(fn, *args)
+    if run.to_dict() != ab.to_dict() or run.text != ab.text:
+        return ["the abstract model differs from the run's:\n%s\n%s" % (ab.text, run.text)], True
+    return [], True
+
+
 def test_random_programs_with_arrays_in_memory():
     d = load_generator()
     rng = random.Random(SEED + 1)
     gens = (in_memory(d.Gen), in_memory(d.CtlGen))
-    failures, ran, uid, args_passed = [], 0, 0, 0
+    failures, ran, uid, args_passed, modelled = [], 0, 0, 0, 0
     while ran < COUNT:
         uid += 1
         g = gens[1](rng, uid) if rng.random() < d.CTL_FRACTION else gens[0](rng, uid)
@@ -143,7 +164,8 @@ def test_random_programs_with_arrays_in_memory():
             args.append(data)
         args_passed += len(args)
         try:
-            outs = shmapi.load(text)[fn](*args)
+            prog = shmapi.load(text)
+            outs = prog[fn](*args)
         except shmapi.Error as e:
             failures.append((text, ["error: " + e.text]))
             continue
@@ -153,9 +175,14 @@ def test_random_programs_with_arrays_in_memory():
             m = same(got, want)
             if m:
                 probs.append("result %d: %s" % (k, m))
+        if ran % 4 == 0:                        # a quarter: the cost model from shapes alone
+            more, compared = abstract_problems(prog, fn, args)
+            probs += more
+            modelled += compared
         if probs:
             failures.append((text, probs))
     for text, probs in failures[:2]:
         print(text, "\n".join(probs), file=sys.stderr)
     assert args_passed > COUNT                  # most programs take arrays
+    assert modelled > COUNT // 16               # (64 of the 100 at the default seed)
     assert not failures, "%d of %d programs disagree with the model (seed %d)" % (len(failures), COUNT, SEED + 1)
