@@ -25,6 +25,7 @@ enum { VIS_MAX = 64, VIS_CAPTION = 160 };
 typedef struct Vis {
   PicLayout L[VIS_MAX];
   char cap[VIS_MAX][VIS_CAPTION];
+  char title[VIS_CAPTION];    /* visualize f: the first line */
   int n;
 } Vis;
 
@@ -71,6 +72,8 @@ static bool vis_function(Ctx *cx, AstStmt *s, Buf *out, Vis *V) {
   IrFunc *body = eq->at->fns[0];
   bool uni = pic_unicode();
   buf_printf(out, "%.*s: shard_map over mesh %.*s\n", s->name.n, s->name.p, sm->mesh->name.n, sm->mesh->name.p);
+  snprintf(V->title, sizeof V->title, "%.*s: shard_map over mesh %.*s", s->name.n, s->name.p, sm->mesh->name.n,
+           sm->mesh->name.p);
   for (int k = 0; k < sm->nin && k < eq->nin; k++)
     put_layout(out, "input ", body->params[k]->name, &eq->in[k].t, sm->mesh, &sm->in[k], uni, V);
   for (int k = 0; k < sm->nout && k < eq->nout; k++) {
@@ -150,7 +153,7 @@ void check_visualize(Ctx *cx, AstStmt *s) {
     IrStmt *st = emit_new_stmt(EM(cx), IS_SHOW, s->sp);
     st->line = s->line;
     st->text = arena_strndup(&cx->C->prog.arena, buf_cstr(&out), out.n);
-    if (V->n && pic_svg(&svg, V->L, V->n)) st->svg = arena_strndup(&cx->C->prog.arena, buf_cstr(&svg), svg.n);
+    if (V->n && pic_svg(&svg, V->title[0] ? V->title : NULL, V->L, V->n)) st->svg = arena_strndup(&cx->C->prog.arena, buf_cstr(&svg), svg.n);
     emit_stmt(EM(cx), st);
   }
   err_undefer(V);

@@ -291,12 +291,19 @@ static int svg_layout(Buf *b, const PicLayout *L, int y, int *width) {
   return SVG_CAPTION + (int)(nr * ch) + 2;
 }
 
-bool pic_svg(Buf *b, const PicLayout *layouts, int n) {
+bool pic_svg(Buf *b, const char *title, const PicLayout *layouts, int n) {
   for (int i = 0; i < n; i++)
     if (layouts[i].rank > 2) return false;
   Buf body = {0};
   err_defer(buf_release, &body);
   int y = 0, width = 0;
+  if (title) {
+    buf_puts(&body, "<text x=\"0\" y=\"15\" class=\"title\">");
+    svg_text(&body, title, strlen(title));
+    buf_puts(&body, "</text>\n");
+    y = SVG_CAPTION + 4;
+    width = (int)strlen(title) * SVG_CHAR;
+  }
   for (int i = 0; i < n; i++) {
     int w = 0;
     y += svg_layout(&body, &layouts[i], y, &w) + (i + 1 < n ? SVG_GAP : 0);
@@ -304,7 +311,7 @@ bool pic_svg(Buf *b, const PicLayout *layouts, int n) {
   }
   buf_printf(b,
              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-             "font-family=\"monospace\" font-size=\"12\">\n<style>.cap { font-weight: bold; }</style>\n",
+             "font-family=\"monospace\" font-size=\"12\">\n<style>.title { font-weight: bold; font-size: 14px; } .cap { font-weight: bold; }</style>\n",
              width, y, width, y);
   buf_put(b, buf_cstr(&body), body.n);
   buf_puts(b, "</svg>\n");

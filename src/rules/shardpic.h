@@ -22,8 +22,8 @@
 bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *shape, int width, bool unicode);
 /* The same pictures as SVG, for notebooks: one picture of n layouts, one
    under the other, each under its caption (its boxes coloured by the set
-   of devices holding them, as JAX's rich visualization does).  False for
-   a rank above 2. */
+   of devices holding them, as JAX's rich visualization does), under a
+   title when one is given.  False for a rank above 2. */
 typedef struct PicLayout {
   const char *caption;        /* "x: f32[8,16] as P(i, j)" */
   const Mesh *m;
@@ -31,7 +31,7 @@ typedef struct PicLayout {
   int rank;
   const int64_t *shape;
 } PicLayout;
-bool pic_svg(Buf *b, const PicLayout *layouts, int n);
+bool pic_svg(Buf *b, const char *title, const PicLayout *layouts, int n);
 /* The width to draw at: the terminal's columns when standard output is
    one ($COLUMNS, else the terminal's size), else 80. */
 int pic_width(void);

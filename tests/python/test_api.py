@@ -491,7 +491,7 @@ def test_visualize_gives_a_picture(tmp_path, capsys):
     rects = svg.findall(ns + "rect")
     texts = [t.text for t in svg.findall(ns + "text")]
     assert len(rects) == 4 + 2                          # the input's 4 blocks, the output's 2
-    assert texts == ["input x: f32[8,4] as P(i, j)", "CPU 0", "CPU 1", "CPU 2", "CPU 3",
+    assert texts == ["f: shard_map over mesh m", "input x: f32[8,4] as P(i, j)", "CPU 0", "CPU 1", "CPU 2", "CPU 3",
                      "output s: f32[8,2] as P(i)", "CPU 0,1", "CPU 2,3"]
     fills = [r.get("fill") for r in rects]
     assert len(set(fills[:4])) == 4 and fills[4] != fills[5]
