@@ -83,6 +83,12 @@ SHMAPI_API size_t shmapi_memory_in_use(shmapi_State *S);
 typedef void (*shmapi_Writer)(void *ud, const char *text, size_t n);
 SHMAPI_API int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud);
 
+/* Where pictures go: a `visualize` statement hands fn(ud, text, svg) its
+   picture as the text it prints and as an SVG document (for notebooks),
+   instead of printing the text.  NULL (the default): printed. */
+typedef void (*shmapi_PictureWriter)(void *ud, const char *text, const char *svg);
+SHMAPI_API int shmapi_set_pictures(shmapi_State *S, shmapi_PictureWriter fn, void *ud);
+
 /* Where warnings and notes go as they arise (a pasted custom_jvp_call whose
    rule is not known, a debug_callback that cannot run): fn(ud, text, n)
    with the text the shmapi program prints for each (file:line:col, the
@@ -238,6 +244,38 @@ SHMAPI_API int shmapi_stats_reset(shmapi_State *S);
 
 /* ---- the cost model ----------------------------------------------------------------------- */
 
+/* One device of the report's device table. */
+typedef struct shmapi_CostDevice {
+  double compute;             /* seconds busy on its compute stream */
+  double comm;                /* seconds busy on its communication stream */
+  double exposed;             /* seconds waiting for communication (not hidden behind compute) */
+  double idle;                /* seconds waiting for anything else; compute + exposed + idle = makespan */
+  double peak_hbm;            /* bytes, the most it held at once */
+} shmapi_CostDevice;
+
+/* One row of the report's per-line table: the equations of a source line
+   (those of the backward pass that transposing it made are a row of their
+   own).  Times, FLOPs and HBM bytes are summed over the line's runs. */
+typedef struct shmapi_CostLine {
+  const char *file;           /* the file it is in, as loaded ("<string>", a path) */
+  int line;                   /* 1-based */
+  int backward;               /* 1: the backward pass's equations of the line (grad, vjp); the
+                                 report prints "(backward)" before the source */
+  const char *primitive;      /* the primitive of its first equation ("dot_general") */
+  const char *source;         /* the line's text (72 bytes at most, no comment), as the report prints it */
+  long long runs;             /* times it ran */
+  double time;                /* seconds modelled: compute + comm */
+  double compute, comm;       /* seconds on the compute stream (local equations), on the
+                                 communication stream (collectives), of one device */
+  double waited;              /* seconds its equations waited for a collective's result (the
+                                 device that waited longest; the report's "waited") */
+  double share;               /* time / the sum of every line's time (0 to 1) */
+  double flops;               /* one device's FLOPs (local equations) */
+  double hbm_bytes;           /* one device's HBM bytes read and written (local equations) */
+  double coll_bytes;          /* bytes its collectives sent, all devices */
+  const char *limit;          /* what bounds it: "FLOPs", "HBM", "link", "latency" or "none" */
+} shmapi_CostLine;
+
 typedef struct shmapi_Cost {
   char *report;               /* the text `shmapi --time` prints, NUL-terminated */
   double makespan;            /* seconds, the whole run on the modelled hardware */
@@ -246,7 +284,30 @@ typedef struct shmapi_Cost {
   double bytes_sent;          /* bytes collectives sent, all devices */
   int64_t devices;            /* devices modelled */
   void *priv_;
+  /* the report's tables as data (the numbers the text prints, unrounded) */
+  const char *hardware;       /* the hardware's name ("tpu-v5e") */
+  const shmapi_CostDevice *device; /* per device (`devices` of them; a device's index in its mesh, row-major) */
+  int nlines;
+  const shmapi_CostLine *lines;  /* the per-line table, hottest first: every row (the text folds
+                                    the rows past the 40th into one line) */
+  int64_t peak_device;        /* the device with the highest peak HBM */
+  const char *peak_at;        /* the statement where it peaked, "LINE: source" as the report
+                                 prints it, or NULL when no device ran */
+  long long outside;          /* equations run outside any shard_map (the host's: not modelled) */
+  int nnotes;
+  const char *const *notes;   /* abstract runs: conds whose index depends on data, modelled by
+                                 their costliest branch ("line N: what: source") */
 } shmapi_Cost;
+
+/* How to model (shmapi_call_cost_with, shmapi_run_cost_with); zeros (or a
+   NULL pointer) mean the defaults. */
+typedef struct shmapi_CostOptions {
+  const char *hardware;       /* as shmapi_run_cost names it; NULL: "tpu-v5e" */
+  const char *trace;          /* a path to write the modelled timeline to (as shmapi_call_cost), or NULL */
+  const char *place;          /* how the meshes lie on a torus, as --place: "i=x,j=yz"; NULL: the default */
+  int abstract;               /* 1: model without running, as --abstract: from the arguments' dtypes and
+                                 shapes only (their data is not read and may be NULL); no array is made */
+} shmapi_CostOptions;
 
 /* Run the top-level statements loaded and not yet run (as shmapi_run) while
    the cost model times them on `hardware`: a preset's name ("tpu-v5e",
@@ -262,6 +323,17 @@ SHMAPI_API int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cos
    JSON (Perfetto reads it). */
 SHMAPI_API int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs,
                                 const char *hardware, const char *trace, shmapi_Cost **out);
+/* shmapi_call_cost with options: abstract=1 models the call from its
+   arguments' types alone (as --abstract does a program: integer scalars
+   that follow from literals are tracked, so loops run as they would; a
+   loop whose trip count depends on array data is an error). */
+SHMAPI_API int shmapi_call_cost_with(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs,
+                                     const shmapi_CostOptions *opts, shmapi_Cost **out);
+/* shmapi_run_cost with options (a trace: the timeline of the whole run).
+   With abstract=1 the statements are modelled, not run: they count as
+   done (a later shmapi_run does not run them) and the variables they bind
+   have no value. */
+SHMAPI_API int shmapi_run_cost_with(shmapi_State *S, const shmapi_CostOptions *opts, shmapi_Cost **out);
 SHMAPI_API void shmapi_cost_free(shmapi_Cost *c);
 
 #ifdef __cplusplus

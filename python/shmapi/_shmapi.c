@@ -38,6 +38,7 @@ typedef struct {
   shmapi_State *S;
   PyThread_type_lock lock;
   PyObject *print_cb, *warn_cb;    /* callables taking a str, or NULL */
+  PyObject *pic_cb;                /* a callable taking (text, svg), or NULL */
   PyObject *pending;               /* an exception a callback raised, re-raised after the call */
   PyObject *borrowed;              /* arrays bound without a copy: kept until the state closes */
 } StateObject;
@@ -75,6 +76,30 @@ static void warn_writer(void *ud, const char *text, size_t n) {
   write_to(so, so->warn_cb, text, n);
 }
 
+/* A visualize statement's picture: pic_cb(text, svg), or its text printed. */
+static void picture_writer(void *ud, const char *text, const char *svg) {
+  StateObject *so = ud;
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject *cb = so->pic_cb;
+  if (!cb) {
+    PyGILState_Release(g);
+    write_to(so, so->print_cb, text, strlen(text));
+    return;
+  }
+  PyObject *r = PyObject_CallFunction(cb, "ss", text, svg);
+  if (!r && !so->pending) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    so->pending = v;
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+  }
+  PyErr_Clear();
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+}
+
 static PyObject *State_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kws[] = {"max_memory", "max_steps", NULL};
   unsigned long long max_memory = 0;
@@ -92,6 +117,7 @@ static PyObject *State_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   }
   shmapi_set_print(so->S, print_writer, so);
   shmapi_set_warnings(so->S, warn_writer, so);
+  shmapi_set_pictures(so->S, picture_writer, so);
   return (PyObject *)so;
 }
 
@@ -101,6 +127,7 @@ static void State_dealloc(StateObject *so) {
   Py_XDECREF(so->borrowed);
   Py_XDECREF(so->print_cb);
   Py_XDECREF(so->warn_cb);
+  Py_XDECREF(so->pic_cb);
   Py_XDECREF(so->pending);
   Py_TYPE(so)->tp_free((PyObject *)so);
 }
@@ -349,6 +376,11 @@ static PyObject *State_set_output(StateObject *so, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *State_set_pictures(StateObject *so, PyObject *cb) {
+  Py_XSETREF(so->pic_cb, cb == Py_None ? NULL : (Py_INCREF(cb), cb));
+  Py_RETURN_NONE;
+}
+
 static PyObject *State_load_string(StateObject *so, PyObject *args) {
   const char *name, *text;
   Py_ssize_t len;
@@ -525,20 +557,63 @@ out:
   return res;
 }
 
+/* A line of the report as a dict (shmapi.CostLine's fields). */
+static PyObject *cost_line_dict(const shmapi_CostLine *l) {
+  return Py_BuildValue("{s:N,s:i,s:O,s:s,s:N,s:L,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:s}", "file",
+                       PyUnicode_DecodeFSDefault(l->file), "line", l->line, "backward", l->backward ? Py_True : Py_False,
+                       "primitive", l->primitive, "source",
+                       PyUnicode_DecodeUTF8(l->source, (Py_ssize_t)strlen(l->source), "backslashreplace"), "runs",
+                       l->runs, "time", l->time, "compute", l->compute, "comm", l->comm, "waited", l->waited, "share",
+                       l->share, "flops", l->flops, "hbm_bytes", l->hbm_bytes, "coll_bytes", l->coll_bytes, "limit",
+                       l->limit);
+}
+
 static PyObject *cost_dict(const shmapi_Cost *c) {
-  return Py_BuildValue("{s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:L}", "report", c->report, "makespan", c->makespan, "compute",
-                       c->compute, "comm", c->comm, "exposed", c->exposed, "peak_hbm", c->peak_hbm, "bytes_sent",
-                       c->bytes_sent, "devices", (long long)c->devices);
+  PyObject *devs = PyList_New(c->devices), *lines = PyList_New(c->nlines), *notes = PyList_New(c->nnotes);
+  bool ok = devs && lines && notes;
+  for (int64_t d = 0; ok && d < c->devices; d++) {
+    const shmapi_CostDevice *v = &c->device[d];
+    PyObject *t = Py_BuildValue("{s:d,s:d,s:d,s:d,s:d}", "compute", v->compute, "comm", v->comm, "exposed",
+                                v->exposed, "idle", v->idle, "peak_hbm", v->peak_hbm);
+    if (!t) ok = false;
+    else PyList_SET_ITEM(devs, d, t);
+  }
+  for (int i = 0; ok && i < c->nlines; i++) {
+    PyObject *t = cost_line_dict(&c->lines[i]);
+    if (!t) ok = false;
+    else PyList_SET_ITEM(lines, i, t);
+  }
+  for (int i = 0; ok && i < c->nnotes; i++) {
+    PyObject *t = PyUnicode_DecodeUTF8(c->notes[i], (Py_ssize_t)strlen(c->notes[i]), "backslashreplace");
+    if (!t) ok = false;
+    else PyList_SET_ITEM(notes, i, t);
+  }
+  if (!ok) {
+    Py_XDECREF(devs);
+    Py_XDECREF(lines);
+    Py_XDECREF(notes);
+    return NULL;
+  }
+  PyObject *peak_at = c->peak_at ? PyUnicode_DecodeUTF8(c->peak_at, (Py_ssize_t)strlen(c->peak_at), "backslashreplace")
+                                 : (Py_INCREF(Py_None), Py_None);
+  return Py_BuildValue("{s:N,s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:L,s:N,s:N,s:L,s:N,s:L,s:N}", "report",
+                       PyUnicode_DecodeUTF8(c->report, (Py_ssize_t)strlen(c->report), "backslashreplace"), "hardware",
+                       c->hardware, "makespan", c->makespan, "compute", c->compute, "comm", c->comm, "exposed",
+                       c->exposed, "peak_hbm", c->peak_hbm, "bytes_sent", c->bytes_sent, "devices",
+                       (long long)c->devices, "device", devs, "lines", lines, "peak_device", (long long)c->peak_device,
+                       "peak_at", peak_at, "outside", c->outside, "notes", notes);
 }
 
 static PyObject *State_run_cost(StateObject *so, PyObject *args) {
-  const char *hw = NULL;
-  if (!PyArg_ParseTuple(args, "z", &hw)) return NULL;
+  const char *hw = NULL, *place = NULL, *trace = NULL;
+  int abstract = 0;
+  if (!PyArg_ParseTuple(args, "z|zpz", &hw, &place, &abstract, &trace)) return NULL;
+  shmapi_CostOptions o = {hw, trace, place, abstract};
   shmapi_Cost *c = NULL;
   int rc;
-  UNLOCKED(so, rc = shmapi_run_cost(so->S, hw, &c));
+  UNLOCKED(so, rc = shmapi_run_cost_with(so->S, &o, &c));
   if (rc != SHMAPI_OK || so->pending) {
-    if (c) shmapi_cost_free(c);
+    if (c) UNLOCKED(so, shmapi_cost_free(c));
     return raise_diags(so, rc);
   }
   PyObject *r = cost_dict(c);
@@ -546,16 +621,54 @@ static PyObject *State_run_cost(StateObject *so, PyObject *args) {
   return r;
 }
 
+/* The arguments of an abstract call: (shape, dtype) pairs, the dtype
+   shmapi's number; no data. */
+static int types_in(PyObject *seq, shmapi_Array **args, int *n) {
+  PyObject *fast = PySequence_Fast(seq, "the arguments must be a sequence");
+  if (!fast) return -1;
+  Py_ssize_t m = PySequence_Fast_GET_SIZE(fast);
+  *n = (int)m;
+  *args = PyMem_Calloc(m ? (size_t)m : 1, sizeof(shmapi_Array));
+  if (!*args) {
+    Py_DECREF(fast);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < m; i++) {
+    PyObject *shape;
+    int dt;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "Oi", &shape, &dt)) break;
+    PyObject *sf = PySequence_Fast(shape, "a shape is a sequence of ints");
+    if (!sf) break;
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(sf);
+    if (nd > SHMAPI_MAX_NDIM) {
+      PyErr_Format(PyExc_ValueError, "shmapi arrays have at most %d dimensions, got %zd", SHMAPI_MAX_NDIM, nd);
+      Py_DECREF(sf);
+      break;
+    }
+    shmapi_Array *a = &(*args)[i];
+    a->dtype = dt;
+    a->ndim = (int)nd;
+    for (Py_ssize_t k = 0; k < nd; k++) a->shape[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sf, k));
+    Py_DECREF(sf);
+    if (PyErr_Occurred()) break;
+  }
+  Py_DECREF(fast);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *State_call_cost(StateObject *so, PyObject *args) {
-  const char *name, *hw = NULL, *trace = NULL;
+  const char *name, *hw = NULL, *trace = NULL, *place = NULL;
   PyObject *seq;
-  if (!PyArg_ParseTuple(args, "sOzz", &name, &seq, &hw, &trace)) return NULL;
+  int abstract = 0;
+  if (!PyArg_ParseTuple(args, "sOzz|zp", &name, &seq, &hw, &trace, &place, &abstract)) return NULL;
   shmapi_Array *in = NULL;
   PyObject *keeps = NULL, *res = NULL;
   int n = 0, rc;
-  if (args_in(seq, &in, &keeps, &n) == 0) {
+  if ((abstract ? types_in(seq, &in, &n) : args_in(seq, &in, &keeps, &n)) == 0) {
+    shmapi_CostOptions o = {hw, trace, place, abstract};
     shmapi_Cost *c = NULL;
-    UNLOCKED(so, rc = shmapi_call_cost(so->S, name, in, n, hw, trace, &c));
+    UNLOCKED(so, rc = shmapi_call_cost_with(so->S, name, in, n, &o, &c));
     if (rc != SHMAPI_OK || so->pending) {
       if (c) UNLOCKED(so, shmapi_cost_free(c));
       raise_diags(so, rc);
@@ -604,6 +717,8 @@ static PyObject *State_memory_in_use(StateObject *so, PyObject *noargs) {
 
 static PyMethodDef State_methods[] = {
   {"set_output", (PyCFunction)State_set_output, METH_VARARGS, "set_output(print, warn): callables taking text, or None"},
+  {"set_pictures", (PyCFunction)State_set_pictures, METH_O,
+   "set_pictures(fn): visualize's pictures go to fn(text, svg) (None: their text is printed)"},
   {"load_string", (PyCFunction)State_load_string, METH_VARARGS, "load_string(name, text): parse and check shm text"},
   {"load_file", (PyCFunction)State_load_file, METH_VARARGS, "load_file(path): parse and check a .shm file"},
   {"run", (PyCFunction)State_run, METH_NOARGS, "run(): run the top-level statements not yet run"},
@@ -614,9 +729,12 @@ static PyMethodDef State_methods[] = {
   {"call", (PyCFunction)State_call, METH_VARARGS, "call(name, args) -> tuple of ndarrays"},
   {"call_devices", (PyCFunction)State_call_devices, METH_VARARGS,
    "call_devices(name, args) -> (axes, outs, blocks, owner): blocks are (output, device, coords, array)"},
-  {"run_cost", (PyCFunction)State_run_cost, METH_VARARGS, "run_cost(hardware) -> dict: run under the cost model"},
+  {"run_cost", (PyCFunction)State_run_cost, METH_VARARGS,
+   "run_cost(hardware, place=None, abstract=False, trace=None) -> dict: run (or, abstract, model) under the cost "
+   "model"},
   {"call_cost", (PyCFunction)State_call_cost, METH_VARARGS,
-   "call_cost(name, args, hardware, trace) -> dict: one call under the cost model"},
+   "call_cost(name, args, hardware, trace, place=None, abstract=False) -> dict: one call under the cost model "
+   "(abstract: args are (shape, dtype number) pairs)"},
   {"stats", (PyCFunction)State_stats, METH_VARARGS, "stats(reset=False) -> str: the table of --stats"},
   {"memory_in_use", (PyCFunction)State_memory_in_use, METH_NOARGS, "bytes the state holds"},
   {NULL, NULL, 0, NULL}};
@@ -658,6 +776,21 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_shmapi", "shmapi's C extension (use the shmapi package)",
                                     -1, module_methods, NULL, NULL, NULL, NULL};
 
+/* dtype_names: shmapi's dtype names ("f32") in its numbering. */
+static int add_dtype_names(PyObject *m) {
+  PyObject *t = PyTuple_New(SHMAPI_NDTYPES);
+  if (!t) return -1;
+  for (int k = 0; k < SHMAPI_NDTYPES; k++) {
+    PyObject *n = PyUnicode_FromString(shmapi_dtype_name(k));
+    if (!n) {
+      Py_DECREF(t);
+      return -1;
+    }
+    PyTuple_SET_ITEM(t, k, n);
+  }
+  return PyModule_AddObject(m, "dtype_names", t) < 0 ? (Py_DECREF(t), -1) : 0;
+}
+
 PyMODINIT_FUNC PyInit__shmapi(void) {
   import_array();
   if (PyType_Ready(&StateType) < 0 || PyType_Ready(&OwnerType) < 0 || PyType_Ready(&DevOwnerType) < 0) return NULL;
@@ -665,7 +798,7 @@ PyMODINIT_FUNC PyInit__shmapi(void) {
   if (!m) return NULL;
   Py_INCREF(&StateType);
   if (PyModule_AddObject(m, "State", (PyObject *)&StateType) < 0 ||
-      PyModule_AddStringConstant(m, "version", shmapi_version()) < 0) {
+      PyModule_AddStringConstant(m, "version", shmapi_version()) < 0 || add_dtype_names(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -14,6 +14,7 @@
 #include <shmapi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "abstract.h"
 #include "check.h"
 #include "diag.h"
 #include "err.h"
@@ -241,6 +242,13 @@ int shmapi_set_print(shmapi_State *S, shmapi_Writer fn, void *ud) {
   return SHMAPI_OK;
 }
 
+int shmapi_set_pictures(shmapi_State *S, shmapi_PictureWriter fn, void *ud) {
+  if (!S) return SHMAPI_MISUSE;
+  S->st->on_picture = fn;
+  S->st->on_picture_ud = ud;
+  return SHMAPI_OK;
+}
+
 int shmapi_set_warnings(shmapi_State *S, shmapi_Writer fn, void *ud) {
   if (!S) return SHMAPI_MISUSE;
   S->st->errout = fn;
@@ -339,7 +347,7 @@ size_t shmapi_dtype_size(int dtype) { return dtype >= 0 && dtype < SHMAPI_NDTYPE
 const char *shmapi_dtype_name(int dtype) { return dtype >= 0 && dtype < SHMAPI_NDTYPES ? dtype_names[dtype] : NULL; }
 
 /* Whether a caller's array is well formed; else the reason. */
-static const char *array_problem(const shmapi_Array *a) {
+static const char *array_problem_of(const shmapi_Array *a, bool need_data) {
   if (!a) return "no array";
   if (a->dtype < 0 || a->dtype >= SHMAPI_NDTYPES) return "an unknown dtype";
   if (a->ndim < 0 || a->ndim > SHM_MAXRANK) return "a rank out of range (0 to 16)";
@@ -349,9 +357,11 @@ static const char *array_problem(const shmapi_Array *a) {
     if (a->shape[d] && n > INT64_MAX / a->shape[d]) return "too many elements";
     n *= a->shape[d];
   }
-  if (n && !a->data) return "no data";
+  if (n && !a->data && need_data) return "no data";
   return NULL;
 }
+
+static const char *array_problem(const shmapi_Array *a) { return array_problem_of(a, true); }
 
 /* The interpreter's array of a caller's: a copy, or (borrow) a header over
    the caller's elements, kept by the state until it closes (the caller
@@ -420,6 +430,9 @@ static shmapi_Array *array_out(shmapi_State *S, Array *a) {
   return r;
 }
 
+typedef struct HeldCost HeldCost;
+static void cost_release(HeldCost *hc);
+
 static void held_release(Held *h) {
   held_unlink(h);
   if (h->kind == H_ARRAY) arr_unref(h->arr);
@@ -432,7 +445,7 @@ static void held_release(Held *h) {
     free(d->outs);
     free(d->blocks);
   }
-  if (h->kind == H_COST) free(((shmapi_Cost *)(h + 1))->report);
+  if (h->kind == H_COST) cost_release((HeldCost *)h);
   free(h);
 }
 
@@ -470,12 +483,19 @@ static void assign_array(shmapi_State *S, IrVar *v, const shmapi_Array *a, bool 
   arr_unref(arr);
 }
 
-static IrVar *bind_array(shmapi_State *S, const char *name, const shmapi_Array *a, bool borrow, bool global) {
+/* A new variable of a's type, given a's value unless `typed_only` (an
+   abstract call's argument: a type, no value). */
+static IrVar *bind_var(shmapi_State *S, const char *name, const shmapi_Array *a, bool borrow, bool global,
+                       bool typed_only) {
   Type t;
   arg_type(a, &t);
   IrVar *v = check_new_var(S->C, name, &t, global);
-  assign_array(S, v, a, borrow);
+  if (!typed_only) assign_array(S, v, a, borrow);
   return v;
+}
+
+static IrVar *bind_array(shmapi_State *S, const char *name, const shmapi_Array *a, bool borrow, bool global) {
+  return bind_var(S, name, a, borrow, global, false);
 }
 
 int shmapi_set_global(shmapi_State *S, const char *name, const shmapi_Array *a, int flags) {
@@ -563,14 +583,15 @@ static void ignore_stmt(void *data, Frame *F, IrStmt *st, int index) { (void)dat
 /* The call's glue: `name a0 a1 ...` over new variables holding the
    arguments, checked for their types; then run.  outs get the results
    (new references), *nouts how many. */
-static IrFunc *call_glue(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, IrVar **vars) {
+static IrFunc *call_glue(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, IrVar **vars,
+                         bool typed_only) {
   Buf text = {0};
   err_defer(buf_release, &text);
   buf_puts(&text, name);
   for (int i = 0; i < nargs; i++) {
     char vn[48];
     snprintf(vn, sizeof vn, "__shm_arg%d", S->nargs_made++);
-    vars[i] = bind_array(S, vn, &args[i], false, false);
+    vars[i] = bind_var(S, vn, &args[i], false, false, typed_only);
     buf_printf(&text, " %s", vn);
   }
   IrFunc *fn = check_expr(S->C, "<call>", buf_cstr(&text), check_main(S->C), vars, nargs, 0);
@@ -581,8 +602,10 @@ static IrFunc *call_glue(shmapi_State *S, const char *name, const shmapi_Array *
 
 /* The glue of a call of `name` on args, made before for arguments of the
    same types (their variables given the new values), or made now and
-   kept.  vars get the variables holding the arguments. */
-static IrFunc *glue_for(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, IrVar **vars) {
+   kept.  vars get the variables holding the arguments (`typed_only`:
+   their types, no values). */
+static IrFunc *glue_for(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, IrVar **vars,
+                        bool typed_only) {
   Type *t = mem_calloc(sizeof(Type) * (size_t)(nargs + 1));
   err_defer(mem_free, t);
   for (int i = 0; i < nargs; i++) arg_type(&args[i], &t[i]);
@@ -594,13 +617,13 @@ static IrFunc *glue_for(shmapi_State *S, const char *name, const shmapi_Array *a
     if (!same) continue;
     for (int i = 0; i < nargs; i++) {
       vars[i] = G->vars[i];
-      assign_array(S, vars[i], &args[i], false);
+      if (!typed_only) assign_array(S, vars[i], &args[i], false);
     }
     err_undefer(t);
     mem_free(t);
     return G->fn;
   }
-  IrFunc *fn = call_glue(S, name, args, nargs, vars);
+  IrFunc *fn = call_glue(S, name, args, nargs, vars, typed_only);
   if (fn && S->nglue < 64) {
     VEC_GROW(S->glue, S->capglue, S->nglue + 1);
     Glue *G = &S->glue[S->nglue];
@@ -630,7 +653,7 @@ static int call(shmapi_State *S, const char *name, const shmapi_Array *args, int
   if (!check_has_func(S->C, str_c(name))) return misuse(S, "no function '%s'", name);
   IrVar **vars = mem_calloc(sizeof(IrVar *) * (size_t)(nargs + 1));
   err_defer(mem_free, vars);
-  IrFunc *fn = glue_for(S, name, args, nargs, vars);
+  IrFunc *fn = glue_for(S, name, args, nargs, vars, false);
   int rc = SHMAPI_ERROR;
   if (!fn) {
     diag_take(diag_keep_static, S);
@@ -816,10 +839,29 @@ int shmapi_stats_reset(shmapi_State *S) {
 
 /* ---- the cost model ----------------------------------------------------------------------- */
 
-typedef struct HeldCost {
+struct HeldCost {
   Held h;
   shmapi_Cost c;
-} HeldCost;
+  char hardware[48];
+  shmapi_CostDevice *device;
+  shmapi_CostLine *lines;     /* their file and source strings are malloc'd */
+  char *peak_at;
+  char **notes;
+  int nnotes;
+};
+
+static void cost_release(HeldCost *hc) {
+  free(hc->c.report);
+  free(hc->device);
+  for (int i = 0; hc->lines && i < hc->c.nlines; i++) {
+    free((char *)hc->lines[i].file);
+    free((char *)hc->lines[i].source);
+  }
+  free(hc->lines);
+  free(hc->peak_at);
+  for (int i = 0; i < hc->nnotes; i++) free(hc->notes[i]);
+  free(hc->notes);
+}
 
 static bool pick_hw(shmapi_State *S, const char *name, Hw *hw) {
   const Hw *p = hw_preset(name ? name : "tpu-v5e");
@@ -845,6 +887,85 @@ static bool pick_hw(shmapi_State *S, const char *name, Hw *hw) {
   return ok;
 }
 
+static void *cost_alloc(size_t n) {
+  void *p = calloc(n ? n : 1, 1);
+  if (!p) err_throw("out of memory: the system refused %zu bytes", n);
+  return p;
+}
+
+static char *cost_strdup(const char *s) {
+  char *r = cost_alloc(strlen(s) + 1);
+  return strcpy(r, s);
+}
+
+/* A row of the per-line table from the timeline's. */
+static void cost_line(shmapi_CostLine *o, const TlLine *l, double total) {
+  char src[120];
+  tl_event_name(l->first, src, sizeof src);          /* "LINE: (backward) text" */
+  const char *text = strchr(src, ':') ? strchr(src, ':') + 2 : src;
+  if (l->first->backward && !strncmp(text, "(backward) ", 11)) text += 11;
+  const char *file = diag_file_name(l->file);
+  o->file = cost_strdup(file ? file : "");
+  o->source = cost_strdup(text);
+  o->line = l->line;
+  o->backward = l->first->backward;
+  o->primitive = l->first->prim >= 0 ? prim_table[l->first->prim].name : "call";
+  o->runs = l->calls;
+  o->time = l->time;
+  o->compute = l->compute;
+  o->comm = l->comm;
+  o->waited = l->wait;
+  o->share = total > 0 ? l->time / total : 0;
+  o->flops = l->flops;
+  o->hbm_bytes = l->hbm_bytes;
+  o->coll_bytes = l->coll_bytes;
+  o->limit = cost_limit_name(l->limit);
+}
+
+/* The report's tables as data, into hc (its strings and arrays its own). */
+static void cost_tables(HeldCost *hc, Timeline *T) {
+  shmapi_Cost *c = &hc->c;
+  snprintf(hc->hardware, sizeof hc->hardware, "%s", tl_hw(T)->name);
+  c->hardware = hc->hardware;
+  hc->device = cost_alloc(sizeof *hc->device * (size_t)c->devices);
+  for (int64_t d = 0; d < c->devices; d++) {
+    TlDevice dv;
+    tl_device(T, d, &dv);
+    hc->device[d] = (shmapi_CostDevice){dv.compute, dv.comm, dv.exposed, dv.idle, dv.peak_hbm};
+  }
+  c->device = hc->device;
+  int n = tl_lines(T, NULL);
+  TlLine *tl = mem_alloc(sizeof *tl * (size_t)(n ? n : 1));
+  err_defer(mem_free, tl);
+  tl_lines(T, tl);
+  double total = 0;
+  for (int i = 0; i < n; i++) total += tl[i].time;
+  hc->lines = cost_alloc(sizeof *hc->lines * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    c->nlines = i + 1;              /* (released with what is filled, should a copy fail) */
+    cost_line(&hc->lines[i], &tl[i], total);
+  }
+  c->lines = hc->lines;
+  err_undefer(tl);
+  mem_free(tl);
+  const IrStmt *peak = tl_peak(T, &c->peak_device);
+  if (peak) {
+    char where[120];
+    tl_event_name(peak, where, sizeof where);
+    hc->peak_at = cost_strdup(where);
+  }
+  c->peak_at = hc->peak_at;
+  c->outside = tl_outside(T);
+  int nn = tl_nnotes(T);
+  hc->notes = cost_alloc(sizeof(char *) * (size_t)nn);
+  for (int i = 0; i < nn; i++) {
+    hc->notes[i] = cost_strdup(tl_note_text(T, i));
+    hc->nnotes = i + 1;
+  }
+  c->nnotes = nn;
+  c->notes = (const char *const *)hc->notes;
+}
+
 /* The report of timeline T, handed out. */
 static shmapi_Cost *cost_out(shmapi_State *S, Timeline *T) {
   HeldCost *hc = (HeldCost *)held_new(S, H_COST, sizeof(HeldCost));
@@ -864,25 +985,37 @@ static shmapi_Cost *cost_out(shmapi_State *S, Timeline *T) {
   c->peak_hbm = tt.peak_hbm;
   c->bytes_sent = tt.bytes_sent;
   c->devices = tt.devices;
+  cost_tables(hc, T);
   return c;
 }
 
-int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
+static bool write_trace(shmapi_State *S, Timeline *T, const char *title, const char *path);
+
+int shmapi_run_cost_with(shmapi_State *S, const shmapi_CostOptions *opts, shmapi_Cost **out) {
   if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
   ENTER(S);
   diags_clear(S);
+  shmapi_CostOptions none = {0};
+  const shmapi_CostOptions o = opts ? *opts : none;
   Timeline *volatile T = NULL;
   volatile int rc = SHMAPI_ERROR;
   ErrJmp j;
   if (ERR_TRY(&j)) {
     Hw hw;
-    if (pick_hw(S, hardware, &hw)) {
-      T = tl_new(&hw, NULL, false);
-      EvalObserver ob = tl_observer(T);
-      eval_set_observer(S->I, &ob);
-      rc = run_rest(S);
-      eval_set_observer(S->I, NULL);
+    if (pick_hw(S, o.hardware, &hw)) {
+      T = tl_new(&hw, o.place, o.trace != NULL);
+      if (o.abstract) {            /* modelled, not run: done all the same */
+        int from = S->ran;
+        S->ran = check_main(S->C)->nbody;
+        rc = abstract_run(T, check_main(S->C), from, (long)S->max_steps) ? SHMAPI_OK : SHMAPI_ERROR;
+      } else {
+        EvalObserver ob = tl_observer(T);
+        eval_set_observer(S->I, &ob);
+        rc = run_rest(S);
+        eval_set_observer(S->I, NULL);
+      }
+      if (rc == SHMAPI_OK && o.trace && !write_trace(S, T, "run", o.trace)) rc = SHMAPI_ERROR;
       if (rc == SHMAPI_OK) *out = cost_out(S, T);
     }
     err_end(&j);
@@ -892,6 +1025,11 @@ int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
   }
   tl_free(T);
   return LEAVE(rc);
+}
+
+int shmapi_run_cost(shmapi_State *S, const char *hardware, shmapi_Cost **out) {
+  shmapi_CostOptions o = {hardware, NULL, NULL, 0};
+  return shmapi_run_cost_with(S, &o, out);
 }
 
 /* The trace of T at `path`: an SVG picture when it ends in .svg, else
@@ -906,13 +1044,34 @@ static bool write_trace(shmapi_State *S, Timeline *T, const char *title, const c
   return false;
 }
 
-int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, const char *hardware,
-                     const char *trace, shmapi_Cost **out) {
+/* An abstract call: the glue over variables of the arguments' types,
+   walked (abstract.h) into T. */
+static int call_abstract(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, Timeline *T) {
+  for (int i = 0; i < nargs; i++) {
+    const char *why = array_problem_of(&args[i], false);
+    if (why) return misuse(S, "an argument with %s", why);
+  }
+  if (!check_has_func(S->C, str_c(name))) return misuse(S, "no function '%s'", name);
+  IrVar **vars = mem_calloc(sizeof(IrVar *) * (size_t)(nargs + 1));
+  err_defer(mem_free, vars);
+  IrFunc *fn = glue_for(S, name, args, nargs, vars, true);
+  int rc = SHMAPI_ERROR;
+  if (!fn) diag_take(diag_keep_static, S);
+  else if (abstract_call(T, check_main(S->C), fn, (long)S->max_steps)) rc = SHMAPI_OK;
+  err_undefer(vars);
+  mem_free(vars);
+  return rc;
+}
+
+int shmapi_call_cost_with(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs,
+                          const shmapi_CostOptions *opts, shmapi_Cost **out) {
   if (!S || !out) return SHMAPI_MISUSE;
   *out = NULL;
   ENTER(S);
   diags_clear(S);
   if (!name || nargs < 0 || (nargs && !args)) return LEAVE(misuse(S, "shmapi_call_cost: bad arguments (function %s)", name));
+  shmapi_CostOptions none = {0};
+  const shmapi_CostOptions o = opts ? *opts : none;
   shmapi_Array *outs[64] = {0};
   int nouts = 0;
   Timeline *volatile T = NULL;
@@ -920,10 +1079,10 @@ int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args
   ErrJmp j;
   if (ERR_TRY(&j)) {
     Hw hw;
-    if (pick_hw(S, hardware, &hw)) {
-      T = tl_new(&hw, NULL, trace != NULL);
-      rc = call(S, name, args, nargs, outs, 64, &nouts, NULL, T);
-      if (rc == SHMAPI_OK && trace && !write_trace(S, T, name, trace)) rc = SHMAPI_ERROR;
+    if (pick_hw(S, o.hardware, &hw)) {
+      T = tl_new(&hw, o.place, o.trace != NULL);
+      rc = o.abstract ? call_abstract(S, name, args, nargs, T) : call(S, name, args, nargs, outs, 64, &nouts, NULL, T);
+      if (rc == SHMAPI_OK && o.trace && !write_trace(S, T, name, o.trace)) rc = SHMAPI_ERROR;
       if (rc == SHMAPI_OK) *out = cost_out(S, T);
     }
     err_end(&j);
@@ -934,6 +1093,12 @@ int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args
   for (int i = 0; i < nouts; i++) shmapi_array_free(outs[i]);
   tl_free(T);
   return LEAVE(rc);
+}
+
+int shmapi_call_cost(shmapi_State *S, const char *name, const shmapi_Array *args, int nargs, const char *hardware,
+                     const char *trace, shmapi_Cost **out) {
+  shmapi_CostOptions o = {hardware, trace, NULL, 0};
+  return shmapi_call_cost_with(S, name, args, nargs, &o, out);
 }
 
 void shmapi_cost_free(shmapi_Cost *c) {

@@ -89,6 +89,10 @@ typedef struct ShmState {
   void *out_ud, *errout_ud;
   void (*on_report)(void *ud, Span sp, const char *kind, const char *msg, const char *trace);
   void *on_report_ud;
+  /* where a picture (visualize: its text and its SVG) goes when set; else
+     its text is print output */
+  void (*on_picture)(void *ud, const char *text, const char *svg);
+  void *on_picture_ud;
   /* upper layers' data, and how to release it */
   void *slot[SLOT_COUNT];
   void (*slot_free[SLOT_COUNT])(void *);

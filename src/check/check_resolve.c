@@ -241,6 +241,8 @@ static void res_eqn(Res *R, const AstStmt *s) {
       res_error(R, s->callee_sp, "%.*s takes %d argument%s, but %d %s given", s->callee.n, s->callee.p, af->nparams,
                 af->nparams == 1 ? "" : "s", s->nargs, s->nargs == 1 ? "was" : "were");
   } else if ((prim = prim_lookup(s->callee)) >= 0) {
+    for (int i = 0; i < s->nparams && prim == P_PBROADCAST; i++)     /* JAX's broadcast (as check_eqn reads it) */
+      if (str_eqc(s->params[i]->key, "source")) prim = P_PBROADCAST_SOURCE;
     res_prim_eqn(R, s, prim);
   } else if (check_lookup(R->scope, B_VAR, s->callee)) {
     if (s->has_params || s->nargs)

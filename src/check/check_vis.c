@@ -20,12 +20,29 @@
 #include "show.h"
 #include "tiling.h"
 
-/* "name, f32[8,16] as P(i, j):" and the picture. */
-static void put_layout(Buf *b, const char *role, Str name, const Type *t, const Mesh *m, const Spec *spc, bool uni) {
+/* The layouts of one statement, for its SVG picture (pic_svg). */
+enum { VIS_MAX = 64, VIS_CAPTION = 160 };
+typedef struct Vis {
+  PicLayout L[VIS_MAX];
+  char cap[VIS_MAX][VIS_CAPTION];
+  char title[VIS_CAPTION];    /* visualize f: the first line */
+  int n;
+} Vis;
+
+/* "name, f32[8,16] as P(i, j):" and the picture; the layout kept in V. */
+static void put_layout(Buf *b, const char *role, Str name, const Type *t, const Mesh *m, const Spec *spc, bool uni,
+                       Vis *V) {
+  size_t at = b->n;
   buf_printf(b, "%s%.*s: ", role, name.n, name.p);
   show_type(b, t, NULL);
   buf_puts(b, " as ");
   rule_spec_text(b, spc, m);
+  if (V->n < VIS_MAX) {
+    PicLayout *L = &V->L[V->n];
+    snprintf(V->cap[V->n], VIS_CAPTION, "%.*s", (int)(b->n - at), buf_cstr(b) + at);
+    *L = (PicLayout){V->cap[V->n], m, spc, t->rank, t->shape};
+    V->n++;
+  }
   buf_puts(b, "\n");
   if (!pic_draw(b, m, spc, t->rank, t->shape, pic_width(), uni)) buf_putc(b, '\n');
 }
@@ -37,7 +54,7 @@ static IrStmt *vis_smap_eqn(IrFunc *f) {
   return NULL;
 }
 
-static bool vis_function(Ctx *cx, AstStmt *s, Buf *out) {
+static bool vis_function(Ctx *cx, AstStmt *s, Buf *out, Vis *V) {
   Binding *bd = check_lookup(cx->scope, B_FUNC, s->name);
   FuncDef *fd = bd ? bd->fn : NULL;
   IrStmt *eq = fd && fd->latest ? vis_smap_eqn(fd->latest) : NULL;
@@ -55,17 +72,19 @@ static bool vis_function(Ctx *cx, AstStmt *s, Buf *out) {
   IrFunc *body = eq->at->fns[0];
   bool uni = pic_unicode();
   buf_printf(out, "%.*s: shard_map over mesh %.*s\n", s->name.n, s->name.p, sm->mesh->name.n, sm->mesh->name.p);
+  snprintf(V->title, sizeof V->title, "%.*s: shard_map over mesh %.*s", s->name.n, s->name.p, sm->mesh->name.n,
+           sm->mesh->name.p);
   for (int k = 0; k < sm->nin && k < eq->nin; k++)
-    put_layout(out, "input ", body->params[k]->name, &eq->in[k].t, sm->mesh, &sm->in[k], uni);
+    put_layout(out, "input ", body->params[k]->name, &eq->in[k].t, sm->mesh, &sm->in[k], uni, V);
   for (int k = 0; k < sm->nout && k < eq->nout; k++) {
     IrVar *v = body->outs[k].var;
     put_layout(out, "output ", v && v->name.n ? v->name : (Str){"result", 6}, &eq->out[k]->t, sm->mesh, &sm->out[k],
-               uni);
+               uni, V);
   }
   return true;
 }
 
-static bool vis_array(Ctx *cx, AstStmt *s, Buf *out) {
+static bool vis_array(Ctx *cx, AstStmt *s, Buf *out, Vis *V) {
   Mesh *m = NULL;
   PVal *specv = NULL;
   for (int i = 0; i < s->nparams; i++) {
@@ -113,7 +132,9 @@ static bool vis_array(Ctx *cx, AstStmt *s, Buf *out) {
       return false;
     }
   }
-  put_layout(out, "", s->name, t, m, &spc, pic_unicode());
+  Spec *kept = arena_alloc(&cx->C->prog.arena, sizeof(Spec));      /* (the picture reads it later) */
+  *kept = spc;
+  put_layout(out, "", s->name, t, m, kept, pic_unicode(), V);
   return true;
 }
 
@@ -122,15 +143,23 @@ void check_visualize(Ctx *cx, AstStmt *s) {
     diag_error(s->sp, "visualize stands at top level (inside a body, the debugger's `layout x` draws a value)");
     return;
   }
-  Buf out = {0};
+  Buf out = {0}, svg = {0};
   err_defer(buf_release, &out);
-  bool ok = s->has_params ? vis_array(cx, s, &out) : vis_function(cx, s, &out);
+  err_defer(buf_release, &svg);
+  Vis *V = mem_calloc(sizeof(Vis));
+  err_defer(mem_free, V);
+  bool ok = s->has_params ? vis_array(cx, s, &out, V) : vis_function(cx, s, &out, V);
   if (ok) {
     IrStmt *st = emit_new_stmt(EM(cx), IS_SHOW, s->sp);
     st->line = s->line;
     st->text = arena_strndup(&cx->C->prog.arena, buf_cstr(&out), out.n);
+    if (V->n && pic_svg(&svg, V->title[0] ? V->title : NULL, V->L, V->n)) st->svg = arena_strndup(&cx->C->prog.arena, buf_cstr(&svg), svg.n);
     emit_stmt(EM(cx), st);
   }
+  err_undefer(V);
+  mem_free(V);
+  err_undefer(&svg);
+  buf_free(&svg);
   err_undefer(&out);
   buf_free(&out);
 }

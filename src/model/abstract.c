@@ -343,7 +343,9 @@ static void walk_body(Walk *W, AFrame *F) {
   }
 }
 
-bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps) {
+/* Walk main's statements from `from`, or (fn given) a call of fn from
+   the top level instead. */
+static bool walk_top(Timeline *T, IrFunc *main, int from, IrFunc *fn, long max_steps) {
   Walk W = {T, 0, max_steps, NULL};
   AFrame *volatile top = NULL;
   volatile bool ok = true;
@@ -351,7 +353,8 @@ bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps) {
   if (ERR_TRY(&j)) {
     top = aframe_new(main, NULL, NULL);
     tl_top(T, top, main);
-    for (int i = from; i < main->nbody; i++) {
+    if (fn) call(&W, top, fn, NULL, NULL, NULL, NULL, NULL, NULL);
+    for (int i = fn ? main->nbody : from; i < main->nbody; i++) {
       const IrStmt *st = main->body[i];
       W.where = st;
       W.steps = 0;
@@ -369,4 +372,12 @@ bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps) {
     diag_report(W.where ? W.where->whole : span_none(), "error", msg);
   }
   return ok;
+}
+
+bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps) {
+  return walk_top(T, main, from, NULL, max_steps);
+}
+
+bool abstract_call(Timeline *T, IrFunc *main, IrFunc *fn, long max_steps) {
+  return walk_top(T, main, 0, fn, max_steps);
 }

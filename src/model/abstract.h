@@ -21,5 +21,10 @@
    after a diagnostic (to stderr) at the statement that stopped the walk.
    `max_steps`: a bound on loop iterations per top-level statement (0: none). */
 bool abstract_run(Timeline *T, IrFunc *main, int from, long max_steps);
+/* The same for one call of fn (a function of no parameters whose parent
+   is main: the embedding API's glue, `name args...` over variables that
+   have types and no values) from the top level; main's statements are
+   not walked. */
+bool abstract_call(Timeline *T, IrFunc *main, IrFunc *fn, long max_steps);
 
 #endif

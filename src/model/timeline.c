@@ -54,6 +54,8 @@ typedef struct LineStat {
   const IrStmt *first;
   long calls;
   double time, bytes, wait;
+  double compute, comm;       /* time on the compute stream, on the communication stream */
+  double flops, hbm;          /* one device's FLOPs and HBM bytes (local equations), summed over runs */
   double by_limit[5];
 } LineStat;
 
@@ -460,8 +462,10 @@ static Cost cost_of(Timeline *T, const IrStmt *st, const Mesh *mesh) {
 
 static LineStat *line_of(Timeline *T, const IrStmt *st) {
   for (int i = T->nlines - 1; i >= 0; i--)
-    if (T->lines[i].line == st->line && T->lines[i].file == st->sp.file && T->lines[i].first->backward == st->backward)
+    if (T->lines[i].line == st->line && T->lines[i].file == st->sp.file && T->lines[i].first->backward == st->backward) {
+      if (T->lines[i].first->inserted && !st->inserted) T->lines[i].first = st;   /* the line's own equation */
       return &T->lines[i];
+    }
   VEC_GROW(T->lines, T->caplines, T->nlines + 1);
   LineStat *l = &T->lines[T->nlines++];
   memset(l, 0, sizeof *l);
@@ -528,6 +532,9 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
   tl_put(T, outs);
   ls->calls += !st->inserted;
   ls->time += c.time;
+  ls->compute += c.time;
+  ls->flops += c.flops;
+  ls->hbm += c.bytes;
   ls->wait += maxwait;
   ls->by_limit[c.limit] += c.time;
 }
@@ -606,6 +613,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   }
   ls->calls += !st->inserted;
   ls->time += c.time;
+  ls->comm += c.time;
   ls->bytes += sent;
   ls->by_limit[c.limit] += c.time;
 }
@@ -959,17 +967,27 @@ static double tail_exposed(const Timeline *T, int64_t d, double span) {
   return end > T->cfree[d] ? end - T->cfree[d] : 0;
 }
 
-static void report_devices(Timeline *T, FILE *out, double span) {
+void tl_device(const Timeline *T, int64_t d, TlDevice *out) {
+  double span = tl_makespan(T), tail = tail_exposed(T, d, span);
+  double idle = T->idle[d] + (span - T->cfree[d]) - tail;
+  out->compute = T->busy_c[d];
+  out->comm = T->busy_m[d];
+  out->exposed = T->exposed[d] + tail;
+  out->idle = idle < 1e-15 ? 0 : idle;
+  out->peak_hbm = T->peak[d];
+}
+
+static void report_devices(Timeline *T, FILE *out) {
   char(*cells)[5][24] = mem_calloc(sizeof *cells * (size_t)T->ndev);
   err_defer(mem_free, cells);
   for (int64_t d = 0; d < T->ndev; d++) {
-    double tail = tail_exposed(T, d, span);
-    double idle = T->idle[d] + (span - T->cfree[d]) - tail;
-    fmt_time(cells[d][0], 24, T->busy_c[d]);
-    fmt_time(cells[d][1], 24, T->busy_m[d]);
-    fmt_time(cells[d][2], 24, T->exposed[d] + tail);
-    fmt_time(cells[d][3], 24, idle < 1e-15 ? 0 : idle);
-    fmt_bytes(cells[d][4], 24, T->peak[d]);
+    TlDevice dv;
+    tl_device(T, d, &dv);
+    fmt_time(cells[d][0], 24, dv.compute);
+    fmt_time(cells[d][1], 24, dv.comm);
+    fmt_time(cells[d][2], 24, dv.exposed);
+    fmt_time(cells[d][3], 24, dv.idle);
+    fmt_bytes(cells[d][4], 24, dv.peak_hbm);
   }
   fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", "device", "compute", "comm", "exposed", "idle", "peak HBM");
   int64_t lo = 0;
@@ -1007,6 +1025,14 @@ static int cmp_lines(const void *a, const void *b) {
   return x->line - y->line;
 }
 
+/* The resource that limits a line: the one most of its time went to. */
+static int line_limit(const LineStat *l) {
+  int best = 0;
+  for (int k = 1; k < 5; k++)
+    if (l->by_limit[k] > l->by_limit[best]) best = k;
+  return best;
+}
+
 static void report_lines(Timeline *T, FILE *out, double total) {
   qsort(T->lines, (size_t)T->nlines, sizeof *T->lines, cmp_lines);
   fprintf(out, "per line, hottest first:\n");
@@ -1024,9 +1050,7 @@ static void report_lines(Timeline *T, FILE *out, double total) {
       continue;
     }
     shown++;
-    int best = 0;
-    for (int k = 1; k < 5; k++)
-      if (l->by_limit[k] > l->by_limit[best]) best = k;
+    int best = line_limit(l);
     char t[24], b[24], w[24], src[100];
     fmt_time(t, sizeof t, l->time);
     fmt_bytes(b, sizeof b, l->bytes);
@@ -1090,7 +1114,7 @@ void tl_report(Timeline *T, FILE *out) {
   report_places(T, out);
   if (!T->ndev) fprintf(out, "no shard_map ran: nothing ran on the devices\n");
   if (T->ndev) {
-    report_devices(T, out, span);
+    report_devices(T, out);
     report_memory(T, out);
   }
   double total = 0;
@@ -1120,3 +1144,42 @@ void tl_totals(const Timeline *T, TlTotals *out) {
     if ((double)T->peak[d] > out->peak_hbm) out->peak_hbm = (double)T->peak[d];
   }
 }
+
+int tl_lines(Timeline *T, TlLine *out) {
+  qsort(T->lines, (size_t)T->nlines, sizeof *T->lines, cmp_lines);
+  int n = 0;
+  for (int i = 0; i < T->nlines; i++) {
+    const LineStat *l = &T->lines[i];
+    if (l->time == 0 && l->bytes == 0) continue;       /* as the report's table */
+    if (out) {
+      TlLine *o = &out[n];
+      o->file = l->file;
+      o->line = l->line;
+      o->first = l->first;
+      o->calls = l->calls;
+      o->time = l->time;
+      o->compute = l->compute;
+      o->comm = l->comm;
+      o->wait = l->wait;
+      o->flops = l->flops;
+      o->hbm_bytes = l->hbm;
+      o->coll_bytes = l->bytes;
+      o->limit = (CostLimit)line_limit(l);
+    }
+    n++;
+  }
+  return n;
+}
+
+const IrStmt *tl_peak(const Timeline *T, int64_t *dev) {
+  int64_t worst = 0;
+  for (int64_t d = 1; d < T->ndev; d++)
+    if (T->peak[d] > T->peak[worst]) worst = d;
+  *dev = worst;
+  return T->ndev ? T->peak_st[worst] : NULL;
+}
+
+long tl_outside(const Timeline *T) { return T->outside; }
+
+int tl_nnotes(const Timeline *T) { return T->nnotes; }
+const char *tl_note_text(const Timeline *T, int i) { return T->notes[i]; }

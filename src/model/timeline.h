@@ -77,6 +77,36 @@ typedef struct TlTotals {
 } TlTotals;
 void tl_totals(const Timeline *T, TlTotals *out);
 
+/* The report's numbers one by one (the embedding API hands them out as
+   data; tl_report prints the same).  A device: its busy time on each
+   stream, its exposed communication and idle time (see tl_totals), its
+   peak HBM in bytes. */
+typedef struct TlDevice {
+  double compute, comm, exposed, idle, peak_hbm;
+} TlDevice;
+void tl_device(const Timeline *T, int64_t d, TlDevice *out);
+/* The rows of the per-line table, hottest first: every line with time
+   or collective bytes (the report folds those past the 40th into one
+   line).  Times and FLOPs and HBM bytes (one device's) are summed over
+   the line's runs; coll_bytes are all devices'; wait is the report's
+   `waited`.  Fills out (NULL: only counts) and returns how many. */
+typedef struct TlLine {
+  int file, line;
+  const IrStmt *first;        /* its first equation modelled (prim, backward, source) */
+  long calls;
+  double time, compute, comm, wait, flops, hbm_bytes, coll_bytes;
+  CostLimit limit;
+} TlLine;
+int tl_lines(Timeline *T, TlLine *out);
+/* The device with the highest peak HBM (*dev) and the statement where it
+   peaked (NULL when no device ran). */
+const IrStmt *tl_peak(const Timeline *T, int64_t *dev);
+/* Equations run outside any shard_map (not modelled). */
+long tl_outside(const Timeline *T);
+/* The data-dependent notes of --abstract ("line N: what: source"). */
+int tl_nnotes(const Timeline *T);
+const char *tl_note_text(const Timeline *T, int i);
+
 /* A placement that failed (a mesh too large for the hardware): the
    message, or NULL. */
 const char *tl_error(const Timeline *T);

@@ -209,6 +209,7 @@ typedef struct IrStmt {
   int nitems;
   /* IS_SHOW */
   char *text;
+  char *svg;              /* visualize: the picture as SVG (shardpic.h), or NULL */
   /* IS_SAVE: the file (resolved against the script's folder); IS_CONST
      made by `load`: the path and key as written, which show prints */
   const char *path;

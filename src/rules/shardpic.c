@@ -205,3 +205,117 @@ bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *s
   cells_free(&C);
   return true;
 }
+
+/* ---- the picture as SVG ------------------------------------------------------------------------ */
+
+enum { SVG_WIDTH = 480, SVG_CAPTION = 22, SVG_GAP = 14, SVG_CHAR = 7 };
+
+/* Colours of the boxes: the boxes a set of devices holds share one. */
+static const char *const svg_colors[] = {"#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f", "#cab2d6", "#ffff99",
+                                         "#8dd3c7", "#bebada", "#80b1d3", "#fccde5", "#d9d9d9", "#ccebc5"};
+
+static void svg_text(Buf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '<') buf_puts(b, "&lt;");
+    else if (c == '>') buf_puts(b, "&gt;");
+    else if (c == '&') buf_puts(b, "&amp;");
+    else if (c == '"') buf_puts(b, "&quot;");
+    else if ((unsigned char)c >= 0x20 || c == '\t') buf_putc(b, c);
+  }
+}
+
+/* One layout at height y of the picture; returns its height and sets
+   *width to its width (pixels). */
+static int svg_layout(Buf *b, const PicLayout *L, int y, int *width) {
+  int rank = L->rank;
+  int64_t nrows = rank == 2 ? til_blocks_along(L->m, L->spc, 0) : 1,
+          ncols = rank == 2 ? til_blocks_along(L->m, L->spc, 1) : rank == 1 ? til_blocks_along(L->m, L->spc, 0) : 1;
+  int64_t rows[2 * PIC_EDGE + 1 + PIC_WHOLE], cols[2 * PIC_EDGE + 1 + PIC_WHOLE];
+  int nr = shown_cells(nrows, rows), nc = shown_cells(ncols, cols);
+  Cells C;
+  cells_build(&C, L->m, L->spc, rank, nrows * ncols, ncols);
+  err_defer(cells_free, &C);
+  Labels lab = {mem_calloc(sizeof(Buf) * (size_t)(nr * nc)), nr * nc};
+  err_defer(labels_free, &lab);
+  size_t maxlab = 0;
+  for (int r = 0; r < nr; r++)
+    for (int c = 0; c < nc; c++) {
+      Buf *l = &lab.b[r * nc + c];
+      int64_t cell = rows[r] * ncols + cols[c];
+      if (rows[r] < 0 || cols[c] < 0) buf_puts(l, "...");
+      else cell_label(l, C.dev + C.at[cell], C.at[cell + 1] - C.at[cell]);
+      if (l->n > maxlab) maxlab = l->n;
+    }
+  /* the array's proportions, each box wide enough for its label */
+  double ratio = rank == 2 && L->shape[0] > 0 ? (double)L->shape[1] / (double)L->shape[0] : 1.0;
+  double w = ratio < 1 && rank == 2 ? SVG_WIDTH * ratio : SVG_WIDTH;
+  if (w < 160) w = 160;
+  double cw = w / nc, minw = (double)maxlab * SVG_CHAR + 12;
+  if (cw < minw) cw = minw;
+  double ch = rank == 2 ? cw * nc / ratio / nr : 36;
+  if (ch < 28) ch = 28;
+  if (ch > 120) ch = 120;
+  int top = y + SVG_CAPTION;
+  buf_printf(b, "<text x=\"0\" y=\"%d\" class=\"cap\">", y + 15);
+  svg_text(b, L->caption, strlen(L->caption));
+  buf_puts(b, "</text>\n");
+  /* a colour per label, in the order labels first appear */
+  int *color = mem_calloc(sizeof(int) * (size_t)(nr * nc));
+  err_defer(mem_free, color);
+  for (int k = 0, ncolors = 0; k < nr * nc; k++) {
+    int q = 0;
+    while (q < k && strcmp(buf_cstr(&lab.b[q]), buf_cstr(&lab.b[k]))) q++;
+    color[k] = q < k ? color[q] : ncolors++;
+  }
+  for (int r = 0; r < nr; r++)
+    for (int c = 0; c < nc; c++) {
+      Buf *l = &lab.b[r * nc + c];
+      bool dots = rows[r] < 0 || cols[c] < 0;
+      buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"#333\"/>\n",
+                 1 + c * cw, top + r * ch, cw, ch, dots ? "#ffffff" : svg_colors[color[r * nc + c] % 12]);
+      buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" dominant-baseline=\"middle\">",
+                 1 + c * cw + cw / 2, top + r * ch + ch / 2);
+      svg_text(b, buf_cstr(l), l->n);
+      buf_puts(b, "</text>\n");
+    }
+  err_undefer(color);
+  mem_free(color);
+  *width = (int)(nc * cw) + 2;
+  int capw = (int)strlen(L->caption) * SVG_CHAR;
+  if (capw > *width) *width = capw;
+  err_undefer(&lab);
+  labels_free(&lab);
+  err_undefer(&C);
+  cells_free(&C);
+  return SVG_CAPTION + (int)(nr * ch) + 2;
+}
+
+bool pic_svg(Buf *b, const char *title, const PicLayout *layouts, int n) {
+  for (int i = 0; i < n; i++)
+    if (layouts[i].rank > 2) return false;
+  Buf body = {0};
+  err_defer(buf_release, &body);
+  int y = 0, width = 0;
+  if (title) {
+    buf_puts(&body, "<text x=\"0\" y=\"15\" class=\"title\">");
+    svg_text(&body, title, strlen(title));
+    buf_puts(&body, "</text>\n");
+    y = SVG_CAPTION + 4;
+    width = (int)strlen(title) * SVG_CHAR;
+  }
+  for (int i = 0; i < n; i++) {
+    int w = 0;
+    y += svg_layout(&body, &layouts[i], y, &w) + (i + 1 < n ? SVG_GAP : 0);
+    if (w > width) width = w;
+  }
+  buf_printf(b,
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+             "font-family=\"monospace\" font-size=\"12\">\n<style>.title { font-weight: bold; font-size: 14px; } .cap { font-weight: bold; }</style>\n",
+             width, y, width, y);
+  buf_put(b, buf_cstr(&body), body.n);
+  buf_puts(b, "</svg>\n");
+  err_undefer(&body);
+  buf_free(&body);
+  return true;
+}

@@ -20,6 +20,18 @@
    mesh m (m NULL: one box, the whole array on one device).  False, with a
    message in b, for a rank above 2. */
 bool pic_draw(Buf *b, const Mesh *m, const Spec *spc, int rank, const int64_t *shape, int width, bool unicode);
+/* The same pictures as SVG, for notebooks: one picture of n layouts, one
+   under the other, each under its caption (its boxes coloured by the set
+   of devices holding them, as JAX's rich visualization does), under a
+   title when one is given.  False for a rank above 2. */
+typedef struct PicLayout {
+  const char *caption;        /* "x: f32[8,16] as P(i, j)" */
+  const Mesh *m;
+  const Spec *spc;
+  int rank;
+  const int64_t *shape;
+} PicLayout;
+bool pic_svg(Buf *b, const char *title, const PicLayout *layouts, int n);
 /* The width to draw at: the terminal's columns when standard output is
    one ($COLUMNS, else the terminal's size), else 80. */
 int pic_width(void);

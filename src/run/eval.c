@@ -1143,7 +1143,9 @@ static void exec_stmt(Interp *I, Frame *F, IrStmt *st) {
     exec_print(F, st);
     break;
   case IS_SHOW:
-    if (fmpi_size() == 1) {
+    if (fmpi_size() == 1 && st->svg && state_cur()->on_picture) {
+      state_cur()->on_picture(state_cur()->on_picture_ud, st->text, st->svg);
+    } else if (fmpi_size() == 1) {
       state_out(st->text, strlen(st->text));
     } else if (F->space.mesh || fmpi_rank() == 0) {
       fmpi_out_begin();

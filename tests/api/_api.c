@@ -7,7 +7,9 @@
 ** values computed here, a syntax and a type error as values (file, line,
 ** column, message, text), the memory and step limits as errors that leave
 ** the state usable, the per-device blocks of a shard_map call with their
-** mesh coordinates, print going to the callback, the cost model's report,
+** mesh coordinates, print going to the callback, the cost model's report
+** (its text, and its tables as data equal to the text's numbers, from a
+** run and from an abstract call of types without data),
 ** and that the library writes nothing to file descriptors 1 and 2 (both
 ** are redirected to files for the whole run and must stay empty).
 **
@@ -456,6 +458,152 @@ static void test_print_and_cost(void) {
   shmapi_close(S);
 }
 
+/* ---- the cost report as data ------------------------------------------------------------------ */
+
+/* Seconds and bytes as the report prints them (timeline.c's fmt_time, fmt_bytes). */
+static void fmt_time(char *out, size_t n, double t) {
+  if (t == 0) snprintf(out, n, "0");
+  else if (t < 1e-6) snprintf(out, n, "%.4g ns", t * 1e9);
+  else if (t < 1e-3) snprintf(out, n, "%.4g us", t * 1e6);
+  else if (t < 1) snprintf(out, n, "%.4g ms", t * 1e3);
+  else snprintf(out, n, "%.4g s", t);
+}
+
+static void fmt_bytes(char *out, size_t n, double b) {
+  if (b == 0) snprintf(out, n, "-");
+  else if (b < 1e3) snprintf(out, n, "%.0f B", b);
+  else if (b < 1e6) snprintf(out, n, "%.4g kB", b / 1e3);
+  else if (b < 1e9) snprintf(out, n, "%.4g MB", b / 1e6);
+  else snprintf(out, n, "%.4g GB", b / 1e9);
+}
+
+/* Does the report's text have the row of line l, with its numbers? */
+static int text_has_line(const char *report, const shmapi_CostLine *l) {
+  char t[32], b[32], w[32], row[400];
+  fmt_time(t, sizeof t, l->time);
+  fmt_bytes(b, sizeof b, l->coll_bytes);
+  fmt_time(w, sizeof w, l->waited);
+  snprintf(row, sizeof row, "  %5d %7lld %11s %5.1f%% %11s %11s %-8s %s%s\n", l->line, l->runs, t, 100 * l->share, b,
+           l->waited > 0 ? w : "-", l->limit, l->backward ? "(backward) " : "", l->source);
+  return strstr(report, row) != NULL;
+}
+
+static int same_cost(const shmapi_Cost *a, const shmapi_Cost *b) {
+  if (strcmp(a->report, b->report) || a->makespan != b->makespan || a->nlines != b->nlines || a->devices != b->devices)
+    return 0;
+  for (int i = 0; i < a->nlines; i++)
+    if (a->lines[i].line != b->lines[i].line || a->lines[i].time != b->lines[i].time ||
+        a->lines[i].flops != b->lines[i].flops || a->lines[i].hbm_bytes != b->lines[i].hbm_bytes)
+      return 0;
+  return 1;
+}
+
+static void test_cost_data(void) {
+  shmapi_State *S = shmapi_open(NULL);
+  const char prog[] =
+      "mesh m = {i: 4}\n"
+      "@shard_map[mesh=m, in_specs=(P('i'), P()), out_specs=P()]\n"
+      "def step(x, w) {\n"
+      "  y = dot_general[dimension_numbers=(([1], [0]), ([], []))] x w\n"
+      "  s = psum[axes='i'] y\n"
+      "  t = fori_loop[lower=0, upper=3, body={ lambda ; k a. let\n"
+      "        b = mul a 2.0 in (b,) }] s\n"
+      "  return t\n"
+      "}\n"
+      "def loop(x, n) {\n"
+      "  r, j = while[cond_jaxpr={ lambda ; a:f32[8] k:i32[]. let p:bool[] = lt k n in (p,) },\n"
+      "            body_jaxpr={ lambda ; a:f32[8] k:i32[]. let b:f32[8] = neg a; k2:i32[] = add k 1 in (b, k2) }] x 0\n"
+      "  return r\n"
+      "}\n";
+  int rc = shmapi_load_string(S, "step.shm", prog, strlen(prog));
+  check(rc == SHMAPI_OK, "the cost program loads");
+  if (rc) show_diags(S);
+  static float x[64 * 128], w[128 * 32];
+  for (int i = 0; i < 64 * 128; i++) x[i] = (float)(i % 7);
+  for (int i = 0; i < 128 * 32; i++) w[i] = (float)(i % 5);
+  int64_t xs[2] = {64, 128}, ws[2] = {128, 32};
+  shmapi_Array args[2] = {arr(SHMAPI_F32, 2, xs, x), arr(SHMAPI_F32, 2, ws, w)};
+  shmapi_CostOptions o = {"tpu-v5e", NULL, NULL, 0};
+  shmapi_Cost *c = NULL, *a = NULL;
+  rc = shmapi_call_cost_with(S, "step", args, 2, &o, &c);
+  check(rc == SHMAPI_OK && c && c->nlines == 3 && c->devices == 4 && !strcmp(c->hardware, "tpu-v5e"),
+        "a call's report as data: %d lines, %lld devices", c ? c->nlines : -1, c ? (long long)c->devices : -1);
+  if (rc || !c) {
+    show_diags(S);
+    shmapi_close(S);
+    return;
+  }
+  /* the rows: the numbers of the text, hottest first */
+  int ok = 1, found = 0;
+  double sum = 0, sent = 0;
+  for (int i = 0; i < c->nlines; i++) {
+    const shmapi_CostLine *l = &c->lines[i];
+    ok = ok && text_has_line(c->report, l) && !strcmp(l->file, "step.shm") && (i == 0 || l->time <= c->lines[i - 1].time);
+    ok = ok && l->time == l->compute + l->comm;
+    sum += l->time;
+    sent += l->coll_bytes;
+    if (!strcmp(l->primitive, "dot_general")) {   /* a 16x128 by 128x32 product per device */
+      found++;
+      ok = ok && l->line == 4 && l->runs == 1 && l->flops == 2.0 * 16 * 128 * 32 && l->comm == 0 &&
+           l->hbm_bytes == 4.0 * (16 * 128 + 128 * 32 + 16 * 32) && !strcmp(l->limit, "HBM") && !l->backward;
+    }
+    if (!strcmp(l->primitive, "psum")) {
+      found++;
+      ok = ok && l->line == 5 && l->compute == 0 && l->comm > 0 && l->coll_bytes > 0 && l->flops == 0;
+    }
+    if (!strcmp(l->primitive, "mul")) {           /* in the loop body: 3 runs */
+      found++;
+      ok = ok && l->line == 7 && l->runs == 3 && l->flops == 3.0 * 16 * 32;
+    }
+  }
+  check(ok && found == 3, "every row is the text's row, with its FLOPs, bytes and streams (%d of 3 found)", found);
+  ok = c->bytes_sent == sent;
+  for (int i = 0; i < c->nlines; i++) ok = ok && fabs(c->lines[i].share - c->lines[i].time / sum) < 1e-15;
+  double most = 0;
+  for (int64_t d = 0; d < c->devices; d++) {
+    const shmapi_CostDevice *v = &c->device[d];
+    ok = ok && fabs(v->compute + v->exposed + v->idle - c->makespan) <= 1e-12 * c->makespan && v->peak_hbm > 0;
+    if (v->compute > most) most = v->compute;
+  }
+  ok = ok && most == c->compute && c->peak_at && strstr(c->report, c->peak_at) && c->nnotes == 0 && c->outside == 0;
+  check(ok, "totals, shares and devices agree (compute + exposed + idle = makespan on each device)");
+
+  /* abstract: types only, the same model */
+  shmapi_Array types[2] = {arr(SHMAPI_F32, 2, xs, NULL), arr(SHMAPI_F32, 2, ws, NULL)};
+  o.abstract = 1;
+  rc = shmapi_call_cost_with(S, "step", types, 2, &o, &a);
+  check(rc == SHMAPI_OK && a && same_cost(a, c), "an abstract call (no data) models what the run does");
+  if (rc) show_diags(S);
+  shmapi_cost_free(a);
+  a = NULL;
+  int64_t big[2] = {1 << 20, 1 << 16}, bigw[2] = {1 << 16, 1 << 14};
+  shmapi_Array huge[2] = {arr(SHMAPI_F32, 2, big, NULL), arr(SHMAPI_F32, 2, bigw, NULL)};
+  rc = shmapi_call_cost_with(S, "step", huge, 2, &o, &a);
+  ok = rc == SHMAPI_OK && a;
+  int dots = 0;
+  for (int i = 0; ok && i < a->nlines; i++)
+    if (!strcmp(a->lines[i].primitive, "dot_general")) {
+      ok = a->lines[i].flops == 2.0 * (1 << 18) * (1 << 16) * (1 << 14) && !strcmp(a->lines[i].limit, "FLOPs");
+      dots++;
+    }
+  ok = ok && dots == 1;
+  check(ok, "an abstract call at sizes no memory holds (a 256 GB operand)");
+  shmapi_cost_free(a);
+  a = NULL;
+  /* a loop whose trip count is data: an error value, as --abstract says */
+  int64_t vs[1] = {8};
+  shmapi_Array lt[2] = {arr(SHMAPI_F32, 1, vs, NULL), arr(SHMAPI_I32, 0, NULL, NULL)};
+  rc = shmapi_call_cost_with(S, "loop", lt, 2, &o, &a);
+  check(rc == SHMAPI_ERROR && !a && shmapi_ndiags(S) == 1 && strstr(shmapi_diag(S, 0)->message, "depends on array data") &&
+            shmapi_diag(S, 0)->line == 11,
+        "an abstract loop whose trip count is data: the error at the loop");
+  o.abstract = 0;
+  rc = shmapi_call_cost_with(S, "step", types, 2, &o, &a);
+  check(rc == SHMAPI_MISUSE && !a, "a run's arguments need data");
+  shmapi_cost_free(c);
+  shmapi_close(S);
+}
+
 /* ---- the program ----------------------------------------------------------------------------- */
 
 int main(void) {
@@ -473,6 +621,7 @@ int main(void) {
   test_limits();
   test_devices();
   test_print_and_cost();
+  test_cost_data();
   fflush(stdout);
   fflush(stderr);
   dup2(saved_err, 2);

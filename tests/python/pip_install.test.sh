@@ -32,5 +32,7 @@ assert shmapi.__file__.startswith(os.environ["PYTHONPATH"]), shmapi.__file__
 prog = shmapi.load('import "nn.shm"\ndef f(x) {\n  y = relu x\n  return y\n}\n')
 y = prog.f(np.array([-1.0, 2.0], np.float32))
 assert y.tolist() == [0.0, 2.0], y
+here = os.path.dirname(shmapi.__file__)         # typed: the marker and the stubs come along
+assert os.path.isfile(os.path.join(here, "py.typed")) and os.path.isfile(os.path.join(here, "__init__.pyi"))
 print("installed package ok:", shmapi.version)
 PY

@@ -254,6 +254,20 @@ def test_cost_report_equals_the_cli(tmp_path):
     assert any("psum" in e.get("name", "") for e in (events["traceEvents"] if isinstance(events, dict) else events))
     with pytest.raises(shmapi.Error, match="unknown hardware"):
         shmapi.load(PSUM).cost("total", np.ones(8, np.float32), hardware="no-such-chip")
+    with pytest.raises(ValueError, match="a .svg path"):
+        shmapi.load(PSUM).cost("total", np.ones(8, np.float32), trace=tmp_path / "t.json", timeline=True)
+    # a run's timeline: its picture kept, or the trace as --trace writes it for the file
+    prog = shmapi.Program()
+    prog._load(str(p))
+    rep = prog.time("h100", timeline=True)
+    assert rep.text == cli and rep.svg.startswith("<svg") and "psum" in rep.svg
+    prog = shmapi.Program()
+    prog._load(str(p))
+    prog.time("h100", trace=tmp_path / "run.svg")
+    subprocess.run([SHMAPI, "--hardware", "h100", "--trace", str(tmp_path / "cli.svg"), str(p)], check=True,
+                   capture_output=True)
+    ours, theirs = open(tmp_path / "run.svg").read(), open(tmp_path / "cli.svg").read()
+    assert ours.count("<rect") == theirs.count("<rect") > 4
 
 
 def test_stats_equal_the_cli(tmp_path):
@@ -299,3 +313,267 @@ def test_magic_in_a_headless_ipython_shell(capsys):
     assert "<cell 3>:1:5: error:" in out.err
     ip.run_cell_magic("shm", "", "print y\n")
     assert capsys.readouterr().out == "16.0\n"
+
+
+# ---- the cost report as data, abstract models, pictures ------------------------------------
+
+GRAD = """
+mesh m = {i: 4}
+@shard_map[mesh=m, in_specs=(P(i), P()), out_specs=P()]
+def loss(x, w) {
+  y = dot_general[dimension_numbers=(([1], [0]), ([], []))] x w
+  z = tanh y
+  s = reduce_sum[axes=(0, 1)] z
+  t = psum[axes=i] s
+  return t
+}
+def g = grad[argnums=(1,)] loss
+"""
+
+
+def fmt_time(t):
+    """Seconds as --time prints them (src/model/timeline.c's fmt_time)."""
+    if t == 0:
+        return "0"
+    if t < 1e-6:
+        return "%.4g ns" % (t * 1e9)
+    if t < 1e-3:
+        return "%.4g us" % (t * 1e6)
+    if t < 1:
+        return "%.4g ms" % (t * 1e3)
+    return "%.4g s" % t
+
+
+def fmt_bytes(b):
+    if b == 0:
+        return "-"
+    if b < 1e3:
+        return "%.0f B" % b
+    for scale, unit in ((1e3, "kB"), (1e6, "MB"), (1e9, "GB")):
+        if b < scale * 1e3:
+            return "%.4g %s" % (b / scale, unit)
+    return "%.4g TB" % (b / 1e12)
+
+
+def assert_data_is_the_text(rep):
+    """Every number of the report's data is the one its text prints."""
+    text = rep.text
+    assert text.startswith("modelled on %s: %s\n" % (rep.hardware, fmt_time(rep.makespan)))
+    # the device table: runs of equal rows merged
+    rows, lo = [], 0
+    cells = [(fmt_time(d.compute), fmt_time(d.comm), fmt_time(d.exposed), fmt_time(d.idle), fmt_bytes(d.peak_hbm))
+             for d in rep.per_device]
+    for d in range(1, len(cells) + 1):
+        if d == len(cells) or cells[d] != cells[lo]:
+            rows.append("  %-9s %11s %11s %11s %11s %11s\n" % (str(lo) if lo == d - 1 else "%d-%d" % (lo, d - 1),
+                                                             *cells[lo]))
+            lo = d
+    assert "".join(rows) in text
+    for d in rep.per_device:
+        assert abs(d.compute + d.exposed + d.idle - rep.makespan) <= 1e-12 * rep.makespan
+    assert rep.compute == max(d.compute for d in rep.per_device)
+    assert rep.peak_hbm == max(d.peak_hbm for d in rep.per_device) == rep.per_device[rep.peak_device].peak_hbm
+    assert "on device %d (of" % rep.peak_device in text and "at line %s\n" % rep.peak_at in text
+    # the per-line table: every row the text shows, hottest first
+    table = text[text.index("per line, hottest first:\n"):].split("\n")[2:]
+    for k, ln in enumerate(rep.lines[:40]):
+        row = "  %5d %7d %11s %5.1f%% %11s %11s %-8s %s%s" % (
+            ln.line, ln.runs, fmt_time(ln.time), 100 * ln.share, fmt_bytes(ln.coll_bytes),
+            fmt_time(ln.waited) if ln.waited > 0 else "-", ln.limit, "(backward) " if ln.backward else "", ln.source)
+        assert table[k] == row
+        assert ln.time == ln.compute + ln.comm
+    assert abs(sum(ln.share for ln in rep.lines) - 1) < 1e-12
+    assert sum(ln.coll_bytes for ln in rep.lines) == rep.bytes_sent
+    assert "collective bytes sent, all devices: %.0f\n" % rep.bytes_sent in text
+
+
+def test_cost_report_as_data_equals_the_cli(tmp_path):
+    p = tmp_path / "g.shm"
+    p.write_text(GRAD + "x = iota[dtype=f32, shape=(64, 32), dimension=0]\n"
+                 "w = iota[dtype=f32, shape=(32, 16), dimension=1]\ndw = g x w\n")
+    cli = subprocess.run([SHMAPI, "--time", str(p)], check=True, capture_output=True, text=True).stdout
+    prog = shmapi.Program()
+    prog._load(str(p))
+    rep = prog.time()
+    assert str(rep) == rep.text == cli
+    assert_data_is_the_text(rep)
+    assert rep.hardware == "tpu-v5e" and rep.devices == 4 and rep.outside == 2
+    rows = {(ln.line, ln.backward): ln for ln in rep.lines}
+    fwd, bwd = rows[(5, False)], rows[(5, True)]
+    assert fwd.primitive == "dot_general" and fwd.runs == 1 and fwd.flops == 2 * 16 * 32 * 16
+    assert fwd.hbm_bytes == 4 * (16 * 32 + 32 * 16 + 16 * 16) and fwd.comm == 0 and fwd.limit == "HBM"
+    assert bwd.backward and bwd.comm > 0 and bwd.coll_bytes > 0       # the transpose's psum of dw
+    assert rows[(6, False)].primitive == "tanh" and rows[(6, True)].backward
+    d = rep.to_dict()
+    assert d["lines"][0] == rep.lines[0].to_dict() and d["per_device"][3] == rep.per_device[3].to_dict()
+    assert d["makespan"] == rep.makespan and d["peak_at"] == rep.peak_at
+    import json
+    json.dumps(d)                                      # plain Python objects
+    # a call's report is data too
+    call = shmapi.load(GRAD).cost("g", np.ones((64, 32), np.float32), np.ones((32, 16), np.float32))
+    assert_data_is_the_text(call)
+    def rows(r):
+        return [dict(ln.to_dict(), file=None) for ln in r.lines]
+    assert rows(call) == rows(rep) and call.lines[0].file == "<string>" and rep.lines[0].file == str(p)
+    html = call._repr_html_()
+    assert html.count("<tr>") == 1 + 1 + 1 + len(call.lines)    # two heads, one merged device row, the lines
+    assert "(backward) " in html and "dot_general" in html
+
+
+def test_abstract_cost_models_from_shapes(tmp_path):
+    p = tmp_path / "g.shm"
+    p.write_text(GRAD + "x = iota[dtype=f32, shape=(64, 32), dimension=0]\n"
+                 "w = iota[dtype=f32, shape=(32, 16), dimension=1]\ndw = g x w\nprint dw\n")
+    cli = subprocess.run([SHMAPI, "--abstract", "--time", str(p)], check=True, capture_output=True,
+                         text=True).stdout
+    prog = shmapi.Program()
+    prog._load(str(p))
+    rep = prog.time(abstract=True)
+    assert rep.text == cli and "dw" not in rep.text
+    with pytest.raises(shmapi.Error, match="no value"):
+        prog.get("dw")                                 # modelled, not run
+    # a call from shapes alone: what the run models
+    prog = shmapi.load(GRAD)
+    x, w = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    real = prog.cost("g", x, w).to_dict()
+
+    class Struct:                                      # as jax.ShapeDtypeStruct
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, np.dtype(dtype)
+    for args in [(shmapi.ShapeDtype((64, 32), "f32"), shmapi.ShapeDtype((32, 16), np.float32)),
+                 (Struct((64, 32), "float32"), w), (x, w)]:
+        assert prog.cost("g", *args, abstract=True).to_dict() == real
+    # sizes no memory holds
+    big = prog.cost("g", shmapi.ShapeDtype((1 << 20, 1 << 16), "bf16"), shmapi.ShapeDtype((1 << 16, 1 << 14), "bf16"),
+                    abstract=True, hardware="tpu-v5p")
+    dot = [ln for ln in big.lines if ln.primitive == "dot_general" and not ln.backward][0]
+    assert dot.flops == 2 * (1 << 18) * (1 << 16) * (1 << 14) and dot.limit == "FLOPs"
+    assert big.hardware == "tpu-v5p" and big.peak_hbm > 30e9 and "peak HBM: %s on device" % fmt_bytes(big.peak_hbm) in big.text
+    with pytest.raises(TypeError, match="no dtype"):
+        shmapi.ShapeDtype((2,), "f7")
+    with pytest.raises(TypeError, match="shape and a dtype"):
+        prog.cost("g", "x", w, abstract=True)
+    # a loop whose trip count is data cannot be modelled from shapes
+    loop = shmapi.load("def f(x, n) {\n  r, k = while[cond_jaxpr={ lambda ; a:f32[4] k:i32[]. let p:bool[] = lt k n "
+                       "in (p,) },\n    body_jaxpr={ lambda ; a:f32[4] k:i32[]. let b:f32[4] = neg a; "
+                       "k2:i32[] = add k 1 in (b, k2) }] x 0\n  return r\n}\n")
+    with pytest.raises(shmapi.Error, match="depends on array data") as e:
+        loop.f.cost(shmapi.ShapeDtype((4,), "f32"), 3, abstract=True)
+    assert e.value.line == 2
+    assert loop.f.cost(np.ones(4, np.float32), np.int32(3)).outside == 4 + 3 * 2     # run: 4 tests, 3 steps
+
+
+VIS = """
+mesh m = {i: 2, j: 2}
+@shard_map[mesh=m, in_specs=(P(i, j),), out_specs=P(i)]
+def f(x) {
+  s = psum[axes=j] x
+  return s
+}
+x = iota[dtype=f32, shape=(8, 4), dimension=0]
+y = f x
+"""
+
+
+def test_visualize_gives_a_picture(tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+    p = tmp_path / "v.shm"
+    p.write_text(VIS + "visualize f\nvisualize[mesh=m, spec=P(None, j)] x\n")
+    cli = subprocess.run([SHMAPI, str(p)], check=True, capture_output=True, text=True).stdout
+    prog = shmapi.load(VIS)
+    pic = prog.visualize("f")
+    col = prog.visualize("x", mesh="m", spec=(None, "j"))
+    assert str(pic) + str(col) == cli
+    assert prog.visualize("x", mesh="m", spec="P(None, j)").svg == col.svg
+    assert prog.f.visualize().svg == pic.svg
+    svg = ET.fromstring(pic._repr_svg_())
+    ns = "{http://www.w3.org/2000/svg}"
+    rects = svg.findall(ns + "rect")
+    texts = [t.text for t in svg.findall(ns + "text")]
+    assert len(rects) == 4 + 2                          # the input's 4 blocks, the output's 2
+    assert texts == ["f: shard_map over mesh m", "input x: f32[8,4] as P(i, j)", "CPU 0", "CPU 1", "CPU 2", "CPU 3",
+                     "output s: f32[8,2] as P(i)", "CPU 0,1", "CPU 2,3"]
+    fills = [r.get("fill") for r in rects]
+    assert len(set(fills[:4])) == 4 and fills[4] != fills[5]
+    assert [t.text for t in ET.fromstring(col.svg).findall(ns + "text")] == ["x: f32[8,4] as P(None, j)",
+                                                                            "CPU 0,2", "CPU 1,3"]
+    # in a program's text, a picture is printed (its text), as the CLI does
+    capsys.readouterr()
+    shmapi.load(VIS + "visualize f\n")
+    assert capsys.readouterr().out == str(pic)
+
+
+def test_magic_shows_pictures_and_reports_rich(capsys):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "shmapi")
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--reset", VIS + "visualize f\n")
+    assert len(cap.outputs) == 1
+    data = cap.outputs[0].data
+    assert data["image/svg+xml"].startswith("<svg") and data["text/plain"].startswith("f: shard_map over mesh m")
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--time h100", "z = f x\n")
+    rep = cap.outputs[0].data
+    assert rep["text/plain"].startswith("modelled on h100:") and "<table>" in rep["text/html"]
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--time tpu-v5e --abstract", "w = f x\nprint w\n")
+    assert cap.stdout == "" and "modelled on tpu-v5e" in cap.outputs[0].data["text/plain"]
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--time a100 --timeline", "u = f x\n")
+    html = cap.outputs[0].data["text/html"]
+    assert "<table>" in html and "<svg" in html and "psum" in html[html.index("<svg"):]
+    with capture_output() as cap:
+        ip.run_cell_magic("shm", "--timeline", "u = f x\n")
+    assert cap.stderr == "%%shm: --timeline goes with --time HW\n" and not cap.outputs
+
+
+def test_the_stubs_declare_the_api():
+    import ast
+    import inspect
+    stub = ast.parse(open(os.path.join(os.path.dirname(shmapi.__file__), "__init__.pyi")).read())
+    top = {n.name: n for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    for name in shmapi.__all__:
+        assert name in top or any(isinstance(n, ast.AnnAssign) and n.target.id == name for n in stub.body), name
+    for cls in ("Program", "Function", "CostReport", "CostLine", "CostDevice", "PerDevice", "Picture",
+                "ShapeDtype"):
+        declared = {n.name for n in top[cls].body if isinstance(n, ast.FunctionDef)}
+        declared |= {n.target.id for n in top[cls].body if isinstance(n, ast.AnnAssign)}
+        for name, member in vars(getattr(shmapi, cls)).items():
+            if not name.startswith("_") and (inspect.isfunction(member) or name in ("FIELDS",)):
+                assert name in declared, "%s.%s" % (cls, name)
+        for name in getattr(getattr(shmapi, cls), "FIELDS", ()):
+            assert name in declared, "%s.%s" % (cls, name)
+        for name, member in vars(getattr(shmapi, cls)).items():
+            if inspect.isfunction(member) and not name.startswith("_"):
+                params = list(inspect.signature(member).parameters)
+                stubbed = [a.arg for a in top[cls].body[[n.name if isinstance(n, ast.FunctionDef) else None
+                                                          for n in top[cls].body].index(name)].args.args]
+                stubbed += [a.arg for a in [x for x in top[cls].body if isinstance(x, ast.FunctionDef) and
+                                            x.name == name][0].args.kwonlyargs]
+                assert [p for p in params if p not in ("args",)] == stubbed, "%s.%s" % (cls, name)
+
+
+def test_no_leak_over_many_cost_reports():
+    import tracemalloc
+    prog = shmapi.load(GRAD)
+    x, w = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    xs, ws = shmapi.ShapeDtype(x.shape, "f32"), shmapi.ShapeDtype(w.shape, "f32")
+    for _ in range(50):
+        prog.cost("g", x, w).to_dict()
+        prog.cost("g", xs, ws, abstract=True)
+    gc.collect()
+    base_mem, base_ref = prog.memory_in_use(), sys.getrefcount(x)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(1000):
+        prog.cost("g", x, w).to_dict()
+        prog.cost("g", xs, ws, abstract=True)
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 64 * 1024, grown                  # Python objects: a report is a few kB
+    assert sys.getrefcount(x) == base_ref
+    assert prog.memory_in_use() <= base_mem + 4096

@@ -26,3 +26,32 @@ def test_docs_example(capsys):
 
     assert capsys.readouterr().out == ("[12. 16.]\n(array([12., 16.], dtype=float32),)\n4 48.0\n"
                                        "[2. 2. 2.]\n")
+
+
+def test_docs_cost_example(capsys):
+    import shmapi
+
+    prog = shmapi.load("""
+    mesh m = {i: 4}
+    @shard_map[mesh=m, in_specs=(P(i), P()), out_specs=P()]
+    def step(x, w) {
+      y = dot_general[dimension_numbers=(([1], [0]), ([], []))] x w
+      s = psum[axes=i] y
+      return s
+    }
+    """)
+    x = shmapi.ShapeDtype((8192, 8192), "bf16")   # shapes only: no array is made
+    w = shmapi.ShapeDtype((8192, 8192), "bf16")   # (jax.ShapeDtypeStruct, arrays: as well)
+    report = prog.cost("step", x, w, hardware="tpu-v5e", abstract=True)
+    for ln in report.lines:                       # the per-line table, hottest first
+        print(ln.line, ln.primitive, "%.3g" % ln.flops, "%.3g" % ln.time, ln.limit)
+    # 5 dot_general 2.75e+11 0.0014 FLOPs
+    # 6 psum 0 0.00112 link
+    print("%.3g" % report.makespan, report.per_device[0].exposed > 0)   # 0.00251 True
+    table = report.to_dict()                      # plain dicts and lists
+    pic = prog.visualize("step")                  # a notebook shows its SVG
+    print(str(pic).splitlines()[1])               # input x: bf16[8192,8192] as P(i)
+
+    assert table["lines"][0]["primitive"] == "dot_general" and str(report) == report.text
+    assert capsys.readouterr().out == ("5 dot_general 2.75e+11 0.0014 FLOPs\n6 psum 0 0.00112 link\n"
+                                       "0.00251 True\ninput x: bf16[8192,8192] as P(i)\n")
