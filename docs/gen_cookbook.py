@@ -57,7 +57,7 @@ SWEEP = [("B", [16, 64, 256], "global batch (sequences)"),
 # A recipe whose --abstract run models a cond by its costliest branch
 # (a pipeline's schedule depends on the stage) is drawn from a real run
 # at these sizes instead, where every device takes its own branch.
-PICTURE = dict(B=8, T=64, D=32, F=256, L=4, N=4, M=4)
+PICTURE = dict(B=8, T=64, D=32, F=256, L=8, N=4, M=4)
 # The other pictures: the chapter's sizes on 4 devices, 4 layers (a
 # picture of every event of 16 layers on 16 devices would be megabytes).
 PICTURE_ABSTRACT = dict(MODEL, L=4, N=4)
@@ -294,10 +294,12 @@ def pictures(runner, rs, write):
         tmp = os.path.join(runner.dir, "pic_%s.svg" % r["name"])
         how = ""
         if r["call"]:
+            sizes = dict(MODEL, N=16)
+            sizes["M"] = microbatches(sizes["B"], sizes["N"])
+            rep = parse(runner.run(["--abstract", "--time"], real_size_program(r, sizes)))
             sizes = dict(PICTURE_ABSTRACT)
             sizes["M"] = microbatches(sizes["B"], sizes["N"])
             prog = real_size_program(r, sizes)
-            rep = parse(runner.run(["--abstract", "--time"], prog))
             if rep["notes"]:
                 sizes = dict(PICTURE)
                 prog = real_size_program(r, sizes)
@@ -339,23 +341,28 @@ def bubble_rows(runner, rs):
     return out
 
 
+def peaks_v5p(runner):
+    return runner.hardware("tpu-v5p")["peak_flops"]["f32"]
+
+
 def dp_threshold(runner, rs):
     """The smallest tokens per device at which DP's communication fits under its compute on a v5p axis."""
     dp = [r for r in rs if r["name"] == "dp"]
     if not dp:
         return None
-    rows, first = [], None
+    rows, first, mesh = [], None, ""
     for tok in V5P_DP_TOKENS:
         sizes = dict(MODEL, N=16, B=16, T=tok)          # one sequence of tok tokens a device
         sizes["M"] = 1
         rep = parse(runner.run(["--abstract", "--time", "--hardware", "tpu-v5p"], real_size_program(dp[0], sizes)))
-        rows.append((tok, rep["comm"], rep["compute"]))
+        rows.append((tok, rep["comm"], rep["compute"], useful_flops(sizes) / 16 / peaks_v5p(runner)))
+        mesh = rep["mesh"]
         if first is None and rep["comm"] <= rep["compute"]:
             first = tok
             if len(rows) > 1:                      # where compute meets comm, linearly between rows
-                (t0, m0, c0), (t1, m1, c1) = rows[-2], rows[-1]
+                (t0, m0, c0, _), (t1, m1, c1, _) = rows[-2], rows[-1]
                 first = t0 + (t1 - t0) * (m0 - c0) / ((c1 - c0) - (m1 - m0))
-    return rows, first
+    return rows, first, mesh
 
 
 def chapter(runner, write):
@@ -444,21 +451,25 @@ def chapter(runner, write):
     L.append("")
     th = dp_threshold(runner, rs)
     if th:
-        rows, first = th
+        rows, first, mesh = th
         L.append("The scaling book (\"How to Parallelize a Transformer for Training\") finds data")
         L.append("parallelism compute-bound on a TPU v5p axis when each device holds more than")
         L.append("C / W_ici = 2550 tokens, for bf16 weights and gradients. The recipes send f32")
         L.append("gradients, twice the bytes, so the same derivation gives 5100. The model, on")
         L.append("16 v5p chips (`dp.shm`, the chapter's D, F and L, one sequence per chip):")
         L.append("")
-        L.append("| tokens / device | communication | compute |")
-        L.append("| --- | --- | --- |")
-        for tok, comm, comp in rows:
-            L.append("| %d | %s | %s |" % (tok, ftime(comm), ftime(comp)))
+        L.append("| tokens / device | communication | compute | the matmuls alone at peak |")
+        L.append("| --- | --- | --- | --- |")
+        for tok, comm, comp, mm in rows:
+            L.append("| %d | %s | %s | %s |" % (tok, ftime(comm), ftime(comp), ftime(mm)))
         L.append("")
         L.append("Communication fits under compute from about %s tokens per device"
                  % ("%.0f" % first if first else "none of these"))
-        L.append("(interpolated between the rows).")
+        L.append("(interpolated between the rows). Two things of the model move it from the")
+        L.append("book's figure: its compute includes the elementwise work (gelu and the")
+        L.append("residual adds, unfused, at HBM bandwidth), which the book's count of matmul")
+        L.append("FLOPs leaves out (compare the last two columns), and the collective runs")
+        L.append("where the model places the mesh: `mesh %s`." % mesh)
         L.append("")
     L.append("Megatron-LM reports, for its tensor-parallel MLP and attention on V100s,")
     L.append("39 TFLOP/s on one GPU (30% of peak) and 76% weak-scaling efficiency on 512")

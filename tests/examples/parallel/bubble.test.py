@@ -59,17 +59,17 @@ def main():
         json.dump(FAST, f)
     cases = [("pp_gpipe", "gpipe_step", p, 1, m) for p, m in ((2, 1), (2, 4), (4, 4), (4, 8), (3, 5), (8, 8))]
     cases += [("pp_1f1b", "pp_1f1b_step", p, 1, m) for p, m in ((2, 4), (4, 4), (4, 8), (3, 5), (8, 16))]
-    if os.path.exists(os.path.join(_recipes.PARALLEL, "pp_circular.shm")):
-        cases += [("pp_circular", "circular_step", p, v, m) for p, v, m in ((2, 2, 2), (4, 2, 4), (4, 3, 8), (2, 4, 4))]
+    cases += [("pp_circular", "circular_step", p, v, m) for p, v, m in ((2, 2, 2), (4, 2, 4), (4, 3, 8), (2, 4, 4))]
     bad = 0
     try:
         for k, (name, fn, p, v, m) in enumerate(cases):
             L = p * v * 2
-            extra = ", v=%d" % v if v > 1 or name == "pp_circular" else ""
+            extra = ", F=%d, L=%d, lc=2" % (F, L) if name == "pp_circular" else ""
+            vv = ", v=%d" % v if name == "pp_circular" else ""
             prog = ('import "%s.shm"\n' % name
                     + "x, tgt, w1, w2 = make_data[B=%d, T=%d, D=%d, F=%d, L=%d]\n" % (m * MB, T, D, F, L)
-                    + "l, d1, d2 = %s[dn=1, p=%d%s, m=%d, mb=%d, T=%d, D=%d] x tgt w1 w2\n"
-                    % (fn, p, extra, m, MB, T, D))
+                    + "l, d1, d2 = %s[dn=1, p=%d%s, m=%d, mb=%d, T=%d, D=%d%s] x tgt w1 w2\n"
+                    % (fn, p, vv, m, MB, T, D, extra))
             tr = os.path.join(d, "t%d.json" % k)
             status, out, err = _recipes.run(
                 shmapi, d, "_bubble%d.shm" % k, prog,

@@ -1,7 +1,7 @@
 """The cookbook's recipes (examples/parallel/) on random parameters, each
 against the same model on one device: random mesh sizes for the recipes
-of part 1, random stage counts p, microbatch counts m, data replicas and
-layer counts for the pipelines of part 2.  Every case runs the sharded
+of part 1, random stage counts p, microbatch counts m, data replicas, layer
+counts and (circular) chunks per device v for the pipelines of part 2.  Every case runs the sharded
 step and model.shm's one-device reference on the same random inputs and
 checks the loss and both weight gradients with allclose (rtol 1e-5,
 atol 1e-6); all cases of a run go into one program.
@@ -24,9 +24,7 @@ def divisors(n):
 
 def case(rng, k):
     """One call and its check: (imports, text)."""
-    kind = rng.choice(["dp", "fsdp", "tp", "fsdp_tp_sp", "pp_gpipe", "pp_1f1b"]
-                      + (["pp_circular"] if os.path.exists(
-                          os.path.join(_recipes.PARALLEL, "pp_circular.shm")) else []))
+    kind = rng.choice(["dp", "fsdp", "tp", "fsdp_tp_sp", "pp_gpipe", "pp_1f1b", "pp_circular"])
     T = rng.choice([2, 4])
     D = rng.choice([4, 8])
     F = rng.choice([8, 16])
@@ -58,8 +56,11 @@ def case(rng, k):
         B = dn * m * mb
         L = p * v * rng.choice([1, 2])
         fn = {"pp_gpipe": "gpipe_step", "pp_1f1b": "pp_1f1b_step", "pp_circular": "circular_step"}[kind]
-        extra = ", v=%d" % v if kind == "pp_circular" else ""
-        call = "%s[dn=%d, p=%d%s, m=%d, mb=%d, T=%d, D=%d]" % (fn, dn, p, extra, m, mb, T, D)
+        if kind == "pp_circular":
+            call = "%s[dn=%d, p=%d, v=%d, m=%d, mb=%d, T=%d, D=%d, F=%d, L=%d, lc=%d]" % (
+                fn, dn, p, v, m, mb, T, D, F, L, L // (p * v))
+        else:
+            call = "%s[dn=%d, p=%d, m=%d, mb=%d, T=%d, D=%d]" % (fn, dn, p, m, mb, T, D)
         desc = "%s dn=%d p=%d v=%d m=%d mb=%d L=%d" % (kind, dn, p, v, m, mb, L)
     text = """x{k}, t{k}, a{k}, b{k} = make_data[B={B}, T={T}, D={D}, F={F}, L={L}]
 l{k}, d{k}, e{k} = {call} x{k} t{k} a{k} b{k}
