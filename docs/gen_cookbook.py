@@ -57,6 +57,7 @@ SWEEP = [("B", [16, 64, 256], "global batch (sequences)"),
 # A recipe whose --abstract run models a cond by its costliest branch
 # (a pipeline's schedule depends on the stage) is drawn from a real run
 # at these sizes instead, where every device takes its own branch.
+# (README.md's caption of the GPipe picture says 4 stages, 4 microbatches.)
 PICTURE = dict(B=8, T=64, D=32, F=256, L=8, N=4, M=4)
 # The other pictures: the chapter's sizes on 4 devices, 4 layers (a
 # picture of every event of 16 layers on 16 devices would be megabytes).
@@ -74,33 +75,55 @@ def microbatches(B, N):
 
 # ---- recipes ---------------------------------------------------------------------
 
+def readme_rows():
+    """The recipes examples/parallel/README.md lists: {name: (recipe, strategy)},
+    from each table row whose file column is a `NAME.shm`."""
+    rows = {}
+    with open(os.path.join(ROOT, PARALLEL, "README.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 3 and re.fullmatch(r"`[A-Za-z0-9_]+\.shm`", cells[1]):
+                num = re.match(r"\d+", cells[0])
+                rows[cells[1][1:-5]] = (int(num.group(0)) if num else 0, cells[2])
+    return rows
+
+
 def recipes():
+    """Every recipe: the files README.md lists and those with a
+    `# cookbook:` header line (either is enough; the header, when there is
+    one, gives the title and the order)."""
+    listed = readme_rows()
     out = []
     for fn in sorted(os.listdir(os.path.join(ROOT, PARALLEL))):
         if not fn.endswith(".shm"):
             continue
+        name = fn[:-4]
         with open(os.path.join(ROOT, PARALLEL, fn)) as f:
             text = f.read()
         m = re.search(r'^# cookbook: recipe=(\d+) order=(\d+) title="([^"]+)"', text, re.M)
-        if not m:
+        if not m and name not in listed:
             continue
+        if m:
+            recipe, order, title = int(m.group(1)), int(m.group(2)), m.group(3)
+        else:
+            recipe, order = listed[name][0], 0
+            title = listed[name][1].split(":")[0]
         call = re.search(r"^# cookbook-call: (.+)$", text, re.M)
         head = []
         for line in text.splitlines():
             if not line.startswith("#") or line.startswith("# cookbook") or line.startswith("#   build/"):
                 break
             head.append(line[1:].strip())
-        out.append(dict(name=fn[:-4], recipe=int(m.group(1)), order=int(m.group(2)),
-                        title=m.group(3), call=call.group(1) if call else None,
-                        text=text, summary=" ".join(head).split(". ")[0].rstrip(".") + "."))
+        summary = " ".join(head).split(". ")[0].rstrip(".") + "." if head else listed.get(name, (0, ""))[1]
+        out.append(dict(name=name, recipe=recipe, order=order, title=title,
+                        call=call.group(1) if call else None, text=text, summary=summary))
     out.sort(key=lambda r: (r["recipe"], r["order"], r["name"]))
     return out
 
 
 def check_readme(rs):
-    with open(os.path.join(ROOT, PARALLEL, "README.md")) as f:
-        readme = f.read()
-    missing = [r["name"] for r in rs if "`%s.shm`" % r["name"] not in readme]
+    listed = readme_rows()
+    missing = [r["name"] for r in rs if r["name"] not in listed]
     if missing:
         raise SystemExit("examples/parallel/README.md does not list: " + ", ".join(missing))
 
@@ -260,6 +283,24 @@ def table_for(runner, rs, hw, n, peaks):
     return head + "\n" + "\n".join(rows), marks
 
 
+def own_size_table(runner, rs):
+    """The recipes without a cookbook-call line, run as they stand on each preset."""
+    rest = [r for r in rs if not r["call"]]
+    if not rest:
+        return ""
+    hws = sorted({t[0] for t in TARGETS})
+    out = ["| strategy | mesh | " + " | ".join("step, exposed comm, peak HBM on %s" % h for h in hws) + " |",
+           "| --- | --- |" + " --- |" * len(hws)]
+    for r in rest:
+        cells, mesh = [], ""
+        for hw in hws:
+            rep = parse(runner.run(["--time", "--hardware", hw], path="%s/%s.shm" % (PARALLEL, r["name"])))
+            mesh = rep["mesh"].split(" on ")[0]
+            cells.append("%s, %s, %s" % (ftime(rep["time"]), ftime(rep["exposed"]), fbytes(rep["hbm"])))
+        out.append("| %s | `%s` | %s |" % (r["title"], mesh, " | ".join(cells)))
+    return "\n".join(out)
+
+
 def sweep_for(runner, rs, hw, peaks):
     out = []
     for key, values, what in SWEEP:
@@ -322,7 +363,7 @@ def bubble_rows(runner, rs):
     """GPipe's bubble read off a run's trace, beside (p-1)/(m+p-1)."""
     out = []
     for r in rs:
-        if r["name"] != "pp_gpipe":
+        if r["name"] != "pp_gpipe" or not r["call"]:
             continue
         for m in (1, 4, 16):
             sizes = dict(PICTURE, B=4 * m, N=4)
@@ -347,7 +388,7 @@ def peaks_v5p(runner):
 
 def dp_threshold(runner, rs):
     """The smallest tokens per device at which DP's communication fits under its compute on a v5p axis."""
-    dp = [r for r in rs if r["name"] == "dp"]
+    dp = [r for r in rs if r["name"] == "dp" and r["call"]]
     if not dp:
         return None
     rows, first, mesh = [], None, ""
@@ -408,6 +449,16 @@ def chapter(runner, write):
         t, mk = table_for(runner, rs, hw, n, peaks[hw])
         marks.update(mk)
         L.append(t)
+        L.append("")
+    own = own_size_table(runner, rs)
+    if own:
+        L.append("### The recipes at their own sizes")
+        L.append("")
+        L.append("These recipes have no `cookbook-call` line (a step function of the chapter's")
+        L.append("sizes): they are run as they stand, at the small sizes they check against")
+        L.append("one device, with `--time`.")
+        L.append("")
+        L.append(own)
         L.append("")
     if marks:
         L.append("\\* `--abstract` models every device alike: a `cond` on the stage index")
@@ -507,6 +558,12 @@ def main():
         sys.stdout.write(files[OUTPUT])
         return 0
     stale = []
+    for fn in sorted(os.listdir(os.path.join(ROOT, IMG))):
+        path = "%s/%s" % (IMG, fn)
+        if fn.startswith("cookbook_") and path not in files:
+            stale.append(path)                     # a picture of a recipe no longer there
+            if mode != "--check":
+                os.remove(os.path.join(ROOT, path))
     for path, text in sorted(files.items()):
         full = os.path.join(ROOT, path)
         old = open(full).read() if os.path.exists(full) else None
