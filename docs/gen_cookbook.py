@@ -47,7 +47,7 @@ MARKER = "# ---- the recipe at small sizes"
 # The chapter's model: model.shm's residual MLP stack at these sizes.
 MODEL = dict(B=64, T=1024, D=2048, F=8192, L=16)
 # Where it runs: (preset, devices, how the chapter names it).
-TARGETS = [("tpu-v5e", 16, "TPU v5e, a 4x4 slice"),
+TARGETS = [("tpu-v5e", 16, "TPU v5e, 16 chips"),
            ("h100", 8, "H100, one node of 8"),
            ("h100", 32, "H100, 4 nodes of 8")]
 # The sweeps: one size changed at a time, on the first target.
@@ -274,8 +274,9 @@ def table_for(runner, rs, hw, n, peaks):
             note = " *"
             marks.append(r["title"])
         fit = "" if rep["fits"] else " (does not fit)"
-        rows.append("| %s%s | `%s` | %s | %s | %s | %s%s | %s | %.0f%% |" % (
-            r["title"], note, rep["mesh"].split(" on ")[0], ftime(rep["time"]), ftime(rep["compute"]),
+        mesh, _, where = rep["mesh"].partition(" on ")
+        rows.append("| %s%s | `%s` on %s | %s | %s | %s | %s%s | %s | %.0f%% |" % (
+            r["title"], note, mesh, where.split(":")[0], ftime(rep["time"]), ftime(rep["compute"]),
             ftime(rep["exposed"]), fbytes(rep["hbm"]), fit, fbytes(rep["sent"] / max(1, rep["devices"])),
             100 * mfu))
     head = ("| strategy | mesh | step | compute | exposed comm | peak HBM / device | sent / device | MFU |\n"
@@ -464,10 +465,10 @@ def chapter(runner, write):
         L.append("\\* `--abstract` models every device alike: a `cond` on the stage index")
         L.append("(which microbatch, forward or backward) is modelled as its costliest branch")
         L.append("on every stage, so the bubble counts as compute. The step time is then that")
-        L.append("of a schedule whose every tick costs the costliest stage's work: GPipe's step")
-        L.append("time, since all its stages run the same phase each tick, but an upper bound")
-        L.append("for 1F1B. The pictures below and the bubble table come from runs, where each")
-        L.append("stage takes its own branch.")
+        L.append("of a schedule whose every tick costs the costliest stage's work: the step")
+        L.append("time of GPipe and of the circular schedule, whose stages all run the same")
+        L.append("phase each tick, but an upper bound for 1F1B. The pictures below and the")
+        L.append("bubble table come from runs, where each stage takes its own branch.")
         L.append("")
     L.append("## Timelines")
     L.append("")
