@@ -22,7 +22,8 @@ and, when it can be modelled at real sizes, a line
 
 whose {EXPR}s are Python expressions of the chapter's sizes (B, T, D,
 F, L: model.shm's; N: the devices; M: the microbatches of a data
-replica).  The chapter models the recipe's definitions (the file above
+replica); "# cookbook-picture: L=8" changes the sizes of the run its
+picture is drawn from, when --abstract cannot draw it (see PICTURE).  The chapter models the recipe's definitions (the file above
 its line "# ---- the recipe at small sizes") with model.shm's make_data
 at those sizes and that call, under --abstract.  Recipes without a
 cookbook-call line are modelled as they stand (their own small sizes).
@@ -58,7 +59,8 @@ SWEEP = [("B", [16, 64, 256], "global batch (sequences)"),
 # (a pipeline's schedule depends on the stage) is drawn from a real run
 # at these sizes instead, where every device takes its own branch.
 # (README.md's caption of the GPipe picture says 4 stages, 4 microbatches.)
-PICTURE = dict(B=8, T=64, D=32, F=256, L=8, N=4, M=4)
+# A recipe's header line "# cookbook-picture: L=8" changes some of them.
+PICTURE = dict(B=8, T=64, D=32, F=256, L=4, N=4, M=4)
 # The other pictures: the chapter's sizes on 4 devices, 4 layers (a
 # picture of every event of 16 layers on 16 devices would be megabytes).
 PICTURE_ABSTRACT = dict(MODEL, L=4, N=4)
@@ -109,13 +111,19 @@ def recipes():
             recipe, order = listed[name][0], 0
             title = listed[name][1].split(":")[0]
         call = re.search(r"^# cookbook-call: (.+)$", text, re.M)
+        pic = re.search(r"^# cookbook-picture: (.+)$", text, re.M)
+        picture = dict(PICTURE)
+        if pic:
+            for kv in pic.group(1).split(","):
+                k, v = kv.split("=")
+                picture[k.strip()] = int(v)
         head = []
         for line in text.splitlines():
             if not line.startswith("#") or line.startswith("# cookbook") or line.startswith("#   build/"):
                 break
             head.append(line[1:].strip())
         summary = " ".join(head).split(". ")[0].rstrip(".") + "." if head else listed.get(name, (0, ""))[1]
-        out.append(dict(name=name, recipe=recipe, order=order, title=title,
+        out.append(dict(name=name, recipe=recipe, order=order, title=title, picture=picture,
                         call=call.group(1) if call else None, text=text, summary=summary))
     out.sort(key=lambda r: (r["recipe"], r["order"], r["name"]))
     return out
@@ -343,7 +351,7 @@ def pictures(runner, rs, write):
             sizes["M"] = microbatches(sizes["B"], sizes["N"])
             prog = real_size_program(r, sizes)
             if rep["notes"]:
-                sizes = dict(PICTURE)
+                sizes = dict(r["picture"])
                 prog = real_size_program(r, sizes)
                 runner.run(["--time", "--trace", tmp], prog, name=r["name"] + "_run.shm")
                 how = ("run at B=%(B)d, T=%(T)d, D=%(D)d, F=%(F)d, L=%(L)d on %(N)d devices, M=%(M)d"
