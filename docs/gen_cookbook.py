@@ -369,14 +369,19 @@ def pictures(runner, rs, write):
 
 
 def bubble_rows(runner, rs):
-    """GPipe's bubble read off a run's trace, beside (p-1)/(m+p-1)."""
+    """Each pipeline's bubble read off a run's trace (4 stages, one data
+    replica), beside (p - 1) / (v m + p - 1), v the chunks a device holds
+    (its cookbook-call's v=, else 1)."""
     out = []
     for r in rs:
-        if r["name"] != "pp_gpipe" or not r["call"]:
+        if not r["name"].startswith("pp_") or not r["call"]:
             continue
+        vm = re.search(r"\bv=(\d+)", r["call"])
+        v = int(vm.group(1)) if vm else 1
         for m in (1, 4, 16):
-            sizes = dict(PICTURE, B=4 * m, N=4)
-            sizes["M"] = m
+            if v > 1 and m % 4:
+                continue                       # the circular schedule takes groups of p
+            sizes = dict(r["picture"], B=r["picture"]["B"] // r["picture"]["M"] * m, N=4, M=m)
             tr = os.path.join(runner.dir, "bubble.json")
             runner.run(["--time", "--trace", tr], real_size_program(r, sizes))
             with open(tr) as f:
@@ -386,8 +391,9 @@ def bubble_rows(runner, rs):
             for e in ev:
                 if e["tid"] == 0:
                     busy[e["pid"]] = busy.get(e["pid"], 0.0) + e["dur"]
-            idle = [1 - b / end for b in busy.values()]
-            out.append("| GPipe, p = 4, m = %d | %.3f | %.3f to %.3f |" % (m, 3 / (m + 3), min(idle), max(idle)))
+            idle = [1 - x / end for x in busy.values()]
+            out.append("| %s, p = 4, v = %d, m = %d | %.3f | %.3f to %.3f |"
+                       % (r["title"], v, m, 3 / (v * m + 3), min(idle), max(idle)))
     return out
 
 
@@ -492,15 +498,18 @@ def chapter(runner, write):
         L.append("## The pipeline bubble")
         L.append("")
         L.append("The share of the step a stage's compute stream is idle, read off the")
-        L.append("`--trace` JSON of GPipe runs on a TPU v5e (4 stages, T = %(T)d, D = %(D)d,"
+        L.append("`--trace` JSON of runs on a TPU v5e (4 stages, T = %(T)d, D = %(D)d, F = %(F)d),"
                  % PICTURE)
-        L.append("F = %(F)d), beside Huang et al.'s (p - 1) / (m + p - 1). At these small sizes the"
-                 % PICTURE)
+        L.append("beside (p - 1) / (v m + p - 1): Huang et al.'s for GPipe and 1F1B (v = 1),")
+        L.append("Narayanan et al.'s for v chunks a device. At these small sizes the")
         L.append("ppermutes' latency adds to every tick, so a stage idles longer than the")
         L.append("formula says; `tests/examples/parallel/bubble.test.py` makes the links free")
-        L.append("and finds the formula to 0.015.")
+        L.append("and finds GPipe's and the circular schedule's formula to 0.015. 1F1B idles")
+        L.append("more than its formula in the model: a ppermute starts when every stage")
+        L.append("has its operand, so each tick in which some stages run a backward and")
+        L.append("others a forward lasts a backward on all of them.")
         L.append("")
-        L.append("| schedule | (p - 1) / (m + p - 1) | measured, per stage |")
+        L.append("| schedule | (p - 1) / (v m + p - 1) | measured, per stage |")
         L.append("| --- | --- | --- |")
         L.extend(rows)
         L.append("")
