@@ -11,9 +11,11 @@
   their devices, every device in exactly one (a cond on the parity of
   axis_index, and on axis_index < 40, over 128 devices); on 64 devices
   or fewer every device has its own track, as before.
-- A ring ppermute over N and 4N devices with --trace: CPU time grows
-  less than 8x (pairing each sender's flow with its receiver scanned
-  every event for every pair: quadratic).
+- A ring ppermute over N and 4N devices with --trace, and one of N/2
+  pairs with --time: CPU time grows less than 8x (pairing each sender's
+  flow with its receiver scanned every event for every pair, the
+  ppermute's cost on a switch every pair for every device, and the
+  checker every earlier pair for each pair: quadratic).
 - 400 devices whose timelines all differ (a while loop of axis_index
   steps): both files stop at their cap of 40 MB with a note, in the file
   and on stderr, saying how many tracks and devices were left out.
@@ -161,13 +163,17 @@ def f(x) {
 x = full[shape=(%d,), value=1.0]
 z = f x
 '''
-    cpus = []
-    for n in (16384, 65536):
-        perm = ', '.join('(%d, %d)' % (a, (a + 1) % n) for a in range(n))
-        _, _, _, cpu, _ = run(['--trace', os.path.join(d, 'r.json')], RING % (n, perm, n), d)
-        cpus.append(cpu)
-    if cpus[1] > 0.5 and cpus[1] > 8 * max(cpus[0], 0.05):
-        failures.append('ring ppermute --trace: %.2f s at 16384 devices, %.2f s at 65536' % tuple(cpus))
+    for what, args, pairs in [('ring ppermute --trace', ['--trace', os.path.join(d, 'r.json')],
+                               lambda n: ((a, (a + 1) % n) for a in range(n))),
+                              ('paired ppermute --time', ['--time'], lambda n: ((a, a + 1) for a in range(0, n, 2)))]:
+        # (the second: a switch's ppermute cost scanned every pair for each device)
+        cpus = []
+        for n in (16384, 65536):
+            perm = ', '.join('(%d, %d)' % q for q in pairs(n))
+            _, _, _, cpu, _ = run(args, RING % (n, perm, n), d)
+            cpus.append(cpu)
+        if cpus[1] > 0.5 and cpus[1] > 8 * max(cpus[0], 0.05):
+            failures.append('%s: %.2f s at 16384 devices, %.2f s at 65536' % ((what,) + tuple(cpus)))
 
     # every timeline different: the cap
     VARYING = '''mesh m = {i: 400}
