@@ -555,6 +555,48 @@ class Suite:
         self.row("mesh 256×256, psum+ppermute f32[4]", w, "—", None, None, "< 2 s, RSS < 512 MiB",
                  w < 2 and r < 512 * 1024, r, f"whole run; the body alone {fmt_t(med(body))}")
 
+    # -- a million devices' --trace (JSON and SVG) and --time
+    def trace_1m(self):
+        prog = os.path.join(WL, "trace_1m.shm")
+        with tempfile.TemporaryDirectory() as d:
+            for kind in ("json", "svg"):
+                path = os.path.join(d, "t." + kind)
+                walls, rss, sizes = [], [], []
+                for warm in self.rounds():
+                    _, text, err, rc, r, w = run_marked(self.ref, [self.shm, "--hardware", "a100", "--trace", path, prog])
+                    if rc != 0:
+                        raise Failure(f"shmapi --trace {path} exited {rc}:\n{err.strip()[-800:]}")
+                    if warm:
+                        continue
+                    walls.append(w)
+                    rss.append(r)
+                    sizes.append(os.path.getsize(path))
+                if text.strip() != "[1000000.]":
+                    raise Failure("trace_1m: the psum printed " + text[:200])
+                with open(path) as f:
+                    head = f.read(4096)
+                if "devices 0-999999 (1000000 devices)" not in head:
+                    raise Failure(f"trace_1m: no merged track in the {kind} file:\n" + head[:800])
+                w, r, z = med(walls), max(rss), max(sizes)
+                self.row(f"--trace .{kind}, mesh {{i: 1M}}, one psum", w, "—", None, None, "RSS < 512 MiB, file < 50 MB",
+                         r < 512 * 1024 and z < 50e6, r, f"whole run; the file {z} bytes")
+        # --time alone, against the same run without it
+        timed, plain = [], []
+        for warm in self.rounds():
+            _, text, err, rc, _, w = run_marked(self.ref, [self.shm, "--hardware", "a100", "--time", prog])
+            if rc != 0:
+                raise Failure(f"shmapi --time exited {rc}:\n{err.strip()[-800:]}")
+            _, _, err, rc, _, w0 = run_marked(self.ref, [self.shm, prog])
+            if rc != 0:
+                raise Failure(f"shmapi trace_1m.shm exited {rc}:\n{err.strip()[-800:]}")
+            if warm:
+                continue
+            timed.append(w)
+            plain.append(w0)
+        a, b = med(timed), med(plain)
+        self.row("--time, mesh {i: 1M}, one psum", a, "the run without --time", b, b / a, "—", None, None,
+                 f"--time adds {fmt_t(a - b)}")
+
     # -- the cost model at a real model size: --abstract on a 70B step
     def model_70b(self):
         prog = os.path.join(os.path.dirname(HERE), "examples", "fsdp_tp_70b.shm")
@@ -678,6 +720,7 @@ class Suite:
         self.guarded("sort_f32", self.sort_f32)
         self.guarded("embedding", self.embedding)
         self.guarded("big_mesh", self.big_mesh)
+        self.guarded("trace_1m", self.trace_1m)
         self.guarded("replicated", self.replicated)
         self.guarded("model_70b", self.model_70b)
         self.guarded("startup", self.startup)
@@ -787,7 +830,7 @@ def main():
     ap.add_argument("--allreduce", help="bench/ref/allreduce.c built with mpicc (the ranks rows)")
     ap.add_argument("--out", help="where to write the table (default: bench/RESULTS.md for a full run, "
                                   "nowhere with --only)")
-    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,conv,collectives,small,sort,indexing,big,replicated,model,startup,ranks")
+    ap.add_argument("--only", help="comma-separated subset: matmul,whole,bf16,conv,collectives,small,sort,indexing,big,trace,replicated,model,startup,ranks")
     a = ap.parse_args()
     started = time.time()
     s = Suite(a)
@@ -814,6 +857,8 @@ def main():
             s.guarded("embedding", s.embedding)
         if "big" in names:
             s.guarded("big_mesh", s.big_mesh)
+        if "trace" in names:
+            s.guarded("trace_1m", s.trace_1m)
         if "replicated" in names:
             s.guarded("replicated", s.replicated)
         if "model" in names:

@@ -928,11 +928,13 @@ static void cost_tables(HeldCost *hc, Timeline *T) {
   snprintf(hc->hardware, sizeof hc->hardware, "%s", tl_hw(T)->name);
   c->hardware = hc->hardware;
   hc->device = cost_alloc(sizeof *hc->device * (size_t)c->devices);
-  for (int64_t d = 0; d < c->devices; d++) {
-    TlDevice dv;
-    tl_device(T, d, &dv);
-    hc->device[d] = (shmapi_CostDevice){dv.compute, dv.comm, dv.exposed, dv.idle, dv.peak_hbm};
-  }
+  TlDevice *dvs = mem_alloc(sizeof *dvs * (size_t)(c->devices ? c->devices : 1));
+  err_defer(mem_free, dvs);
+  tl_devices(T, dvs);                 /* (all at once: tl_device per device is quadratic) */
+  for (int64_t d = 0; d < c->devices; d++)
+    hc->device[d] = (shmapi_CostDevice){dvs[d].compute, dvs[d].comm, dvs[d].exposed, dvs[d].idle, dvs[d].peak_hbm};
+  err_undefer(dvs);
+  mem_free(dvs);
   c->device = hc->device;
   int n = tl_lines(T, NULL);
   TlLine *tl = mem_alloc(sizeof *tl * (size_t)(n ? n : 1));

@@ -94,14 +94,30 @@ size_t mem_limit(void) { return state_cur()->limit; }
 void mem_set_limit(size_t bytes) { state_cur()->limit = bytes; }
 void mem_fail_after(long n) { state_cur()->fail_countdown = n; }
 
+void mem_set_rank(int rank) {
+  state_cur()->limit_rank = rank;
+  state_cur()->limit_ranked = true;
+}
+
+bool mem_refused(size_t *request, size_t *limit) {
+  ShmState *s = state_cur();
+  *request = s->refused;
+  *limit = s->refused_limit;
+  s->refused = s->refused_limit = 0;
+  return *request != 0;
+}
+
 static void check_request(ShmState *s, size_t n) {
   size_t limit = s->limit;
   if (s->fail_countdown > 0 && --s->fail_countdown == 0)
     err_throw("out of memory (injected failure)");
   if (n > ((size_t)1 << 62)) err_throw("out of memory: request of %zu bytes", n);
   if (limit && s->in_use + n > limit) {
-    char a[32], b[32];
-    err_throw("out of memory: %s more would pass the limit of %s (%zu and %zu bytes; see --max-memory)",
+    char a[32], b[32], on[32] = "";
+    s->refused = n;
+    s->refused_limit = limit;
+    if (s->limit_ranked) snprintf(on, sizeof on, " on rank %d", s->limit_rank);
+    err_throw("out of memory%s: %s more would pass the limit of %s (%zu and %zu bytes; see --max-memory)", on,
               mem_human(a, sizeof a, (double)n), mem_human(b, sizeof b, (double)limit), n, limit);
   }
 }

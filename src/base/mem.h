@@ -39,6 +39,12 @@ size_t mem_in_use(void);
 /* Limit for mem_in_use(); 0 = no limit.  Exceeding it is a runtime error. */
 void mem_set_limit(size_t bytes);
 size_t mem_limit(void);
+/* Under several ranks: this process is rank `rank`, which a memory error
+   names ("out of memory on rank 2: ..."). */
+void mem_set_rank(int rank);
+/* Whether the limit refused a request since the last call, and which
+   (its size and the limit then); each call forgets it. */
+bool mem_refused(size_t *request, size_t *limit);
 /* A byte count as "896 B", "3.5 KiB", "4.0 MiB" or "1.25 GiB", in out. */
 const char *mem_human(char *out, size_t n, double bytes);
 /* Test switch: make the Nth allocation from now fail (0 = off).  The

@@ -60,6 +60,9 @@ typedef struct ShmState {
   /* mem.c: accounting, limit, failure injection, scopes, caches */
   size_t in_use, peak_in_use, limit;
   long fail_countdown;
+  int limit_rank;           /* under ranks, this process's rank (named in a memory error), else 0 */
+  bool limit_ranked;        /* running as one of several ranks */
+  size_t refused, refused_limit;   /* the last request the limit refused, and the limit then (0: none) */
   struct MemHdr *scope_list;
   int scope_depth, scope_token;
   struct MemHdr *cache[MEM_CACHE_CLASSES];

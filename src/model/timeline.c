@@ -576,30 +576,39 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
     add_event(T, d, true, s, c.time, st, c.limit);
     members++;
   }
-  /* ppermute: a flow from each sender's event to its receiver's */
+  /* ppermute: a flow from each sender's event to its receiver's (the
+     event of each device and the destination of each member looked up in
+     tables: linear in the devices and pairs; a scan per pair was
+     quadratic in the mesh) */
   if ((st->prim == P_PPERMUTE || st->prim == P_PRECV) && T->keep_events) {
     const IntList *perm = &st->at->l[0];
-    int64_t coords[SHM_MAXAXES];
+    int64_t coords[SHM_MAXAXES], p = 1;
+    for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
+    int64_t *ev_of = tl_get(T, sizeof(int64_t) * (size_t)F->nd), *dst_of = tl_get(T, sizeof(int64_t) * (size_t)p);
+    for (int64_t d = 0; d < F->nd; d++) ev_of[d] = -1;
+    for (int64_t q = 0; q < p; q++) dst_of[q] = -1;
+    for (int64_t k = ev0; k < T->nevents; k++) ev_of[T->events[k].dev] = k;
+    for (int i = 0; i < perm->n / 2; i++)
+      if (perm->v[2 * i] >= 0 && perm->v[2 * i] < p) dst_of[perm->v[2 * i]] = perm->v[2 * i + 1];
     for (int64_t k = ev0; k < T->nevents; k++) {
       int64_t d = T->events[k].dev, member = 0;
       til_coords(m, d, coords);
       for (int a = 0; a < st->at->naxes; a++) member = member * m->size[st->at->axes[a]] + coords[st->at->axes[a]];
-      for (int i = 0; i < perm->n / 2; i++) {
-        if (perm->v[2 * i] != member) continue;
-        int64_t dst = perm->v[2 * i + 1];
-        for (int a = st->at->naxes - 1; a >= 0; a--) {
-          coords[st->at->axes[a]] = dst % m->size[st->at->axes[a]];
-          dst /= m->size[st->at->axes[a]];
-        }
-        int64_t ddev = 0;
-        for (int a = 0; a < m->naxes; a++) ddev = ddev * m->size[a] + coords[a];
-        for (int64_t q = ev0; q < T->nevents; q++)
-          if (T->events[q].dev == ddev) {
-            T->events[k].flow = T->nflows;
-            T->events[q].flow_in = T->nflows++;
-          }
+      int64_t dst = dst_of[member];
+      if (dst < 0) continue;
+      for (int a = st->at->naxes - 1; a >= 0; a--) {
+        coords[st->at->axes[a]] = dst % m->size[st->at->axes[a]];
+        dst /= m->size[st->at->axes[a]];
       }
+      int64_t ddev = 0;
+      for (int a = 0; a < m->naxes; a++) ddev = ddev * m->size[a] + coords[a];
+      int64_t q = ev_of[ddev];
+      if (q < 0) continue;
+      T->events[k].flow = T->nflows;
+      T->events[q].flow_in = T->nflows++;
     }
+    tl_put(T, dst_of);
+    tl_put(T, ev_of);
   }
   tl_put(T, start);
   set_var(T, F, st->out[0], out);
@@ -893,6 +902,7 @@ EvalObserver tl_observer(Timeline *T) {
 /* ---- what the trace reads ------------------------------------------------------------------- */
 
 int64_t tl_nevents(const Timeline *T) { return T->nevents; }
+int64_t tl_nflows(const Timeline *T) { return T->nflows; }
 const TlEvent *tl_events(const Timeline *T) { return T->events; }
 int64_t tl_ndevices(const Timeline *T) { return T->ndev; }
 const Hw *tl_hw(const Timeline *T) { return &T->hw; }
@@ -948,15 +958,11 @@ static void fmt_bytes(char *out, size_t n, double b) {
   else snprintf(out, n, "%.4g TB", b / 1e12);
 }
 
-/* One row of the device table: a range of devices whose numbers print the same. */
-static void device_row(Timeline *T, FILE *out, int64_t lo, int64_t hi, char cells[][5][24]) {
-  char range[48];
-  if (lo == hi) snprintf(range, sizeof range, "%lld", (long long)lo);
-  else snprintf(range, sizeof range, "%lld-%lld", (long long)lo, (long long)hi);
-  (void)T;
-  fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", range, cells[lo][0], cells[lo][1], cells[lo][2], cells[lo][3],
-          cells[lo][4]);
-}
+/* A device's five numbers, and as they print. */
+typedef struct DevNums {
+  double v[5];
+  char cells[5][24];
+} DevNums;
 
 /* Device d after its last computation, until the run ends at `span`:
    waiting for its own communication to finish (exposed: the step cannot
@@ -967,8 +973,9 @@ static double tail_exposed(const Timeline *T, int64_t d, double span) {
   return end > T->cfree[d] ? end - T->cfree[d] : 0;
 }
 
-void tl_device(const Timeline *T, int64_t d, TlDevice *out) {
-  double span = tl_makespan(T), tail = tail_exposed(T, d, span);
+/* Device d's numbers, the run ending at span. */
+static void device_values(const Timeline *T, int64_t d, double span, TlDevice *out) {
+  double tail = tail_exposed(T, d, span);
   double idle = T->idle[d] + (span - T->cfree[d]) - tail;
   out->compute = T->busy_c[d];
   out->comm = T->busy_m[d];
@@ -977,27 +984,77 @@ void tl_device(const Timeline *T, int64_t d, TlDevice *out) {
   out->peak_hbm = T->peak[d];
 }
 
-static void report_devices(Timeline *T, FILE *out) {
-  char(*cells)[5][24] = mem_calloc(sizeof *cells * (size_t)T->ndev);
-  err_defer(mem_free, cells);
-  for (int64_t d = 0; d < T->ndev; d++) {
-    TlDevice dv;
-    tl_device(T, d, &dv);
-    fmt_time(cells[d][0], 24, dv.compute);
-    fmt_time(cells[d][1], 24, dv.comm);
-    fmt_time(cells[d][2], 24, dv.exposed);
-    fmt_time(cells[d][3], 24, dv.idle);
-    fmt_bytes(cells[d][4], 24, dv.peak_hbm);
-  }
-  fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", "device", "compute", "comm", "exposed", "idle", "peak HBM");
-  int64_t lo = 0;
-  for (int64_t d = 1; d <= T->ndev; d++)
-    if (d == T->ndev || memcmp(cells[d], cells[lo], sizeof cells[0])) {
-      device_row(T, out, lo, d - 1, cells);
-      lo = d;
+void tl_device(const Timeline *T, int64_t d, TlDevice *out) { device_values(T, d, tl_makespan(T), out); }
+
+void tl_devices(const Timeline *T, TlDevice *out) {
+  double span = tl_makespan(T);            /* (once: per device it made the table quadratic) */
+  for (int64_t d = 0; d < T->ndev; d++) device_values(T, d, span, &out[d]);
+}
+
+static void dev_nums(const Timeline *T, int64_t d, double span, DevNums *n) {
+  TlDevice dv;
+  device_values(T, d, span, &dv);
+  n->v[0] = dv.compute;
+  n->v[1] = dv.comm;
+  n->v[2] = dv.exposed;
+  n->v[3] = dv.idle;
+  n->v[4] = dv.peak_hbm;
+}
+
+static void dev_cells(DevNums *n) {
+  for (int k = 0; k < 4; k++) fmt_time(n->cells[k], 24, n->v[k]);
+  fmt_bytes(n->cells[4], 24, n->v[4]);
+}
+
+/* One row of the device table: a range of devices whose numbers print the same. */
+static void device_row(FILE *out, int64_t lo, int64_t hi, const DevNums *n) {
+  char range[48];
+  if (lo == hi) snprintf(range, sizeof range, "%lld", (long long)lo);
+  else snprintf(range, sizeof range, "%lld-%lld", (long long)lo, (long long)hi);
+  fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", range, n->cells[0], n->cells[1], n->cells[2], n->cells[3],
+          n->cells[4]);
+}
+
+/* The rows of the device table: at most DEV_ROWS; past that, the first
+   and last DEV_ROWS / 2 and a line for those between. */
+enum { DEV_ROWS = 24 };
+
+/* Runs of devices whose numbers print the same, in device order; row k
+   of nrows printed when `print`.  Devices are compared by their numbers,
+   and formatted only where those differ (a million devices: no text per
+   device, no memory per device).  Returns the number of rows. */
+static int64_t device_rows(const Timeline *T, FILE *out, double span, int64_t nrows, int64_t *skipped_lo,
+                           int64_t *skipped_hi) {
+  DevNums cur, next;
+  int64_t lo = 0, row = 0;
+  dev_nums(T, 0, span, &cur);
+  dev_cells(&cur);
+  for (int64_t d = 1; d <= T->ndev; d++) {
+    if (d < T->ndev) {
+      dev_nums(T, d, span, &next);
+      if (!memcmp(next.v, cur.v, sizeof cur.v)) continue;
+      dev_cells(&next);
+      if (!memcmp(next.cells, cur.cells, sizeof cur.cells)) continue;
     }
-  err_undefer(cells);
-  mem_free(cells);
+    bool shown = nrows <= DEV_ROWS || row < DEV_ROWS / 2 || row >= nrows - DEV_ROWS / 2;
+    if (out && shown) device_row(out, lo, d - 1, &cur);
+    if (!shown && row == DEV_ROWS / 2) *skipped_lo = lo;
+    if (!shown) *skipped_hi = d - 1;
+    if (out && !shown && row == nrows - DEV_ROWS / 2 - 1)
+      fprintf(out, "  ... %lld more rows, devices %lld-%lld (--trace shows every device)\n",
+              (long long)(nrows - DEV_ROWS), (long long)*skipped_lo, (long long)*skipped_hi);
+    row++;
+    lo = d;
+    if (d < T->ndev) cur = next;
+  }
+  return row;
+}
+
+static void report_devices(Timeline *T, FILE *out, double span) {
+  fprintf(out, "  %-9s %11s %11s %11s %11s %11s\n", "device", "compute", "comm", "exposed", "idle", "peak HBM");
+  int64_t a = 0, b = 0;
+  int64_t nrows = T->ndev > DEV_ROWS ? device_rows(T, NULL, span, 0, &a, &b) : DEV_ROWS;
+  device_rows(T, out, span, nrows, &a, &b);
 }
 
 static void report_memory(Timeline *T, FILE *out) {
@@ -1114,7 +1171,7 @@ void tl_report(Timeline *T, FILE *out) {
   report_places(T, out);
   if (!T->ndev) fprintf(out, "no shard_map ran: nothing ran on the devices\n");
   if (T->ndev) {
-    report_devices(T, out);
+    report_devices(T, out, span);
     report_memory(T, out);
   }
   double total = 0;

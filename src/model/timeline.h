@@ -85,6 +85,9 @@ typedef struct TlDevice {
   double compute, comm, exposed, idle, peak_hbm;
 } TlDevice;
 void tl_device(const Timeline *T, int64_t d, TlDevice *out);
+/* Every device's numbers, into out[0 .. tl_ndevices) (linear: tl_device
+   finds the makespan each time). */
+void tl_devices(const Timeline *T, TlDevice *out);
 /* The rows of the per-line table, hottest first: every line with time
    or collective bytes (the report folds those past the 40th into one
    line).  Times and FLOPs and HBM bytes (one device's) are summed over
@@ -124,6 +127,8 @@ typedef struct TlEvent {
 } TlEvent;
 
 int64_t tl_nevents(const Timeline *T);
+/* The ppermute flows (ids 0 .. tl_nflows - 1). */
+int64_t tl_nflows(const Timeline *T);
 const TlEvent *tl_events(const Timeline *T);
 int64_t tl_ndevices(const Timeline *T);
 double tl_makespan(const Timeline *T);

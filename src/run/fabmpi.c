@@ -10,8 +10,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "diag.h"
 #include "err.h"
 #include "fabmpi.h"
+#include "superv.h"
 #ifdef SHM_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -235,6 +237,15 @@ static int dev_cmp(const void *x, const void *y) {
   return a->dev < b->dev ? -1 : a->dev > b->dev;
 }
 
+/* A part of the merged output (the test hook may die half way through). */
+static void put_out(FILE *out, const char *p, size_t n) {
+  if (sup_point(SUP_OUTPUT)) {
+    fwrite(p, 1, n / 2, out);
+    sup_die_here();
+  }
+  fwrite(p, 1, n, out);
+}
+
 /* Write the events e[0..n) (one place, several ranks) as one. */
 static void write_merged(FILE *out, Ev *e, int n, FmpiFormat format) {
   FmpiPart *dp = NULL;
@@ -244,7 +255,7 @@ static void write_merged(FILE *out, Ev *e, int n, FmpiFormat format) {
     for (int i = 1; i < n; i++) get_i64(&e[i].parts);
     if (kind == 0) {
       int64_t len = get_i64(&e[0].parts);
-      fwrite(get_bytes(&e[0].parts, len), 1, (size_t)len, out);
+      put_out(out, get_bytes(&e[0].parts, len), (size_t)len);
       for (int i = 1; i < n; i++) get_bytes(&e[i].parts, get_i64(&e[i].parts));
       continue;
     }
@@ -270,13 +281,13 @@ static void write_merged(FILE *out, Ev *e, int n, FmpiFormat format) {
     if (kind == 2) {
       Buf text = {0};
       format(&text, hdr, (size_t)nhdr, dp, ndp);
-      fwrite(text.p, 1, text.n, out);
+      put_out(out, text.p, text.n);
       buf_free(&text);
       continue;
     }
     for (int d = 0; d < ndp; d++) {
       if (d) fputc('\n', out);
-      fwrite(dp[d].p, 1, (size_t)dp[d].n, out);
+      put_out(out, dp[d].p, (size_t)dp[d].n);
     }
   }
   mem_free(dp);
@@ -315,6 +326,7 @@ static int err_fd = 2;             /* standard error, also on ranks whose stderr
 SHM_NORETURN static void die(const char *what) {
   fflush(stderr);
   dprintf(err_fd, "shmapi: rank %d: %s\n", my_rank, what);
+  sup_abort();
   MPI_Abort(MPI_COMM_WORLD, 1);
   _exit(1);
 }
@@ -332,6 +344,9 @@ int fmpi_init(int *argc, char ***argv) {
   const char *sz = getenv("OMPI_COMM_WORLD_SIZE");
   if (!sz) sz = getenv("PMI_SIZE");
   if (!sz || atoi(sz) < 1) return 0;
+  const char *rk = getenv("OMPI_COMM_WORLD_RANK");
+  if (!rk) rk = getenv("PMI_RANK");
+  sup_join(rk ? atoi(rk) : -1);             /* (before MPI_Init, which may take a while) */
   int prov;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &prov) != MPI_SUCCESS) {
     fprintf(stderr, "shmapi: MPI_Init failed\n");
@@ -341,6 +356,8 @@ int fmpi_init(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  if (nranks > 1) mem_set_rank(my_rank);
+  sup_hook_init(my_rank);
   MPI_Comm node;                     /* the ranks sharing this machine's memory */
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     MPI_Comm_size(node, &local_ranks);
@@ -393,7 +410,13 @@ int fmpi_finish(int status) {
   MPI_Comm_free(&notecomm);
   MPI_Comm_free(&synccomm);
   if (!dirty) MPI_Comm_free(&allcomm);        /* (an abandoned exchange may hold them) */
+  long pts[3];
+  if (sup_counted(pts))
+    dprintf(err_fd, "shmapi: test hook: rank %d passed %ld c, %ld s and %ld o fault points\n", my_rank, pts[0], pts[1],
+            pts[2]);
+  sup_done(status);
   MPI_Finalize();
+  sup_bye();
   free(seen);
   free(note_req);
   free(rank_sent);
@@ -529,6 +552,7 @@ void fmpi_exchange(const int *ranks, int n, const FmpiMove *mv, int nmv) {
   }
   MPI_Request req;
   check(MPI_Ialltoallw(MPI_BOTTOM, x.scount, x.disp, x.stype, MPI_BOTTOM, x.rcount, x.disp, x.rtype, comm, &req));
+  if (sup_point(SUP_COLLECTIVE)) sup_die_here();      /* (the test hook: during a collective) */
   wait_req(&req, true);
   err_undefer(&x);
   xch_free(&x);
@@ -544,6 +568,7 @@ typedef struct Report {
   int64_t nerr, nkey;
   const int64_t *key;
   double sent;
+  int64_t refused, limit;    /* status 1 for want of memory: the request and the limit, else 0 */
   const char *log, *extra;
   int64_t nlog, nextra;
 } Report;
@@ -557,10 +582,59 @@ static void read_report(const char *p, size_t n, Report *r) {
   r->key = (const int64_t *)get_bytes(&d, r->nkey * 8);
   int64_t bits = get_i64(&d);
   memcpy(&r->sent, &bits, sizeof bits);
+  r->refused = get_i64(&d);
+  r->limit = get_i64(&d);
   r->nlog = get_i64(&d);
   r->log = get_bytes(&d, r->nlog);
   r->nextra = get_i64(&d);
   r->extra = get_bytes(&d, r->nextra);
+}
+
+/* "1", "1-3", "0, 2, 5-7": the failed ranks from r0 on whose refusal
+   (request and limit) is r0's and that are not yet told (told[r]), to b,
+   marked told; their count in *n. */
+static void rank_list(Buf *b, const Report *rep, bool *told, int r0, int *n) {
+  *n = 0;
+  for (int r = r0; r < nranks;) {
+    if (told[r] || rep[r].status != 1 || rep[r].refused != rep[r0].refused || rep[r].limit != rep[r0].limit) {
+      r++;
+      continue;
+    }
+    int e = r;
+    while (e + 1 < nranks && !told[e + 1] && rep[e + 1].status == 1 && rep[e + 1].refused == rep[r0].refused &&
+           rep[e + 1].limit == rep[r0].limit)
+      e++;
+    buf_printf(b, "%s%d", *n ? ", " : "", r);
+    if (e > r) buf_printf(b, "%s%d", e > r + 1 ? "-" : ", ", e);
+    for (int q = r; q <= e; q++) told[q] = true;
+    *n += e - r + 1;
+    r = e + 1;
+  }
+}
+
+/* Every rank that ran out of memory names the limit it hit: after the
+   first failure (rank `first`'s, reported whole), a note per request and
+   limit for the other ranks refused memory, their ranks listed. */
+static void note_refusals(const Report *rep, int first) {
+  bool *told = mem_calloc(sizeof *told * (size_t)nranks);
+  if (first >= 0) told[first] = true;
+  for (int r = 0; r < nranks; r++) {
+    if (told[r] || rep[r].status != 1 || !rep[r].refused) continue;
+    Buf b = {0}, list = {0};
+    int n;
+    rank_list(&list, rep, told, r, &n);
+    char a[32], l[32];
+    buf_printf(&b, "out of memory on rank%s %.*s too: %s more would pass %s limit of %s (%lld and %lld bytes)",
+               n > 1 ? "s" : "", (int)list.n, list.p, mem_human(a, sizeof a, (double)rep[r].refused),
+               n > 1 ? "each one's" : "its", mem_human(l, sizeof l, (double)rep[r].limit), (long long)rep[r].refused,
+               (long long)rep[r].limit);
+    buf_putc(&b, 0);
+    diag_print(stderr, span_none(), "note", b.p);
+    buf_free(&b);
+    buf_free(&list);
+  }
+  fflush(stderr);
+  mem_free(told);
 }
 
 /* Rank 0: write the merged output, report the first failure; fills the
@@ -585,6 +659,7 @@ static void conclude(const char *all, const long long *len, int64_t *status, Fmp
   if (first >= 0) {
     fwrite(rep[first].err, 1, (size_t)rep[first].nerr, stderr);
     fflush(stderr);
+    note_refusals(rep, first);
   }
   if (merge) merge(ex, exn, nranks);
   mem_free(evs);
@@ -626,6 +701,10 @@ bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge) {
   int64_t bits;
   memcpy(&bits, &sent_bytes, sizeof bits);
   put_i64(&b, bits);
+  size_t refused, limit;
+  if (!mem_refused(&refused, &limit) || !err) refused = limit = 0;
+  put_i64(&b, (int64_t)refused);
+  put_i64(&b, (int64_t)limit);
   put_i64(&b, (int64_t)outlog.n);
   if (outlog.n) buf_put(&b, outlog.p, outlog.n);
   put_i64(&b, extra ? (int64_t)extra->n : 0);
@@ -638,6 +717,7 @@ bool fmpi_sync(const char *err, const Buf *extra, FmpiMerge merge) {
   int *cnt = (int *)(status + nranks);
   MPI_Request req;
   check(MPI_Igather(&mine, 1, MPI_LONG_LONG, len, 1, MPI_LONG_LONG, 0, synccomm, &req));
+  if (sup_point(SUP_SYNC)) sup_die_here();            /* (the test hook: at the end of a statement) */
   wait_req(&req, false);
   char *all = NULL;
   if (my_rank == 0) {
@@ -704,11 +784,10 @@ int fmpi_launch(int ranks, int argc, char **argv) {
   av[k++] = exe;
   for (int i = 1; i < argc; i++) av[k++] = argv[i];
   av[k] = NULL;
-  fflush(stdout);
-  execvp("mpirun", av);
-  fprintf(stderr, "shmapi: --ranks runs mpirun, which could not be started (%s)\n%s", strerror(errno), how_to_get);
+  int st = sup_run(av, ranks);
+  if (st < 0) fprintf(stderr, "shmapi: --ranks runs mpirun, which could not be started (%s)\n%s", strerror(-st), how_to_get);
   free(av);
-  return 2;
+  return st < 0 ? 2 : st;
 }
 
 #else /* one process: no MPI built in */

@@ -40,8 +40,8 @@ int fmpi_init(int *argc, char ***argv);
 void fmpi_release(void);
 /* Leave MPI (when started); returns status. */
 int fmpi_finish(int status);
-/* `--ranks R`: run this command again under mpirun on R processes.
-   Returns only on failure, with an exit status, after saying why. */
+/* `--ranks R`: run this command again under mpirun on R processes,
+   watched (superv.h: a rank that dies is named); returns the exit status. */
 int fmpi_launch(int ranks, int argc, char **argv);
 /* This process's rank and the number of ranks (0 and 1 without MPI). */
 int fmpi_rank(void);

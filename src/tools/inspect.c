@@ -892,6 +892,11 @@ void insp_whos(Insp *in) {
 
 /* A mesh's axes and its device grid (1 or 2 axes) or list; the focus in
    brackets, and the devices on the path of sp when given. */
+/* Whether row, column or device i of n is drawn: all of up to 16, else
+   the first and last 6 and the focus's (a mesh of 65,536 devices in a
+   row was one line of 524,290 characters). */
+static bool grid_shown(int64_t i, int64_t n, int64_t focus_i) { return n <= 16 || i < 6 || i >= n - 6 || i == focus_i; }
+
 static void print_mesh(Insp *in, const Mesh *m, const Space *sp) {
   Buf b = {0};
   buf_printf(&b, "mesh %.*s: ", m->name.n, m->name.p);
@@ -915,18 +920,31 @@ static void print_mesh(Insp *in, const Mesh *m, const Space *sp) {
       int w = snprintf(tmp, sizeof tmp, "%.*s=%lld", m->axis[rk].n, m->axis[rk].p, (long long)r);
       if (w > rw) rw = w;
     }
+    int64_t fr = focus >= 0 ? focus / nc : -1, fc = focus >= 0 ? focus % nc : -1;
     buf_printf(&b, "  %*s", rw, "");
     for (int64_t c = 0; c < nc; c++) {
+      if (!grid_shown(c, nc, fc)) {
+        if (grid_shown(c - 1, nc, fc)) buf_printf(&b, " %*s", cw, "...");
+        continue;
+      }
       snprintf(tmp, sizeof tmp, "%.*s=%lld", m->axis[ck].n, m->axis[ck].p, (long long)c);
       buf_printf(&b, " %*s", cw, tmp);
     }
     insp_say("%s", buf_cstr(&b));
     for (int64_t r = 0; r < nr; r++) {
       buf_reset(&b);
+      if (!grid_shown(r, nr, fr)) {
+        if (grid_shown(r - 1, nr, fr)) insp_say("  %*s", rw, "...");
+        continue;
+      }
       if (rk >= 0) snprintf(tmp, sizeof tmp, "%.*s=%lld", m->axis[rk].n, m->axis[rk].p, (long long)r);
       else tmp[0] = 0;
       buf_printf(&b, "  %*s", rw, tmp);
       for (int64_t c = 0; c < nc; c++) {
+        if (!grid_shown(c, nc, fc)) {
+          if (grid_shown(c - 1, nc, fc)) buf_printf(&b, " %*s", cw, "...");
+          continue;
+        }
         int64_t d = r * nc + c;
         char cell[64];
         snprintf(cell, sizeof cell, d == focus ? "[%lld]" : "%lld", (long long)d);
@@ -936,7 +954,11 @@ static void print_mesh(Insp *in, const Mesh *m, const Space *sp) {
       insp_say("%s", buf_cstr(&b));
     }
   } else {
-    for (int64_t d = 0; d < m->ndev && d < 4096; d++) {
+    for (int64_t d = 0; d < m->ndev; d++) {
+      if (!grid_shown(d, m->ndev, focus)) {
+        if (grid_shown(d - 1, m->ndev, focus)) insp_say("  ...");
+        continue;
+      }
       buf_reset(&b);
       buf_printf(&b, "  device %lld at ", (long long)d);
       insp_put_axes(&b, m);

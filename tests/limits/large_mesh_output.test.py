@@ -4,13 +4,13 @@
 
 A program with a psum and a ppermute over a mesh of N devices runs at
 N = 16384 and 4N under the debugger (a stop at each collective, `layout`,
-`p`, `whos`), with `print` and `visualize` of per-device values, and with
+`p`, `whos`, `info mesh`), with `print` and `visualize` of per-device values, and with
 --stats, --time and --trace (JSON and SVG).  For each:
 
 - the printing parts (debugger, print, visualize) write at most 24 KB
   and no line longer than 400 characters at either size (the debugger
   once wrote a 447,672-character group list at 65,536 devices and `layout`
-  a 2.3 MB line after 220 s);
+  a 2.3 MB line after 220 s, `info mesh` a line of every device);
 - CPU time grows less than 8x for 4x the devices (a quadratic step grows
   16x: grouping devices by equal blocks compared each block with every
   group, `layout` scanned every device for every box);
@@ -46,7 +46,7 @@ visualize[mesh=g, spec=P(None, k)] y
 print c
 '''
 
-DEBUG_IN = 'b f\nc\nn\nn\nlayout x\np x\nwhos\nn\nc\n'
+DEBUG_IN = 'b f\nc\nn\nn\nlayout x\np x\nwhos\ninfo mesh\nn\nc\n'
 
 
 # AddressSanitizer's shadow memory and quarantine (256 MB of freed blocks

@@ -152,8 +152,31 @@ set +e
 "${mpi[@]}" -np 2 "$SHMAPI" "$tmp/default.shm" >/dev/null 2>"$tmp/default.err"; d2=$?
 set -e
 [[ $d2 == 1 ]] || { echo "an array of 3/8 of the machine on 2 ranks: status $d2"; cat "$tmp/default.err"; exit 1; }
-grep -q "out of memory: .* ([0-9]* and $(( half / 2 )) bytes; see --max-memory)" "$tmp/default.err" ||
+grep -q "out of memory on rank 0: .* ([0-9]* and $(( half / 2 )) bytes; see --max-memory)" "$tmp/default.err" ||
   { echo "not the limit of $(( half / 2 )) bytes per rank:"; cat "$tmp/default.err"; exit 1; }
+# ... and every rank that hits its limit names it: rank 0 in the error,
+# the others in one note (4 ranks by --ranks: a quarter of the half each,
+# and the array takes 3/8 of the half)
+echo "x = full[shape=($(( half * 3 / 8 / 4 )),), value=1.0]" >"$tmp/default4.shm"
+set +e
+"$SHMAPI" --ranks 4 "$tmp/default4.shm" >/dev/null 2>"$tmp/default4.err"; d4=$?
+set -e
+[[ $d4 == 1 ]] || { echo "an array of 3/16 of the machine on 4 ranks (each allowed 1/8): status $d4"; cat "$tmp/default4.err"; exit 1; }
+[[ $(grep -c "error: out of memory on rank 0: .* ([0-9]* and $(( half / 4 )) bytes; see --max-memory)" "$tmp/default4.err") == 1 ]] ||
+  { echo "4 ranks: not rank 0's limit of $(( half / 4 )) bytes:"; cat "$tmp/default4.err"; exit 1; }
+grep -q "^shmapi: note: out of memory on ranks 1-3 too: .* would pass each one's limit of .* ([0-9]* and $(( half / 4 )) bytes)$" "$tmp/default4.err" ||
+  { echo "4 ranks: ranks 1-3 do not name their limits:"; cat "$tmp/default4.err"; exit 1; }
+# ... inside a body, where each rank holds its own devices: under 2 ranks
+# and 3M, both ranks fail at their first 4 MiB block (mem.shm): one error
+# (rank 0's, with its traceback), and rank 1's limit in a note
+set +e
+"$SHMAPI" --ranks 2 --max-memory 3M "$tmp/mem.shm" >/dev/null 2>"$tmp/mem4.err"; m4=$?
+set -e
+[[ $m4 == 1 ]] || { echo "--ranks 2 --max-memory 3M: status $m4"; exit 1; }
+[[ $(grep -c "error: out of memory on rank 0: 4.0 MiB more would pass the limit of 3.0 MiB" "$tmp/mem4.err") == 1 ]] ||
+  { cat "$tmp/mem4.err"; exit 1; }
+grep -q "^shmapi: note: out of memory on rank 1 too: 4.0 MiB more would pass its limit of 3.0 MiB (4194496 and 3145728 bytes)$" \
+  "$tmp/mem4.err" || { cat "$tmp/mem4.err"; exit 1; }
 
 # one-process modes refuse ranks
 set +e
