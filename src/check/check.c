@@ -955,7 +955,8 @@ static void check_def_body(Ctx *sub, FuncDef *fd, int errs) {
   check_body(sub, af->body, af->nbody);
   sub->C->depth--;
   fd->checking = false;
-  if (af->form == FN_READABLE && !sub->ret && diag_count() == errs)
+  if (af->form == FN_READABLE && !sub->ret && diag_count() == errs &&
+      !ast_body_broken(af->body, af->nbody))
     diag_error(af->sp, "%.*s has no return statement", fd->name.n, fd->name.p);
 }
 

@@ -407,7 +407,7 @@ static void res_func(Res *R, const AstFunc *af, Binding *scope, const Mesh *mesh
   sub.failed = false;
   if (af->form == FN_LAMBDA)
     for (int k = 0; k < af->nouts; k++) res_arg(&sub, af->outs[k]);
-  else if (af->form == FN_READABLE && !returned && diag_count() == errs)
+  else if (af->form == FN_READABLE && !returned && diag_count() == errs && !ast_body_broken(af->body, af->nbody))
     diag_error(af->sp, "%.*s has no return statement", af->name.n, af->name.p);
 }
 

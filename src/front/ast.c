@@ -430,6 +430,12 @@ static const char *line_at(Parser *P, int file, uint32_t off, int *len) {
   return s;
 }
 
+bool ast_body_broken(AstStmt *const *body, int n) {
+  for (int i = 0; i < n; i++)
+    if (body[i]->k == ST_ERROR) return true;
+  return false;
+}
+
 AstStmt *ast_error_stmt(Parser *P) {
   AstStmt *s = stmt(P, ST_ERROR, P->last_error);
   if (P->last_error.file < 0) return s;

@@ -304,6 +304,9 @@ AstMeshAxis *ast_mesh_axis(Parser *P, Tok name, Tok size);
 AstStmt *ast_return(Parser *P, Tok kw, AstList *vals);
 AstStmt *ast_def(Parser *P, Tok kw, AstFunc *fn);
 AstStmt *ast_error_stmt(Parser *P);
+/* Whether a body holds a statement that did not parse: what it lacks
+   (its return, say) is a consequence, not a second error. */
+bool ast_body_broken(AstStmt *const *body, int n);
 
 AstFunc *ast_func_readable(Parser *P, Tok name, AstList *params, AstList *body, Tok close);
 AstFunc *ast_lambda(Parser *P, Tok open, AstList *consts, AstList *params, AstList *body, AstList *outs, Tok close);

@@ -226,12 +226,12 @@ static bool infix_hint(Str lhs, Cur c, char *out, size_t n) {
 /* ---- Python statements ------------------------------------------------------------------- */
 
 /* A statement Python has and shm spells otherwise: `print(x)`, `help(psum)`,
-   `import numpy as np`, `from jax import lax`, `for i in range(3):`,
+   `return (a, b)`, `import numpy as np`, `from jax import lax`, `for i in range(3):`,
    `if c:`, `while c:`, `x[0]` used as a value. */
 static bool statement_hint(Cur c, char *out, size_t n) {
   Cur w = c;
   Str kw = word(&w, false);
-  if (str_eqc(kw, "print") || str_eqc(kw, "help") || str_eqc(kw, "show")) {
+  if (str_eqc(kw, "print") || str_eqc(kw, "help") || str_eqc(kw, "show") || str_eqc(kw, "return")) {
     if (!eat(&w, '(')) return false;
     Str body = paren_body(&w);
     snprintf(out, n, " (in shm: %.*s %.*s; its operands take no parentheses)", kw.n, kw.p, body.n > 80 ? 80 : body.n,
