@@ -23,7 +23,9 @@ and, when it can be modelled at real sizes, a line
 whose {EXPR}s are Python expressions of the chapter's sizes (B, T, D,
 F, L: model.shm's; N: the devices; M: the microbatches of a data
 replica); "# cookbook-picture: L=8" changes the sizes of the run its
-picture is drawn from, when --abstract cannot draw it (see PICTURE).  The chapter models the recipe's definitions (the file above
+picture is drawn from, when --abstract cannot draw it (see PICTURE), and
+"# cookbook-picture: none" draws none (a run whose timeline has too many
+events for a picture in the repository).  The chapter models the recipe's definitions (the file above
 its line "# ---- the recipe at small sizes") with model.shm's make_data
 at those sizes and that call, under --abstract.  Recipes without a
 cookbook-call line are modelled as they stand (their own small sizes).
@@ -113,7 +115,9 @@ def recipes():
         call = re.search(r"^# cookbook-call: (.+)$", text, re.M)
         pic = re.search(r"^# cookbook-picture: (.+)$", text, re.M)
         picture = dict(PICTURE)
-        if pic:
+        if pic and pic.group(1).strip() == "none":
+            picture = None
+        elif pic:
             for kv in pic.group(1).split(","):
                 k, v = kv.split("=")
                 picture[k.strip()] = int(v)
@@ -340,6 +344,8 @@ def pictures(runner, rs, write):
     """Draw each recipe's timeline; returns (recipe, path, how) rows."""
     out = []
     for r in rs:
+        if r["picture"] is None:
+            continue
         path = "%s/cookbook_%s.svg" % (IMG, r["name"])
         tmp = os.path.join(runner.dir, "pic_%s.svg" % r["name"])
         how = ""

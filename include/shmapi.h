@@ -292,7 +292,8 @@ typedef struct shmapi_Cost {
                                     the rows past the 40th into one line) */
   int64_t peak_device;        /* the device with the highest peak HBM */
   const char *peak_at;        /* the statement where it peaked, "LINE: source" as the report
-                                 prints it, or NULL when no device ran */
+                                 prints it ("FILE:LINE: source" in an imported file), or NULL
+                                 when no device ran */
   long long outside;          /* equations run outside any shard_map (the host's: not modelled) */
   int nnotes;
   const char *const *notes;   /* abstract runs: conds whose index depends on data, modelled by

@@ -952,8 +952,8 @@ static void cost_tables(HeldCost *hc, Timeline *T) {
   mem_free(tl);
   const IrStmt *peak = tl_peak(T, &c->peak_device);
   if (peak) {
-    char where[120];
-    tl_event_name(peak, where, sizeof where);
+    char where[160];
+    tl_place_name(peak, where, sizeof where);
     hc->peak_at = cost_strdup(where);
   }
   c->peak_at = hc->peak_at;

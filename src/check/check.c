@@ -882,7 +882,10 @@ static void check_import(Ctx *cx, AstStmt *s) {
   char path[4096], rel[4096];
   const char *from = diag_file_name(s->sp.file);
   const char *slash = strrchr(from, '/');
-  snprintf(rel, sizeof rel, "%.*s%.*s", slash ? (int)(slash - from + 1) : 0, from, s->name.n, s->name.p);
+  /* an absolute path is itself; any other is relative to the importing file's folder */
+  bool absolute = s->name.n > 0 && s->name.p[0] == '/';
+  snprintf(rel, sizeof rel, "%.*s%.*s", slash && !absolute ? (int)(slash - from + 1) : 0, from,
+           s->name.n, s->name.p);
   const char *cands[4];
   char c2[4096], c3[4096];
   int nc = 0;

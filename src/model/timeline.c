@@ -938,6 +938,18 @@ void tl_event_name(const IrStmt *st, char *out, size_t n) {
 }
 
 
+void tl_place_name(const IrStmt *st, char *out, size_t n) {
+  char name[100];
+  tl_event_name(st, name, sizeof name);
+  if (st->sp.file > 0) {         /* a line of an imported file: file:line, as the table says */
+    const char *fn = diag_file_name(st->sp.file), *slash = fn ? strrchr(fn, '/') : NULL;
+    snprintf(out, n, "%s:%s", slash ? slash + 1 : fn ? fn : "?", name);
+  } else {
+    snprintf(out, n, "%s", name);
+  }
+}
+
+
 /* ---- the report --------------------------------------------------------------------------- */
 
 /* "1.234 ms": seconds with four significant digits in a fitting unit. */
@@ -1065,8 +1077,8 @@ static void report_memory(Timeline *T, FILE *out) {
   fmt_bytes(b, sizeof b, T->peak[worst]);
   fmt_bytes(cap, sizeof cap, T->hw.hbm_bytes);
   const IrStmt *st = T->peak_st[worst];
-  char where[120] = "";
-  if (st) tl_event_name(st, where, sizeof where);
+  char where[160] = "";
+  if (st) tl_place_name(st, where, sizeof where);
   if (T->peak[worst] > T->hw.hbm_bytes)
     fprintf(out, "does not fit: device %lld needs %s of HBM (it has %s), at line %s\n", (long long)worst, b, cap,
             where);

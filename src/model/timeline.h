@@ -135,5 +135,8 @@ double tl_makespan(const Timeline *T);
 const Hw *tl_hw(const Timeline *T);
 /* The name of an equation's event: "LINE: source text" (up to n bytes). */
 void tl_event_name(const IrStmt *st, char *out, size_t n);
+/* The same, "FILE:LINE: source text" when the line is an imported file's
+   (the peak HBM's place in the report). */
+void tl_place_name(const IrStmt *st, char *out, size_t n);
 
 #endif

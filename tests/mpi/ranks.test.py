@@ -9,7 +9,7 @@ byte, and the exit status (0 with 0, failure with failure).  The one
 difference allowed is the line `--stats` adds under ranks ("across R ranks,
 ... crossed between them"), which is taken out before comparing.
 
-The programs: every example of examples/, the golden tests of tests/spmd/,
+The programs: every example of examples/ and examples/parallel/, the golden tests of tests/spmd/,
 tests/control/, tests/pmap/, tests/xmap/, tests/print/ and tests/visualize/ that run a mesh (those that pass, and those that
 fail at run time), and batches of the random programs of the differential test
 (tests/spmd/differential.test.py: its generators, with a fixed seed), which
@@ -193,7 +193,8 @@ def main():
     if a.only:
         jobs = [(os.path.abspath(f), [2, 4]) for f in a.only]
     else:
-        for f in sorted(glob.glob(os.path.join(ROOT, 'examples', '*.shm'))):
+        for f in sorted(glob.glob(os.path.join(ROOT, 'examples', '*.shm')) +
+                        glob.glob(os.path.join(ROOT, 'examples', 'parallel', '*.shm'))):
             jobs.append((f, [2, 4]))
         for folder in ('spmd', 'control', 'pmap', 'xmap', 'print', 'visualize'):
             for f in sorted(glob.glob(os.path.join(ROOT, 'tests', folder, '*.shm'))):
