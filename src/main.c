@@ -350,7 +350,7 @@ static int run(int argc, char **argv) {
   bool check_only = false, interactive = false, stats = false, debug = false;
   long long max_steps = 0;
   bool ver_set = false, part_set = false;   /* --jax, --threefry-partitionable */
-  bool jax_names = false;
+  bool jax_names = false, no_fuse = false;
   int p;
   ModelOpts mo = {0};
   for (int i = 1; i < argc; i++) {
@@ -377,7 +377,7 @@ static int run(int argc, char **argv) {
     case O_DEBUG: debug = true; break;
     case O_STATS: stats = true; break;
     case O_JAX_NAMES: jax_names = state_cur()->jax_names = true; break;
-    case O_NO_FUSE: state_cur()->no_fuse = true; break;
+    case O_NO_FUSE: no_fuse = state_cur()->no_fuse = true; break;
     case O_TIME: mo.time = true; break;
     case O_ABSTRACT: mo.abstract = true; break;
     case O_HARDWARE: mo.hardware = arg; break;
@@ -427,7 +427,7 @@ static int run(int argc, char **argv) {
      REPL and the debugger, --check, --stats, the cost model, ranks) uses
      the layers directly. */
   if ((file || code) && !check_only && !interactive && !debug && !stats && !model && !ver_set && !part_set &&
-      !jax_names && fmpi_size() == 1) {
+      !jax_names && !no_fuse && fmpi_size() == 1) {
     lim.max_steps = max_steps;
     lim.fail_alloc_after = fail && *fail ? atol(fail) : 0;
     return run_script(file, code, &lim);
