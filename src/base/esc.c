@@ -81,7 +81,7 @@ int esc_char(const char *s, size_t n, unsigned flags, char *show, int *width) {
   }
   bool keep = c >= 0x20 ? c != 0x7f : (c == '\n' && (flags & ESC_KEEP_NL)) || (c == '\t' && (flags & ESC_KEEP_TAB));
   if (c >= 0x80 && hidden(c)) {
-    *width = snprintf(show, 9, "\\u%04x", (unsigned)c);
+    *width = snprintf(show, 9, "\\u%04x", (unsigned)(c & 0xffff));   /* (hidden: all below 0x10000) */
     return len;
   }
   if (!keep) {
