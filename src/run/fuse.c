@@ -28,13 +28,22 @@ static bool operand_ok(const IrAtom *a, const Type *ct, int dt) {
 
 /* Whether st may be a step of a chain of fn whose results have type ct
    (NULL: st's own). */
+/* A fill a chain may start from (or take in): arange or iota of a dtype
+   prim_fill_tile writes. */
+static bool fill_step(const IrStmt *st) {
+  int dt = st->out[0]->t.dt;
+  if (st->prim == P_ARANGE) return dt == DT_F32 || dt == DT_F64;
+  return st->prim == P_IOTA && (dt == DT_F32 || dt == DT_F64 || dt == DT_I32 || dt == DT_I64);
+}
+
 static bool fusable(const IrFunc *fn, const IrStmt *st, const Type *ct) {
-  if (st->k != IS_EQN || st->prim < 0 || st->nout != 1 || st->nin < 1 || st->nin > 2) return false;
+  if (st->k != IS_EQN || st->prim < 0 || st->nout != 1 || st->nin > 2) return false;
   int op = prim_ew_op(st->prim);
-  if (op < 0 || (op >= U_NEG) != (st->nin == 1)) return false;
+  if (st->nin == 0 ? !fill_step(st) : op < 0 || (op >= U_NEG) != (st->nin == 1)) return false;
   const IrVar *o = st->out[0];
   if (!ct) ct = &o->t;
   if (o->owner != fn || o->captured || o->t.rank == 0 || !same_shape(&o->t, ct)) return false;
+  if (st->nin == 0) return true;
   int dt = st->in[0].lit ? st->in[0].lit->dt : st->in[0].var->t.dt;
   for (int k = 0; k < st->nin; k++)
     if (!operand_ok(&st->in[k], ct, dt)) return false;
@@ -91,6 +100,9 @@ void fuse_resolve(IrStmt *const *st, int n, FuseChain *c) {
     p->op = prim_ew_op(st[s]->prim);
     p->nin = st[s]->nin;
     p->dt = st[s]->out[0]->t.dt;
+    p->prim = st[s]->prim;
+    p->at = st[s]->at;
+    p->t = &st[s]->out[0]->t;
     for (int q = 0; q < p->nin; q++) {
       const IrAtom *a = &st[s]->in[q];
       int src = 0;
@@ -149,6 +161,10 @@ static void run_task(void *ctx, int64_t task) {
       if (s < c->nstep - 1) {
         o->dt = p->dt;
         o->data = scr + j->off[s];
+      }
+      if (!p->nin) {
+        prim_fill_tile(p->prim, p->at, p->t, o, lo, len);
+        continue;
       }
       Array in[2];
       for (int q = 0; q < p->nin; q++)

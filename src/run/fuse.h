@@ -8,8 +8,10 @@
 ** operands are literals, scalars or values of that shape of one dtype
 ** per equation, and whose intermediates -- every result but the last --
 ** are read by no statement after the chain, by no nested function and
-** are not the function's results.  Then nothing but the chain sees them,
-** so the evaluator computes the chain a tile of a few thousand elements
+** are not the function's results; a chain may also take in arange and
+** iota (of the dtypes prims.h's prim_fill_tile writes), whose elements it
+** then makes tile by tile, never the whole array.  Then nothing but the
+** chain sees its intermediates, so the evaluator computes the chain a tile of a few thousand elements
 ** at a time: each equation's kernel (ew_apply_small, the kernels' own
 ** engine) on the tile's elements, the intermediates in small scratch
 ** buffers that stay in cache, and only the last result written to memory.
@@ -40,6 +42,9 @@ typedef struct FuseStep {
   int op, nin;
   int src[2];
   uint8_t dt;
+  int prim;               /* a fill (nin 0): arange or iota, with its */
+  const Attrs *at;        /* attributes and result type */
+  const Type *t;
 } FuseStep;
 
 typedef struct FuseChain {

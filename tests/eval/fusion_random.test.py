@@ -14,6 +14,7 @@ The chains, per case:
   - a shape of at least 16,384 elements (below that chains run unfused),
     rank 1 or 2; dtypes f32, f64, bf16, f16 and i32, with comparisons and
     is_finite turning a chain to bool and and/or/xor/not going on in bool;
+  - chains that start from an arange or an iota (made tile by tile);
   - operands: the value before, any earlier value of the chain (read
     several times), inputs loaded from an .npz (NaNs, infinities, signed
     zeros, subnormals, huge values; INT_MIN and INT_MAX for i32), rank-0
@@ -209,6 +210,17 @@ def gen_case(P):
         rows[dt] = [P.input((1, shape[1]), dt)]
     length = rnd.randint(2, 12)
     reread = rnd.random() < 0.3
+    if not in_mesh and dt in ("f32", "f64", "i32") and rnd.random() < 0.3:
+        # the chain starts from an arange or an iota, which it then makes
+        # tile by tile
+        a = P.fresh("fill")
+        if len(shape) == 1 and dt != "i32" and rnd.random() < 0.6:
+            start, step = rnd.choice([(0.0, 1.0), (-7.0, 0.5), (3.0, -0.25), (1.0, 1e-3)])
+            stop = start + step * shape[0]
+            P.lines.append(f"{a} = arange[start={start!r}, stop={stop!r}, step={step!r}, dtype={dt}]")
+        else:
+            dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+            P.lines.append(f"{a} = iota[shape=({dims}), dimension={rnd.randrange(len(shape))}, dtype={dt}]")
     if not in_mesh:
         body = []
         last, made = gen_chain(P, body, [a, b], dt, shape, scalars, rows, length)
