@@ -35,7 +35,7 @@
 typedef enum OptId {
   O_SCRIPT, O_REPL, O_INTERACTIVE, O_CODE, O_CHECK, O_DEBUG, O_VERSION, O_HELP,
   O_STATS, O_MAX_MEMORY, O_MAX_STEPS, O_RANKS, O_JAX, O_THREEFRY_PARTITIONABLE,
-  O_JAX_NAMES, O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
+  O_JAX_NAMES, O_NO_FUSE, O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
 } OptId;
 
 typedef enum OptGroup { G_MODE, G_RUN, G_MODEL } OptGroup;
@@ -70,6 +70,8 @@ static const Opt opts[] = {
    "set jax_threefry_partitionable (True or False) whatever the version"},
   [O_JAX_NAMES] = {G_RUN, "--jax-names", NULL, NULL, NULL,
    "show prints as JAX prints today: types {V:i}, and the variance cast\nas pvary (vary_unreduced_cast_p, reduced_vary_cast_p)"},
+  [O_NO_FUSE] = {G_RUN, "--no-fuse", NULL, NULL, NULL,
+   "run chains of elementwise equations one equation at a time (by\ndefault a chain runs as one pass over memory: the same results)"},
   [O_TIME] = {G_MODEL, "--time", NULL, NULL, NULL,
    "after the run, print its modelled time on real hardware: per device\ncompute, communication, exposed "
    "communication, idle, peak HBM, and\na table of the source lines, hottest first"},
@@ -348,7 +350,7 @@ static int run(int argc, char **argv) {
   bool check_only = false, interactive = false, stats = false, debug = false;
   long long max_steps = 0;
   bool ver_set = false, part_set = false;   /* --jax, --threefry-partitionable */
-  bool jax_names = false;
+  bool jax_names = false, no_fuse = false;
   int p;
   ModelOpts mo = {0};
   for (int i = 1; i < argc; i++) {
@@ -375,6 +377,7 @@ static int run(int argc, char **argv) {
     case O_DEBUG: debug = true; break;
     case O_STATS: stats = true; break;
     case O_JAX_NAMES: jax_names = state_cur()->jax_names = true; break;
+    case O_NO_FUSE: no_fuse = state_cur()->no_fuse = true; break;
     case O_TIME: mo.time = true; break;
     case O_ABSTRACT: mo.abstract = true; break;
     case O_HARDWARE: mo.hardware = arg; break;
@@ -424,7 +427,7 @@ static int run(int argc, char **argv) {
      REPL and the debugger, --check, --stats, the cost model, ranks) uses
      the layers directly. */
   if ((file || code) && !check_only && !interactive && !debug && !stats && !model && !ver_set && !part_set &&
-      !jax_names && fmpi_size() == 1) {
+      !jax_names && !no_fuse && fmpi_size() == 1) {
     lim.max_steps = max_steps;
     lim.fail_alloc_after = fail && *fail ? atol(fail) : 0;
     return run_script(file, code, &lim);

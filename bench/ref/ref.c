@@ -25,11 +25,23 @@
 **       arange(4096*1024) * 2.3841858e-07 in f32 (filled on THREADS
 **       threads), one sgemm (4096x4096)·(4096x1024), the sum of the
 **       result printed.  Nothing timed inside: the harness times the process.
+**   ref matmul-expert THREADS
+**       matmul_basic as an expert writes it in C, a whole process: the
+**       same inputs filled on THREADS threads (OpenMP); for each of the 4
+**       row blocks of c, the 2 block products of matmul_basic's mesh
+**       (a[i, j] 1024x2048 read in place with its row pitch, b[j]
+**       2048x1024) summed by OpenBLAS itself -- the first written, the
+**       second accumulated with beta = 1: no temporary, no add loop --
+**       and the sum of c on THREADS threads (in double), printed.
 **   ref ew-chain N THREADS
 **       x = arange(N) * (1/N) in f32, then the 10 elementwise ops of
 **       bench/workloads/ew_chain.shm, each a loop over THREADS threads
 **       (OpenMP) writing into one result buffer; the sum printed.  A whole
 **       process, like matmul-whole.
+**   ref ew-fused N THREADS
+**       ew-chain with the 10 ops fused by hand: x filled by one OpenMP
+**       loop, then one OpenMP loop computing each y[i] from x[i] through
+**       all 10 ops in registers, then the sum.  A whole process.
 **   ref conv N H W C O REPS
 **       a 3x3 convolution, stride 1, SAME padding, of an NHWC image
 **       x = arange * 6.1035156e-07 and an HWIO kernel w = arange *
@@ -261,6 +273,35 @@ static int matmul_whole(char **argv) {
   return 0;
 }
 
+/* matmul_basic's mesh {i: 4, j: 2} as an expert writes it: the block
+   products of each row block accumulated into c by sgemm (beta = 1). */
+static int matmul_expert(char **argv) {
+  int nt = (int)arg(argv, 2);
+  long M = 4096, K = 4096, N = 1024, mi = 4, mj = 2, bm = M / mi, bk = K / mj;
+  if (nt <= 0) {
+    fprintf(stderr, "ref matmul-expert: bad arguments\n");
+    return 2;
+  }
+  float *a = xmalloc(sizeof(float) * (size_t)(M * K)), *b = xmalloc(sizeof(float) * (size_t)(K * N)),
+        *c = xmalloc(sizeof(float) * (size_t)(M * N));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long i = 0; i < M * K; i++) a[i] = (float)i * 5.9604645e-08f;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long i = 0; i < K * N; i++) b[i] = (float)i * 2.3841858e-07f;
+  for (long i = 0; i < mi; i++)
+    for (long j = 0; j < mj; j++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bm, (int)N, (int)bk, 1.0f, a + i * bm * K + j * bk,
+                  (int)K, b + j * bk * N, (int)N, j ? 1.0f : 0.0f, c + i * bm * N, (int)N);
+  double s = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : s)
+  for (long i = 0; i < M * N; i++) s += c[i];
+  printf("%.9g\n", s);
+  free(a);
+  free(b);
+  free(c);
+  return 0;
+}
+
 /* x, then the 10 ops of ew_chain.shm into one buffer y, each op a
    parallel loop; the sum printed. */
 static int ew_chain(char **argv) {
@@ -296,6 +337,42 @@ static int ew_chain(char **argv) {
     for (long i = 0; i < n; i++) y[i] = sqrtf(y[i]);
 #pragma omp for schedule(static)
     for (long i = 0; i < n; i++) y[i] = y[i] + x[i];
+  }
+  double s = 0;
+  for (long i = 0; i < n; i++) s += y[i];
+  printf("%.9g\n", s);
+  free(x);
+  free(y);
+  return 0;
+}
+
+/* ew-chain fused by hand: one loop, each element through the 10 ops. */
+static int ew_fused(char **argv) {
+  long n = arg(argv, 2);
+  int nt = (int)arg(argv, 3);
+  if (n <= 0 || nt <= 0) {
+    fprintf(stderr, "ref ew-fused: bad arguments\n");
+    return 2;
+  }
+  float *x = xmalloc(sizeof(float) * (size_t)n), *y = xmalloc(sizeof(float) * (size_t)n);
+  float scale = 1.0f / (float)n;
+#pragma omp parallel num_threads(nt)
+  {
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) x[i] = (float)i * scale;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) {
+      float v = x[i] * 2.0f;
+      v = v + 1.0f;
+      v = tanhf(v);
+      v = v - x[i];
+      v = v * v;
+      v = expf(v);
+      v = fmaxf(v, 1.5f);
+      v = v / 3.0f;
+      v = sqrtf(v);
+      y[i] = v + x[i];
+    }
   }
   double s = 0;
   for (long i = 0; i < n; i++) s += y[i];
@@ -373,13 +450,16 @@ int main(int argc, char **argv) {
   if (argc == 8 && !strcmp(argv[1], "sbgemm")) return sbgemm(argv);
   if (argc == 8 && !strcmp(argv[1], "conv")) return conv(argv);
   if (argc == 3 && !strcmp(argv[1], "matmul-whole")) return matmul_whole(argv);
+  if (argc == 3 && !strcmp(argv[1], "matmul-expert")) return matmul_expert(argv);
   if (argc == 4 && !strcmp(argv[1], "ew-chain")) return ew_chain(argv);
+  if (argc == 4 && !strcmp(argv[1], "ew-fused")) return ew_fused(argv);
   if (argc == 4 && !strcmp(argv[1], "memcpy")) return copy(argv, 0);
   if (argc == 4 && !strcmp(argv[1], "memcpy-fresh")) return copy(argv, 1);
   fprintf(stderr,
           "usage: ref config | ref gemm M K N NPROD GROUP REPS | ref sbgemm M K N NPROD GROUP REPS | "
           "ref conv N H W C O REPS | "
-          "ref matmul-whole THREADS | ref ew-chain N THREADS | ref memcpy BYTES REPS | "
+          "ref matmul-whole THREADS | ref matmul-expert THREADS | ref ew-chain N THREADS | ref ew-fused N THREADS | "
+          "ref memcpy BYTES REPS | "
           "ref memcpy-fresh BYTES REPS | ref spawn RSSFILE CMD [ARG...]\n");
   return 2;
 }

@@ -50,6 +50,7 @@ Array *arr_new(DType dt, int rank, const int64_t *shape) {
 typedef struct Slab {
   int64_t live;                 /* arrays not yet freed */
   Array *owner;                 /* arr_carve: the array whose elements these are */
+  int64_t n;                    /* arrays in all, their headers 64 bytes on */
 } Slab;
 
 /* The n arrays of slab s, headers at arr, each of m elements of the given
@@ -84,6 +85,7 @@ void arr_slab(DType dt, int rank, const int64_t *shape, int64_t n, Array **out) 
   Slab *s = (Slab *)p;
   s->live = n;
   s->owner = NULL;
+  s->n = n;
   slab_headers(s, (Array *)(p + hoff), dt, rank, shape, m, n, p + doff, out);
 }
 
@@ -92,6 +94,7 @@ void arr_carve(Array *g, int rank, const int64_t *shape, int64_t n, Array **out)
   Slab *s = (Slab *)p;
   s->live = n;
   s->owner = arr_ref(g);
+  s->n = n;
   slab_headers(s, (Array *)(p + 64), (DType)g->dt, rank, shape, shape_size(rank, shape), n, g->data, out);
 }
 
@@ -147,7 +150,53 @@ Array *arr_zeros(DType dt, int rank, const int64_t *shape) {
   return a;
 }
 
+/* The bytes [*lo, *hi) an array's elements span (a pitched matrix's
+   rows and what lies between them); false for a pitched array of
+   another rank (none is made). */
+static bool extent(const Array *x, uintptr_t *lo, uintptr_t *hi) {
+  size_t es = dtype_sizes[x->dt];
+  *lo = *hi = (uintptr_t)x->data;
+  if (!x->size) return true;
+  if (!x->pitch) *hi += (size_t)x->size * es;
+  else if (x->rank == 2) *hi += ((size_t)(x->shape[0] - 1) * (size_t)x->pitch + (size_t)x->shape[1]) * es;
+  else return false;
+  return true;
+}
+
+/* Array a of slab s, views of s->owner, is being freed.  When nothing
+   but the views holds the owner (the value it was split from is gone: a
+   dying operand of a shard_map, eval.c), the whole pages of a's span that
+   no live view reaches will not be read again: given back now
+   (mem_discard), so that an operand read block by block -- matmul's
+   row bands, each by its block products -- stops counting as its blocks
+   are done with, as the C programmer's would.  Only for slabs of a few
+   big views (every live one is looked at). */
+static void view_gone(Slab *s, const Array *a) {
+  uintptr_t lo, hi, L[64], H[64];
+  if (!s->owner || s->owner->refc != 1 || s->owner->slab || s->n > 64 || !extent(a, &lo, &hi) ||
+      hi - lo < ((size_t)1 << 20))
+    return;
+  const Array *hd = (const Array *)((const char *)s + 64);
+  int m = 0;
+  for (int64_t k = 0; k < s->n; k++) {
+    uintptr_t l, h;
+    if (&hd[k] == a || hd[k].refc <= 0) continue;
+    if (!extent(&hd[k], &l, &h)) return;
+    if (h <= lo || l >= hi) continue;
+    int j = m++;
+    for (; j > 0 && L[j - 1] > l; j--) L[j] = L[j - 1], H[j] = H[j - 1];
+    L[j] = l, H[j] = h;
+  }
+  uintptr_t cur = lo, base = (uintptr_t)s->owner;
+  for (int j = 0; j <= m; j++) {
+    uintptr_t end = j < m ? (L[j] < hi ? L[j] : hi) : hi;
+    if (end > cur) mem_discard(s->owner, cur - base, end - cur);
+    if (j < m && H[j] > cur) cur = H[j];
+  }
+}
+
 void arr_free_(Array *a) {
+  if (a->slab) view_gone(a->slab, a);
   if (!a->slab) {
     mem_free(a);
   } else if (--a->slab->live == 0) {

@@ -2,6 +2,8 @@
 ** esc.c — user bytes made safe for a terminal (see esc.h).
 */
 #include <errno.h>
+#include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "esc.h"
@@ -81,7 +83,7 @@ int esc_char(const char *s, size_t n, unsigned flags, char *show, int *width) {
   }
   bool keep = c >= 0x20 ? c != 0x7f : (c == '\n' && (flags & ESC_KEEP_NL)) || (c == '\t' && (flags & ESC_KEEP_TAB));
   if (c >= 0x80 && hidden(c)) {
-    *width = snprintf(show, 9, "\\u%04x", (unsigned)c);
+    *width = snprintf(show, 9, "\\u%04x", (unsigned)(c & 0xffff));   /* (hidden: all below 0x10000) */
     return len;
   }
   if (!keep) {
@@ -306,7 +308,9 @@ void esc_std_streams(void) {
   raw_stdout = stdout;
   fflush(stdout);
   fflush(stderr);
-  FILE *o = esc_stream(STDOUT_FILENO, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
+  /* line-buffered on a terminal, and where the C library's stdout was
+     (`stdbuf -oL`: bench/harness.py stamps each line as it arrives) */
+  FILE *o = esc_stream(STDOUT_FILENO, isatty(STDOUT_FILENO) || __flbf(raw_stdout) ? _IOLBF : _IOFBF);
   FILE *e = esc_stream(STDERR_FILENO, _IONBF);
   if (o) stdout = o;
   if (e) stderr = e;

@@ -81,6 +81,7 @@ typedef struct ShmState {
      by --jax, --threefry-partitionable or a `# jax VERSION` header: rng.c) */
   bool rng_old_counters;
   bool jax_names;           /* show prints types and casts as JAX prints them today ({V:i}, pvary): --jax-names */
+  bool no_fuse;             /* elementwise chains run one equation at a time (--no-fuse; run/fuse.h) */
   int nwarned, capwarned;
   /* a request to stop the running statement (the REPL's ^C, shmapi_interrupt) */
   volatile sig_atomic_t interrupted;

@@ -221,6 +221,9 @@ typedef struct IrStmt {
   struct IrFunc *drop_fn;
   int drop_at, ndrop;
   int drop[4];
+  /* the length of the chain of elementwise equations starting here that
+     may run as one pass (run/fuse.h); 0: none */
+  int fuse_n;
 } IrStmt;
 
 /* The parameters of a shard_map equation (Attrs.ext). */

@@ -1372,6 +1372,51 @@ static void arange_range(FillJob *j, int64_t lo, int64_t hi) {
   }
 }
 
+/* prim_fill_tile (prims.h): elements [lo, lo + n) of an arange or iota
+   result into r's data, each the value kern_arange's or kern_iota's
+   loops give it. */
+SHM_WIDE static void arange_f32_tile(float *o, float b0, float d, int64_t lo, int64_t n) {
+  if (lo + n <= INT32_MAX)
+    for (int32_t k = 0; k < (int32_t)n; k++) o[k] = b0 + (float)((int32_t)lo + k) * d;
+  else
+    for (int64_t k = 0; k < n; k++) o[k] = b0 + (float)(lo + k) * d;
+}
+
+bool prim_fill_tile(int prim, const Attrs *at, const Type *t, Array *r, int64_t lo, int64_t n) {
+  if (prim == P_ARANGE) {
+    double s = at->f[0], s1 = at->f[0] + at->f[2];
+    if (t->dt == DT_F32) {
+      float *o = r->data, b0 = (float)s, d = (float)s1 - b0;
+      arange_f32_tile(o, b0, d, lo, n);
+      if (lo <= 1 && 1 < lo + n) o[1 - lo] = (float)s1;
+    } else if (t->dt == DT_F64) {
+      double *o = r->data, d = s1 - s;
+      for (int64_t k = 0; k < n; k++) o[k] = s + (double)(lo + k) * d;
+      if (lo <= 1 && 1 < lo + n) o[1 - lo] = s1;
+    } else {
+      return false;
+    }
+    return true;
+  }
+  if (prim != P_IOTA || (t->dt != DT_F32 && t->dt != DT_F64 && t->dt != DT_I32 && t->dt != DT_I64)) return false;
+  int64_t inner = 1, len = t->shape[at->i[0]];
+  for (int d = (int)at->i[0] + 1; d < t->rank; d++) inner *= t->shape[d];
+  int64_t k0 = lo % inner, v = lo / inner % len;
+#define IOTA_TILE(T)                                                     \
+  for (int64_t k = 0; k < n; k++) {                                      \
+    ((T *)r->data)[k] = (T)v;                                            \
+    if (++k0 == inner) { k0 = 0; if (++v == len) v = 0; }                \
+  }
+  switch ((DType)t->dt) {
+  case DT_F32: IOTA_TILE(float) break;
+  case DT_F64: IOTA_TILE(double) break;
+  case DT_I32: IOTA_TILE(int32_t) break;
+  default: IOTA_TILE(int64_t) break;
+  }
+#undef IOTA_TILE
+  return true;
+}
+
 /* arange: NumPy's fill, in the dtype's own arithmetic. */
 static void kern_arange(KARGS) {
   (void)in; (void)nin;

@@ -97,6 +97,12 @@ typedef void (*KernFn)(const Attrs *at, Array *const *in, int nin, Array **out, 
    nothing. */
 int prim_ew_op(int prim);
 void prim_ew_apply(int op, const Array *a, const Array *b, Array *r);
+/* Elements [lo, lo + n) of the result (of type t) of the fill primitive
+   `prim` with attributes `at`, written from r's data on, each the value
+   the primitive's kernel gives it: arange of f32 and f64, iota of f32,
+   f64, i32 and i64 (fused chains start with them, run/fuse.h).  false:
+   not one of those (nothing written).  Never fails, allocates nothing. */
+bool prim_fill_tile(int prim, const Attrs *at, const Type *t, Array *r, int64_t lo, int64_t n);
 
 typedef struct PrimInfo {
   const char *name;

@@ -9,6 +9,7 @@
 #include "eval.h"
 #include "state.h"
 #include "fabmpi.h"
+#include "fuse.h"
 #include "ew.h"
 #include "rule.h"
 #include "split.h"
@@ -1116,6 +1117,83 @@ static bool dies_here(Frame *F, const IrAtom *a) {
   return x && x->refc == 1;
 }
 
+/* ---- fused chains ------------------------------------------------------------------------ */
+
+/* Blocks of fewer elements run equation by equation (exec_ew_slab does
+   small blocks of many instances at once; a chain's scratch and its
+   tiles pay off where the intermediates would leave the cache). */
+#define FUSE_MIN 16384
+
+static void release_val(void *v) { val_unref(v); }
+
+/* Whether operand block x of a chain may hold its result of type t: held
+   by nothing else, contiguous, of t's dtype and shape. */
+static bool fuse_donatable(const Array *x, const Type *t) { return !x->pitch && donatable(x, t); }
+
+/* The chain of elementwise equations that starts at statement i of F's
+   body (fuse.h), run as one pass over each block of its result, when
+   nothing may look at its intermediates: not under the debugger's hook
+   or an observer (the cost model), not at a top level that keeps its
+   values (the REPL), not across ranks, not under --no-fuse.  Its
+   intermediates never get a value; its last result is set.  An operand
+   from outside the chain that dies in it (its last use there) and alone
+   holds its block gives that block to the result.  The number of statements run: 0 when it did not
+   run fused (then nothing happened). */
+static int exec_fused(Interp *I, Frame *F, int i) {
+  IrStmt *const *body = F->fn->body;
+  int n = body[i]->fuse_n;
+  if (n < 2 || I->hook || I->obs.data || state_cur()->no_fuse || fmpi_size() > 1 || (F == I->top && !I->release_top)) return 0;
+  IrStmt *last = body[i + n - 1];
+  const Type *t = &last->out[0]->t;
+  int64_t size = 1;
+  for (int d = 0; d < t->rank; d++) size *= t->shape[d];
+  if (size < FUSE_MIN) return 0;
+  FuseChain c;
+  fuse_resolve(body + i, n, &c);
+  const Mesh *mesh = F->space.mesh;
+  uint32_t R = t->vma;
+  Val *ev[FUSE_MAXEXT];
+  int donor = -1;
+  for (int k = 0; k < c.next; k++) {
+    const IrAtom *a = c.ext[k];
+    ev[k] = a->lit ? NULL : value_of(F, a->var);
+    if (ev[k] && (ev[k]->mask & ~R)) return 0;
+    IrVar *v = a->var;
+    if (donor < 0 && ev[k] && ev[k]->mask == R && v->owner == F->fn && !v->captured && v->last >= i &&
+        v->last < i + n && ev[k]->refc == 1)
+      donor = k;
+  }
+  int64_t nb = til_nblk(mesh, R);
+  uint8_t *need = needed_blocks(&F->space, R, nb);
+  for (int64_t b = 0; b < nb; b++)       /* operands as the tiles read them */
+    for (int k = 0; k < c.next && (!need || need[b]); k++)
+      if (ev[k] && ev[k]->blk[til_project(mesh, R, b, ev[k]->mask)]->pitch) {
+        scratch_free(need);
+        return 0;
+      }
+  F->cur = last;
+  Val *out = val_new(R, nb);
+  err_defer(release_val, out);
+  Array *ex[FUSE_MAXEXT];
+  for (int64_t b = 0; b < nb; b++) {
+    if (need && !need[b]) continue;
+    for (int k = 0; k < c.next; k++)
+      ex[k] = ev[k] ? ev[k]->blk[ev[k]->mask == R ? b : til_project(mesh, R, b, ev[k]->mask)] : c.ext[k]->lit;
+    Array *r = donor >= 0 && fuse_donatable(ex[donor], t) ? arr_ref(ex[donor])
+                                                           : arr_new((DType)t->dt, t->rank, t->shape);
+    out->blk[b] = r;
+    fuse_block(&c, ex, r);
+  }
+  err_undefer(out);
+  scratch_free(need);
+  set_slot(F, last->out[0], out);
+  return n;
+}
+
+/* Statements [i, i + n) ran as a chain: the values their last uses
+   release, let go of as each statement's would be. */
+static void drop_chain(Frame *F, int i, int n);
+
 /* ---- statements ------------------------------------------------------------------------- */
 
 /* A collective of several operands (ragged_all_to_all): every operand's
@@ -1217,6 +1295,13 @@ static void drop_dead(Frame *F, IrStmt *st) {
   for (int j = 0; j < st->nout; j++) drop_if_last(F, st->out[j]);
 }
 
+static void drop_chain(Frame *F, int i, int n) {
+  for (int k = i; k < i + n; k++) {
+    F->release_at = k;
+    drop_dead(F, F->fn->body[k]);
+  }
+}
+
 /* exec_stmt, and under several ranks outside any body first the values
    kept split: computed on elementwise (ew_on_pieces), or assembled. */
 static void exec_outside(Interp *I, Frame *F, IrStmt *st) {
@@ -1229,9 +1314,18 @@ static void exec_outside(Interp *I, Frame *F, IrStmt *st) {
 
 static void run_body(Interp *I, Frame *F) {
   IrFunc *fn = F->fn;
-  if (!fn->drops_planned) drops_plan(fn);
+  if (!fn->drops_planned) {
+    drops_plan(fn);
+    fuse_plan(fn);
+  }
   for (int i = 0; i < fn->nbody; i++) {
     IrStmt *st = fn->body[i];
+    int fused = st->fuse_n > 1 ? exec_fused(I, F, i) : 0;
+    if (fused) {
+      drop_chain(F, i, fused);
+      i += fused - 1;
+      continue;
+    }
     if (I->hook) I->hook(I, F, st, EV_LINE, I->hook_data);
     if (F->jump >= 0) {
       i = F->jump - 1;
@@ -1338,7 +1432,10 @@ bool eval_run_to(Interp *I, int start, int to) {
     for (int i = T->nslots; i < I->main->nslots; i++) T->slots[i] = NULL;
     T->nslots = I->main->nslots;
   }
-  if (I->release_top && !I->main->drops_planned) drops_plan(I->main);
+  if (I->release_top && !I->main->drops_planned) {
+    drops_plan(I->main);
+    fuse_plan(I->main);
+  }
   volatile int i = start;
   fmpi_set_format(vp_format_parts);
   ErrJmp j;
@@ -1347,6 +1444,13 @@ bool eval_run_to(Interp *I, int start, int to) {
       IrStmt *st = I->main->body[i];
       I->cur = T;
       I->steps = 0;
+      int fused = st->fuse_n > 1 && i + st->fuse_n <= (to < 0 || to > I->main->nbody ? I->main->nbody : to)
+                      ? exec_fused(I, T, i) : 0;
+      if (fused) {
+        drop_chain(T, i, fused);
+        i += fused - 1;
+        continue;
+      }
       if (I->hook) I->hook(I, T, st, EV_LINE, I->hook_data);
       if (T->jump >= 0) {
         i = T->jump - 1;

@@ -342,12 +342,14 @@ static void reduce_slow(int prim, DType dt, void *dst, Array *const *src, int64_
 }
 
 /* dst[0..n) = op over the members g = 0, 1, ..., p-1 of src[g][off..off+n),
-   combined left to right (the fixed order that makes sums reproducible),
-   one cache-sized tile at a time.  A small reduction (one tile) runs a
-   vector register's worth of elements at a time through all members,
-   the running result kept in the register: written back and read again
-   for every member it would wait each time for its own store.  Each
-   element sees the same operations in the same order either way. */
+   combined left to right (the fixed order that makes sums reproducible):
+   a vector register's worth of elements at a time through all members,
+   the running result kept in the register (written back and read again
+   for every member it would wait each time for its own store; and a big
+   reduction so reads each member once and writes the result once, where
+   a cache-sized tile of the result would be read and written once per
+   member); the last few elements a tile at a time.  Each element sees
+   the same operations in the same order either way. */
 SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *src, int64_t p, int64_t off, int64_t n) {
   switch (dt) {
 /* U: the type the sum is taken in -- for integers the unsigned type of the
@@ -369,7 +371,7 @@ SHM_WIDE static void reduce_into(int prim, DType dt, void *dst, Array *const *sr
   {                                                                                            \
     T *d = dst;                                                                                \
     int64_t i0 = 0;                                                                            \
-    if (n <= TILE) {                                                                           \
+    {                                                                                          \
       enum { BW = 64 / sizeof(T) };                                                            \
       const T *s0 = (const T *)src[0]->data + off;                                             \
       if (prim == P_PMAX) IN_REGS(T, U, P_PMAX)                                                \
