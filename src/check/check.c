@@ -676,7 +676,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   for (int k = 0; k < s->nargs; k++) in[k].t.dt = intypes[k].dt;
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
-  if (vrule_communicates(prim_table[prim].vrule) && (at->axmask & cx->ctrl)) {
+  if (prim_communicates(prim) && (at->axmask & cx->ctrl)) {
     diag_error(s->callee_sp, "%s over %s inside control flow whose predicate varies over %s: "
                "instances would disagree on whether to communicate (it would hang on real hardware)",
                pi->name, check_vma_text(cx, at->axmask), check_vma_text(cx, at->axmask & cx->ctrl));

@@ -1505,7 +1505,7 @@ static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins
   c.n_in = 0;
   c.devices = 0;
   for (int k = 0; k < c.m->naxes; k++) c.coords[k] = 0;     /* (no other is read) */
-  bool comm = vrule_communicates(prim_table[prim].vrule) || prim == P_PBROADCAST_SOURCE;
+  bool comm = prim_communicates(prim);
   if (comm) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);
