@@ -326,6 +326,16 @@ static bool manual_axes_or_layout(Ctx *cx, const AstType *at, Type *t) {
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
   *has_vma = false;            /* (also when the type is refused: callers may read it) */
+  if (at->bare) {              /* JAX's token: shmapi's token is bool[0], its variance psend's */
+    if (!str_eqc(at->dtype, "Tok")) {
+      diag_error(at->sp, "unknown type '%.*s' (a type is dtype[shape], as f32[2,3], or JAX's token Tok)",
+                 at->dtype.n, at->dtype.p);
+      return false;
+    }
+    t->dt = DT_BOOL;
+    t->rank = 1;
+    return true;
+  }
   int dt = dtype_lookup(at->dtype);
   if (dt < 0 && at->dtype.n > 5 && !strncmp(at->dtype.p, "key<", 4)) {
     if (str_eqc(at->dtype, "key<rbg>") || str_eqc(at->dtype, "key<urbg>") || str_eqc(at->dtype, "key<unsafe_rbg>"))
@@ -685,6 +695,16 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   if (!emit_prim_vary(EM(cx), prim, in, s->nargs, at, out, nout, s->callee_sp)) { check_bind_bad(cx, s); return; }
   if (!cx->mesh && !global_unreduced(cx, s, prim, in, at, out, nout)) { check_bind_bad(cx, s); return; }
+  if (prim == P_PBROADCAST && s->nouts == 1 && in[0].var && out[0].vma == in[0].t.vma && at->naxes) {
+    /* JAX's pvary of a value it types invariant along axes the value
+       varies over (computed from a precv's result): the identity, and
+       the name stands for the operand */
+    Type t = in[0].t;
+    if (!check_annotation(cx, s->outs[0], &t, pi->name) || str_eqc(s->outs[0]->name, "_")) return;
+    cx->scope = check_bind(cx->C, cx->scope, B_VAR, s->outs[0]->name);
+    cx->scope->var = in[0].var;
+    return;
+  }
   IrStmt *st = check_new_eqn(cx, s);
   st->prim = prim;
   st->at = at;
