@@ -30,7 +30,7 @@
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
 %token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE VISUALIZE.
-%token ELLIPSIS LT GT.
+%token ELLIPSIS LT GT FUTURE.
 
 %type stmt_list {AstList*}
 %type stmt {AstStmt*}
@@ -126,6 +126,8 @@ type(A) ::= IDENT(D) LBRACK dims(S) RBRACK(C).       { A = ast_type(P, D, S, C);
 type(A) ::= IDENT(D) LBRACK RBRACK(C).               { A = ast_type(P, D, ast_list(P), C); }
 /* JAX's token type, as psend's result prints: Tok (ast_type_bare) */
 type(A) ::= IDENT(D).                                { A = ast_type_bare(P, D); }
+/* JAX's AbstractFuture{f32[8]{V:i}}: the lexer's FUTURE holds the brace */
+type(A) ::= FUTURE(O) type(T) RBRACE(C).             { A = ast_type_future(P, T, O, C); }
 type(A) ::= type(T) LBRACE(O) axes(X) RBRACE(C).     { A = ast_type_vma(P, T, X, O, C); }
 type(A) ::= type(T) LBRACE(O) RBRACE(C).             { A = ast_type_vma(P, T, ast_list(P), O, C); }
 /* JAX's manual axis types: {V:i}, {V:(i,j), U:x, R:y}, {U_max:x} */

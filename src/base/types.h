@@ -47,6 +47,9 @@ typedef struct Type {
      what is computed from it; a pvary over them is the identity, as JAX
      prints one there.  No part of the type's identity. */
   uint32_t jaxinv;
+  /* JAX's AbstractFuture{...}: the pending result of an async collective's
+     start, of this dtype, shape and variance; only its done reads it */
+  bool future;
   int64_t shape[SHM_MAXRANK];
 } Type;
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include "check_int.h"
 #include "unred.h"
+#include "coll.h"
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
@@ -207,7 +208,7 @@ Type check_bad_type(void) {
 }
 
 bool check_types_equal(const Type *a, const Type *b) {
-  return a->dt == b->dt && a->vma == b->vma && a->unred == b->unred && a->red == b->red &&
+  return a->dt == b->dt && a->vma == b->vma && a->unred == b->unred && a->red == b->red && a->future == b->future &&
          (!a->unred || a->ukind == b->ukind) && type_same_shape(a, b);
 }
 
@@ -383,6 +384,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
     for (int d = 0; d < at->rank; d++) l->dim[d] = at->dim_shard[d];
   }
   if (at->has_named) return xmap_named_shape(cx, at, t, has_vma);
+  t->future = at->future;
   return true;
 }
 
@@ -447,6 +449,50 @@ bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
 
 /* ---- operands ------------------------------------------------------------------ */
 
+/* A future (an async collective's start's result) is read once, by the
+   done of its start, in the body that started it (JAX binds the done
+   the start names); false after an error. */
+static bool check_await(Ctx *cx, const AstArg *a, IrVar *v) {
+  int start = v->fut_start - 1, done = start >= 0 ? coll_async_done(start) : -1;
+  const char *want = done >= 0 ? prim_table[done].name : "the done of its start";
+  if (!cx->awaiting) {
+    diag_error(a->sp, "%.*s is a future (the result of %s), not an array: only %s reads it", a->name.n, a->name.p,
+               start >= 0 ? prim_table[start].name : "an async collective's start", want);
+    return false;
+  }
+  if (start < 0 || v->owner != cx->fn) {
+    diag_error(a->sp, "%.*s is not the future of a start in this body: a future is awaited where it starts", a->name.n,
+               a->name.p);
+    return false;
+  }
+  if (cx->awaiting - 1 != done) {
+    v->awaited = true;         /* (no second error: it is never awaited) */
+    diag_error(a->sp, "%.*s is the future of %s: %s awaits it, not %s", a->name.n, a->name.p, prim_table[start].name,
+               want, prim_table[cx->awaiting - 1].name);
+    return false;
+  }
+  if (v->awaited) {
+    diag_error(a->sp, "%.*s is awaited twice: a future is awaited once", a->name.n, a->name.p);
+    return false;
+  }
+  v->awaited = true;
+  return true;
+}
+
+/* The futures started by the statements of cx's function from `from` on
+   that no done read (an async collective never finished). */
+static void check_unawaited(Ctx *cx, int from) {
+  for (int i = from; i < cx->fn->nbody; i++) {
+    IrStmt *st = cx->fn->body[i];
+    for (int k = 0; st->k == IS_EQN && k < st->nout; k++) {
+      IrVar *v = st->out[k];
+      if (!v->fut_start || v->awaited) continue;
+      diag_error(v->sp, "the future %.*s of %s is never awaited: %s must read it in this body", v->name.n, v->name.p,
+                 prim_table[v->fut_start - 1].name, prim_table[coll_async_done(v->fut_start - 1)].name);
+    }
+  }
+}
+
 /* Resolve an argument to an atom.  Literals come out weak (dtype open)
    unless typed.  False after an error. */
 bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
@@ -460,6 +506,7 @@ bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
     }
     out->var = b->var;
     out->t = b->var->t;
+    if (b->var->t.future && !check_await(cx, a, b->var)) return false;
     if (b->var->owner != cx->fn) emit_capture(EM(cx), b->var);
     return true;
   }
@@ -646,7 +693,10 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   const PrimInfo *pi = &prim_table[prim];
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
   bool silent;
-  if (!check_resolve_args(cx, s, in, &silent)) {
+  cx->awaiting = prim_table[prim].shape == coll_rule_async_done ? prim + 1 : 0;
+  bool resolved = check_resolve_args(cx, s, in, &silent);
+  cx->awaiting = 0;
+  if (!resolved) {
     touch_fn_params(cx, s);
     check_bind_bad(cx, s);
     return;
@@ -713,6 +763,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   st->in = in;
   st->nin = s->nargs;
   check_bind_outs(cx, s, st, out, nout, pi->name);
+  if (coll_is_async_start(prim) && nout == 1 && st->nout == 1) st->out[0]->fut_start = prim + 1;
   emit_stmt(EM(cx), st);
 }
 
@@ -975,7 +1026,9 @@ static void check_def_body(Ctx *sub, FuncDef *fd, int errs) {
   AstFunc *af = fd->ast;
   fd->checking = true;
   sub->C->depth++;
+  int from = sub->fn->nbody;
   check_body(sub, af->body, af->nbody);
+  check_unawaited(sub, from);
   sub->C->depth--;
   fd->checking = false;
   if (af->form == FN_READABLE && !sub->ret && diag_count() == errs &&

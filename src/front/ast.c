@@ -213,6 +213,13 @@ AstType *ast_type_bare(Parser *P, Tok word) {
   return t;
 }
 
+AstType *ast_type_future(Parser *P, AstType *t, Tok open, Tok close) {
+  (void)P;
+  t->future = true;
+  t->sp = span_join(open.sp, close.sp);
+  return t;
+}
+
 /* One `name:size` of a named shape: a pair of tokens. */
 AstList *ast_named_dim(Parser *P, AstList *dims, Tok name, Tok size) {
   ast_dim(P, dims, name);

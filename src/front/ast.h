@@ -284,6 +284,8 @@ AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
 AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close);
 /* A type written as one word (JAX's Tok). */
 AstType *ast_type_bare(Parser *P, Tok word);
+/* AbstractFuture{t}: t, marked a future. */
+AstType *ast_type_future(Parser *P, AstType *t, Tok open, Tok close);
 AstType *ast_type_groups(Parser *P, AstType *t, AstList *groups, Tok open, Tok close);
 AstList *ast_group(Parser *P, Tok kind, AstList *axes);
 Tok ast_sdim(Parser *P, Tok size, AstList *axes, bool paren);

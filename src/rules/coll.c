@@ -465,6 +465,44 @@ bool coll_rule_precv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   return true;
 }
 
+/* ---- async collectives ---------------------------------------------------------- */
+
+static const int async_pairs[][3] = {     /* start, the collective it runs, its done */
+  {P_ALL_GATHER_START, P_ALL_GATHER, P_ALL_GATHER_DONE},
+  {P_ALL_GATHER_REDUCED_START, P_ALL_GATHER_REDUCED, P_ALL_GATHER_DONE},
+  {P_PSUM_INVARIANT_START, P_PSUM, P_PSUM_DONE},
+  {P_REDUCE_SCATTER_START, P_PSUM_SCATTER, P_REDUCE_SCATTER_DONE},
+  {P_ALL_TO_ALL_START, P_ALL_TO_ALL, P_ALL_TO_ALL_DONE},
+  {P_PPERMUTE_START, P_PPERMUTE, P_PPERMUTE_DONE},
+};
+#define N_ASYNC ((int)(sizeof async_pairs / sizeof async_pairs[0]))
+
+int coll_async_base(int prim) {
+  for (int i = 0; i < N_ASYNC; i++)
+    if (async_pairs[i][0] == prim) return async_pairs[i][1];
+  return prim;
+}
+
+int coll_async_done(int prim) {
+  for (int i = 0; i < N_ASYNC; i++)
+    if (async_pairs[i][0] == prim) return async_pairs[i][2];
+  return -1;
+}
+
+bool coll_is_async_start(int prim) { return coll_async_done(prim) >= 0; }
+
+bool coll_rule_async_done(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  (void)at;
+  TyBuf b;
+  if (!in[0].future)
+    return rule_error(cx, "%s awaits the future an async collective's start gives (AbstractFuture{...}), "
+                      "not %s", rule_prim_name(cx), rule_ty(&b, &in[0]));
+  out[0] = in[0];
+  out[0].future = false;
+  return true;
+}
+
 /* The bytes one member sends under the ring algorithms (coll.h). */
 double coll_ring_bytes(int prim, int64_t p, double n_in, double n_out) {
   double f = p > 0 ? (double)(p - 1) / (double)p : 0;

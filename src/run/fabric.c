@@ -1450,6 +1450,7 @@ static void axes_text(const Mesh *m, uint32_t mask) {
    fabric's own: unreduced_psum a psum, all_gather_reduced an
    all_gather_invariant, the casts pbroadcast's no-move. */
 int fab_base_prim(int prim) {
+  prim = coll_async_base(prim);            /* all_gather_start runs an all_gather */
   switch (prim) {
   case P_UNREDUCED_PSUM: return P_PSUM;
   case P_UNREDUCED_PMAX: return P_PMAX;

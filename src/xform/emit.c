@@ -5,6 +5,7 @@
 */
 #include <stdio.h>
 #include "body.h"
+#include "coll.h"
 #include "diag.h"
 #include "prims.h"
 #include "emit.h"
@@ -158,6 +159,7 @@ bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **param
   at->fns = fns;
   at->nfns = nfns;
   if (!pi->shape(r, in, nin, at, out) || r->failed) return false;
+  if (coll_is_async_start(prim)) out[0].future = true;
   if (at->nfns && pi->vrule != VR_SPECIAL) at->run = body_run;
   return rule_unused(r, pi->params);
 }
@@ -213,7 +215,7 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     return false;
   }
   UnredErr ue;
-  if (!unred_rule(prim, vr, t, nin, lit, at, res, out, nout, &ue)) {
+  if (!unred_rule(coll_async_base(prim), vr, t, nin, lit, at, res, out, nout, &ue)) {
     unred_error(E, prim, in, &ue, sp);
     return false;
   }
