@@ -336,6 +336,10 @@ void lex_next(Lexer *L, Tok *t) {
         t->fval2 = py_float(e, &e);
         TOK(TK_COMPLEX);
       }
+      "AbstractFuture{" {
+        /* an async collective's future, as JAX prints its type */
+        TOK(push(L, '{') ? TK_FUTURE : TK_ILLEGAL);
+      }
       "key<" ident ">" {
         /* a PRNG key dtype as JAX prints it: key<fry>, key<rbg> */
         TOK(TK_IDENT);

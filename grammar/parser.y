@@ -30,7 +30,7 @@
 %token LPAREN RPAREN LBRACK RBRACK LBRACE RBRACE PSPEC.
 %token COMMA COLON EQ DOT AT.
 %token DEF RETURN LAMBDA LET IN IMPORT PRINT SHOW MESH NONE TRUE FALSE LOAD SAVE VISUALIZE.
-%token ELLIPSIS LT GT.
+%token ELLIPSIS LT GT FUTURE.
 
 %type stmt_list {AstList*}
 %type stmt {AstStmt*}
@@ -124,6 +124,10 @@ binder(A) ::= IDENT(N) COLON type(T).      { A = ast_binder(P, N, T); }
 
 type(A) ::= IDENT(D) LBRACK dims(S) RBRACK(C).       { A = ast_type(P, D, S, C); }
 type(A) ::= IDENT(D) LBRACK RBRACK(C).               { A = ast_type(P, D, ast_list(P), C); }
+/* JAX's token type, as psend's result prints: Tok (ast_type_bare) */
+type(A) ::= IDENT(D).                                { A = ast_type_bare(P, D); }
+/* JAX's AbstractFuture{f32[8]{V:i}}: the lexer's FUTURE holds the brace */
+type(A) ::= FUTURE(O) type(T) RBRACE(C).             { A = ast_type_future(P, T, O, C); }
 type(A) ::= type(T) LBRACE(O) axes(X) RBRACE(C).     { A = ast_type_vma(P, T, X, O, C); }
 type(A) ::= type(T) LBRACE(O) RBRACE(C).             { A = ast_type_vma(P, T, ast_list(P), O, C); }
 /* JAX's manual axis types: {V:i}, {V:(i,j), U:x, R:y}, {U_max:x} */
@@ -157,6 +161,10 @@ params(A) ::= params(L) COMMA param(X).    { A = ast_list_add(P, L, X); }
 
 param(A) ::= IDENT(K) EQ value(V).         { A = ast_param(P, K, V); }
 param(A) ::= MESH(K) EQ value(V).          { A = ast_param(P, K, V); }
+/* an aval as a parameter's value, printed by str(): precv's
+   out_shape=float32[1,2] (a PV_REPR of its text) */
+param(A) ::= IDENT(K) EQ IDENT(D) LBRACK dims RBRACK(C). { A = ast_param(P, K, ast_pv_text(P, D, C)); }
+param(A) ::= IDENT(K) EQ IDENT(D) LBRACK RBRACK(C). { A = ast_param(P, K, ast_pv_text(P, D, C)); }
 
 value(A) ::= INT(T).                       { A = ast_pv_int(P, T); }
 value(A) ::= FLOAT(T).                     { A = ast_pv_float(P, T); }
@@ -178,6 +186,7 @@ value(A) ::= PSPEC(O) callargs(L) RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, 
 value(A) ::= PSPEC(O) callargs(L) COMMA RPAREN(C). { A = ast_pv_seq(P, PV_SPEC, O, L, C, true); }
 value(A) ::= lambda(F).                    { A = ast_pv_func(P, F); }
 value(A) ::= COMPLEX(T).                   { A = ast_pv_complex(P, T); }
+
 /* Python reprs, as JAX prints parameters: <function f at 0x...>,
    frozenset({'i'}), Mesh('i': 4, axis_types=(Auto,)), {0: ('i',)} */
 value(A) ::= REPR(T).                      { A = ast_pv_str(P, T); A->k = PV_REPR; }

@@ -42,6 +42,14 @@ typedef struct Type {
   uint32_t vma;
   uint32_t unred, red;
   const TypeLay *lay;    /* NULL: no explicit layout */
+  /* axes along which the value varies but JAX's type of it says
+     invariant: a precv's result (its out_shape carries no variance) and
+     what is computed from it; a pvary over them is the identity, as JAX
+     prints one there.  No part of the type's identity. */
+  uint32_t jaxinv;
+  /* JAX's AbstractFuture{...}: the pending result of an async collective's
+     start, of this dtype, shape and variance; only its done reads it */
+  bool future;
   int64_t shape[SHM_MAXRANK];
 } Type;
 

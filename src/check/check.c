@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include "check_int.h"
 #include "unred.h"
+#include "coll.h"
 #include "prims.h"
 #include "diag.h"
 #include "err.h"
@@ -207,7 +208,7 @@ Type check_bad_type(void) {
 }
 
 bool check_types_equal(const Type *a, const Type *b) {
-  return a->dt == b->dt && a->vma == b->vma && a->unred == b->unred && a->red == b->red &&
+  return a->dt == b->dt && a->vma == b->vma && a->unred == b->unred && a->red == b->red && a->future == b->future &&
          (!a->unred || a->ukind == b->ukind) && type_same_shape(a, b);
 }
 
@@ -326,6 +327,16 @@ static bool manual_axes_or_layout(Ctx *cx, const AstType *at, Type *t) {
 bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
   memset(t, 0, sizeof *t);
   *has_vma = false;            /* (also when the type is refused: callers may read it) */
+  if (at->bare) {              /* JAX's token: shmapi's token is bool[0], its variance psend's */
+    if (!str_eqc(at->dtype, "Tok")) {
+      diag_error(at->sp, "unknown type '%.*s' (a type is dtype[shape], as f32[2,3], or JAX's token Tok)",
+                 at->dtype.n, at->dtype.p);
+      return false;
+    }
+    t->dt = DT_BOOL;
+    t->rank = 1;
+    return true;
+  }
   int dt = dtype_lookup(at->dtype);
   if (dt < 0 && at->dtype.n > 5 && !strncmp(at->dtype.p, "key<", 4)) {
     if (str_eqc(at->dtype, "key<rbg>") || str_eqc(at->dtype, "key<urbg>") || str_eqc(at->dtype, "key<unsafe_rbg>"))
@@ -373,6 +384,7 @@ bool check_resolve_type(Ctx *cx, const AstType *at, Type *t, bool *has_vma) {
     for (int d = 0; d < at->rank; d++) l->dim[d] = at->dim_shard[d];
   }
   if (at->has_named) return xmap_named_shape(cx, at, t, has_vma);
+  t->future = at->future;
   return true;
 }
 
@@ -437,6 +449,50 @@ bool check_annotation(Ctx *cx, const AstBinder *b, Type *t, const char *what) {
 
 /* ---- operands ------------------------------------------------------------------ */
 
+/* A future (an async collective's start's result) is read once, by the
+   done of its start, in the body that started it (JAX binds the done
+   the start names); false after an error. */
+static bool check_await(Ctx *cx, const AstArg *a, IrVar *v) {
+  int start = v->fut_start - 1, done = start >= 0 ? coll_async_done(start) : -1;
+  const char *want = done >= 0 ? prim_table[done].name : "the done of its start";
+  if (!cx->awaiting) {
+    diag_error(a->sp, "%.*s is a future (the result of %s), not an array: only %s reads it", a->name.n, a->name.p,
+               start >= 0 ? prim_table[start].name : "an async collective's start", want);
+    return false;
+  }
+  if (start < 0 || v->owner != cx->fn) {
+    diag_error(a->sp, "%.*s is not the future of a start in this body: a future is awaited where it starts", a->name.n,
+               a->name.p);
+    return false;
+  }
+  if (cx->awaiting - 1 != done) {
+    v->awaited = true;         /* (no second error: it is never awaited) */
+    diag_error(a->sp, "%.*s is the future of %s: %s awaits it, not %s", a->name.n, a->name.p, prim_table[start].name,
+               want, prim_table[cx->awaiting - 1].name);
+    return false;
+  }
+  if (v->awaited) {
+    diag_error(a->sp, "%.*s is awaited twice: a future is awaited once", a->name.n, a->name.p);
+    return false;
+  }
+  v->awaited = true;
+  return true;
+}
+
+/* The futures started by the statements of cx's function from `from` on
+   that no done read (an async collective never finished). */
+static void check_unawaited(Ctx *cx, int from) {
+  for (int i = from; i < cx->fn->nbody; i++) {
+    IrStmt *st = cx->fn->body[i];
+    for (int k = 0; st->k == IS_EQN && k < st->nout; k++) {
+      IrVar *v = st->out[k];
+      if (!v->fut_start || v->awaited) continue;
+      diag_error(v->sp, "the future %.*s of %s is never awaited: %s must read it in this body", v->name.n, v->name.p,
+                 prim_table[v->fut_start - 1].name, prim_table[coll_async_done(v->fut_start - 1)].name);
+    }
+  }
+}
+
 /* Resolve an argument to an atom.  Literals come out weak (dtype open)
    unless typed.  False after an error. */
 bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
@@ -450,6 +506,7 @@ bool check_resolve_arg(Ctx *cx, const AstArg *a, IrAtom *out) {
     }
     out->var = b->var;
     out->t = b->var->t;
+    if (b->var->t.future && !check_await(cx, a, b->var)) return false;
     if (b->var->owner != cx->fn) emit_capture(EM(cx), b->var);
     return true;
   }
@@ -636,7 +693,10 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   const PrimInfo *pi = &prim_table[prim];
   IrAtom *in = NEWN(cx->C, IrAtom, s->nargs);
   bool silent;
-  if (!check_resolve_args(cx, s, in, &silent)) {
+  cx->awaiting = prim_table[prim].shape == coll_rule_async_done ? prim + 1 : 0;
+  bool resolved = check_resolve_args(cx, s, in, &silent);
+  cx->awaiting = 0;
+  if (!resolved) {
     touch_fn_params(cx, s);
     check_bind_bad(cx, s);
     return;
@@ -676,7 +736,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   for (int k = 0; k < s->nargs; k++) in[k].t.dt = intypes[k].dt;
   if (!check_finish_literals(cx, in, (const AstArg *const *)s->args, s->nargs)) { check_bind_bad(cx, s); return; }
-  if (vrule_communicates(prim_table[prim].vrule) && (at->axmask & cx->ctrl)) {
+  if (prim_communicates(prim) && (at->axmask & cx->ctrl)) {
     diag_error(s->callee_sp, "%s over %s inside control flow whose predicate varies over %s: "
                "instances would disagree on whether to communicate (it would hang on real hardware)",
                pi->name, check_vma_text(cx, at->axmask), check_vma_text(cx, at->axmask & cx->ctrl));
@@ -685,6 +745,16 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   }
   if (!emit_prim_vary(EM(cx), prim, in, s->nargs, at, out, nout, s->callee_sp)) { check_bind_bad(cx, s); return; }
   if (!cx->mesh && !global_unreduced(cx, s, prim, in, at, out, nout)) { check_bind_bad(cx, s); return; }
+  if (prim == P_PBROADCAST && s->nouts == 1 && in[0].var && out[0].vma == in[0].t.vma && at->naxes) {
+    /* JAX's pvary of a value it types invariant along axes the value
+       varies over (computed from a precv's result): the identity, and
+       the name stands for the operand */
+    Type t = in[0].t;
+    if (!check_annotation(cx, s->outs[0], &t, pi->name) || str_eqc(s->outs[0]->name, "_")) return;
+    cx->scope = check_bind(cx->C, cx->scope, B_VAR, s->outs[0]->name);
+    cx->scope->var = in[0].var;
+    return;
+  }
   IrStmt *st = check_new_eqn(cx, s);
   st->prim = prim;
   st->at = at;
@@ -693,6 +763,7 @@ static void check_prim_eqn(Ctx *cx, AstStmt *s, int prim) {
   st->in = in;
   st->nin = s->nargs;
   check_bind_outs(cx, s, st, out, nout, pi->name);
+  if (coll_is_async_start(prim) && nout == 1 && st->nout == 1) st->out[0]->fut_start = prim + 1;
   emit_stmt(EM(cx), st);
 }
 
@@ -955,7 +1026,9 @@ static void check_def_body(Ctx *sub, FuncDef *fd, int errs) {
   AstFunc *af = fd->ast;
   fd->checking = true;
   sub->C->depth++;
+  int from = sub->fn->nbody;
   check_body(sub, af->body, af->nbody);
+  check_unawaited(sub, from);
   sub->C->depth--;
   fd->checking = false;
   if (af->form == FN_READABLE && !sub->ret && diag_count() == errs &&

@@ -120,7 +120,8 @@ typedef struct Ctx {
   Binding *scope;
   Mesh *mesh;              /* axes in scope, or NULL */
   uint32_t ctrl;           /* variance of enclosing predicates */
-  uint32_t stmt_pv;        /* variance of the predicate of the statement being bound */
+  uint32_t stmt_pv;
+  int awaiting;            /* the done (prim + 1) whose operand is being resolved, or 0 */        /* variance of the predicate of the statement being bound */
   bool returned;
   AstStmt *ret;            /* readable form: the return statement */
   const AstFunc *inlined;  /* a def whose body is checked in place, into fn (a nested pmap) */

@@ -205,6 +205,21 @@ AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close)
   return t;
 }
 
+AstType *ast_type_bare(Parser *P, Tok word) {
+  AstType *t = NEW(P, AstType);
+  t->sp = word.sp;
+  t->dtype = word.text;
+  t->bare = true;
+  return t;
+}
+
+AstType *ast_type_future(Parser *P, AstType *t, Tok open, Tok close) {
+  (void)P;
+  t->future = true;
+  t->sp = span_join(open.sp, close.sp);
+  return t;
+}
+
 /* One `name:size` of a named shape: a pair of tokens. */
 AstList *ast_named_dim(Parser *P, AstList *dims, Tok name, Tok size) {
   ast_dim(P, dims, name);

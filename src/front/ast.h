@@ -97,6 +97,12 @@ typedef struct AstType {
   Str named[SHM_MAXAXES];
   int64_t named_size[SHM_MAXAXES];
   Span named_sp;
+  /* written without brackets: JAX's token type `Tok` (anything else is
+     refused when resolved) */
+  bool bare;
+  /* JAX's AbstractFuture{f32[8]} (an async collective's start): the
+     type is the awaited value's, future set */
+  bool future;
 } AstType;
 
 typedef struct AstBinder {
@@ -276,6 +282,10 @@ AstFunc *ast_func_statics(Parser *P, AstFunc *fn, AstList *names);
 
 AstType *ast_type(Parser *P, Tok dtype, AstList *dims, Tok close);
 AstType *ast_type_vma(Parser *P, AstType *t, AstList *axes, Tok open, Tok close);
+/* A type written as one word (JAX's Tok). */
+AstType *ast_type_bare(Parser *P, Tok word);
+/* AbstractFuture{t}: t, marked a future. */
+AstType *ast_type_future(Parser *P, AstType *t, Tok open, Tok close);
 AstType *ast_type_groups(Parser *P, AstType *t, AstList *groups, Tok open, Tok close);
 AstList *ast_group(Parser *P, Tok kind, AstList *axes);
 Tok ast_sdim(Parser *P, Tok size, AstList *axes, bool paren);

@@ -23,7 +23,7 @@ const char *cost_limit_name(CostLimit l) {
 
 bool cost_is_comm(const IrStmt *st) {
   return st->prim >= 0 && st->prim < P_COUNT &&
-         (vrule_communicates(prim_table[st->prim].vrule) || st->prim == P_PBROADCAST_SOURCE);
+         prim_communicates(st->prim);
 }
 
 static double type_bytes(const Type *t) { return (double)type_size(t) * (double)dtype_sizes[t->dt]; }

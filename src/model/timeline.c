@@ -580,7 +580,8 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
      event of each device and the destination of each member looked up in
      tables: linear in the devices and pairs; a scan per pair was
      quadratic in the mesh) */
-  if ((st->prim == P_PPERMUTE || st->prim == P_PRECV) && T->keep_events) {
+  int base = fab_base_prim(st->prim);      /* (ppermute_start is a ppermute) */
+  if ((base == P_PPERMUTE || base == P_PRECV) && T->keep_events) {
     const IntList *perm = &st->at->l[0];
     int64_t coords[SHM_MAXAXES], p = 1;
     for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
@@ -615,7 +616,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   /* bytes sent by all members (as the fabric counts them for --stats):
      a ppermute moves one block per pair of each group */
   double sent = c.bytes * (double)members;
-  if (st->prim == P_PPERMUTE || st->prim == P_PRECV) {
+  if (base == P_PPERMUTE || base == P_PRECV) {
     int64_t p = 1;
     for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
     sent = c.bytes * (double)(st->at->l[0].n / 2) * (double)members / (double)p;

@@ -397,18 +397,109 @@ bool coll_rule_psend(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
    the token sent along perm, of that shape and dtype (zeros on members
    no pair sends to).  Attrs: axes; l[0] the pairs; l[1] the shape;
    dtype. */
+/* JAX's out_shape: the aval precv binds, printed by str() (float32[1,2])
+   or, inside a repr, ShapedArray(float32[1,2]) (weak_type=... after it
+   changes nothing); layouts (8@x) and variance ({V:x}) are not part of
+   what is received.  Into *dt and shp. */
+static bool precv_aval_text(RuleCtx *cx, Str s, int *dt, IntList *shp) {
+  int i = 0;
+  while (i < s.n && s.p[i] != '[') i++;
+  Str name = {s.p, i};
+  *dt = i < s.n ? dtype_lookup(name) : -1;
+  if (*dt < 0 || dtype_is_key((DType)*dt))
+    return rule_param_error(cx, "out_shape", "precv's out_shape '%.*s' is not an array type (dtype[shape], as "
+                            "float32[1,2])", s.n, s.p);
+  int64_t *v = rule_alloc_ints(cx, SHM_MAXRANK);
+  int n = 0, depth = 0;
+  bool num = false, skip = false;
+  for (i++; i < s.n && !(s.p[i] == ']' && depth == 0); i++) {
+    char c = s.p[i];
+    if (c == '(') depth++;
+    else if (c == ')') depth--;
+    else if (c == ',' && depth == 0) { num = skip = false; continue; }
+    else if (c == '@') skip = true;
+    if (skip || c == ' ') continue;
+    if (c < '0' || c > '9' || (!num && n == SHM_MAXRANK))
+      return rule_param_error(cx, "out_shape", "precv's out_shape '%.*s' is not an array type (dtype[shape], as "
+                              "float32[1,2])", s.n, s.p);
+    if (!num) v[n++] = 0;
+    num = true;
+    v[n - 1] = v[n - 1] * 10 + (c - '0');
+  }
+  shp->n = n;
+  shp->v = v;
+  return true;
+}
+
+static bool precv_out_shape(RuleCtx *cx, int *dt, IntList *shp) {
+  if (rule_has(cx, "shape") || rule_has(cx, "dtype"))
+    return rule_param_error(cx, "out_shape", "precv takes out_shape (JAX's) or shape and dtype, not both");
+  PVal *v = rule_get(cx, "out_shape"), *t = v;
+  if (t->k == PV_CALL && str_eqc(t->s, "ShapedArray") && t->n >= 1) t = t->items[0];
+  if (t->k != PV_REPR)
+    return rule_param_error(cx, "out_shape", "precv's out_shape must be an array type, as JAX prints it: "
+                            "float32[1,2] or ShapedArray(float32[1,2])");
+  if (!precv_aval_text(cx, t->s, dt, shp)) return false;
+  rule_record(cx, "out_shape", v);
+  return true;
+}
+
 bool coll_rule_precv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
   TyBuf b;
   if (in[0].dt != DT_BOOL || in[0].rank != 1 || in[0].shape[0] != 0)
-    return rule_error(cx, "precv's operand must be the token a psend made (bool[0]), not %s", rule_ty(&b, &in[0]));
+    return rule_error(cx, "precv's operand must be the token a psend made (JAX's Tok, bool[0]), not %s", rule_ty(&b, &in[0]));
   if (!send_perm(cx, in, nin, at, out)) return false;
   IntList shp = {0, NULL};
   int dt;
-  if (!rule_ints(cx, "shape", true, &shp) || !rule_dtype(cx, "dtype", true, -1, &dt)) return false;
+  if (rule_has(cx, "out_shape")) {
+    if (!precv_out_shape(cx, &dt, &shp)) return false;
+  } else if (!rule_has(cx, "shape") && !rule_has(cx, "dtype")) {
+    return rule_error(cx, "precv requires out_shape (JAX's, as float32[1,2]) or shape and dtype");
+  } else if (!rule_ints(cx, "shape", true, &shp) || !rule_dtype(cx, "dtype", true, -1, &dt)) {
+    return false;
+  }
   if (!rule_check_shape(cx, "shape", &shp)) return false;
   rule_set_type(out, dt, shp.n, shp.v);
   at->l[1] = shp;
   at->dtype = dt;
+  return true;
+}
+
+/* ---- async collectives ---------------------------------------------------------- */
+
+static const int async_pairs[][3] = {     /* start, the collective it runs, its done */
+  {P_ALL_GATHER_START, P_ALL_GATHER, P_ALL_GATHER_DONE},
+  {P_ALL_GATHER_REDUCED_START, P_ALL_GATHER_REDUCED, P_ALL_GATHER_DONE},
+  {P_PSUM_INVARIANT_START, P_PSUM, P_PSUM_DONE},
+  {P_REDUCE_SCATTER_START, P_PSUM_SCATTER, P_REDUCE_SCATTER_DONE},
+  {P_ALL_TO_ALL_START, P_ALL_TO_ALL, P_ALL_TO_ALL_DONE},
+  {P_PPERMUTE_START, P_PPERMUTE, P_PPERMUTE_DONE},
+};
+#define N_ASYNC ((int)(sizeof async_pairs / sizeof async_pairs[0]))
+
+int coll_async_base(int prim) {
+  for (int i = 0; i < N_ASYNC; i++)
+    if (async_pairs[i][0] == prim) return async_pairs[i][1];
+  return prim;
+}
+
+int coll_async_done(int prim) {
+  for (int i = 0; i < N_ASYNC; i++)
+    if (async_pairs[i][0] == prim) return async_pairs[i][2];
+  return -1;
+}
+
+bool coll_is_async_start(int prim) { return coll_async_done(prim) >= 0; }
+
+bool coll_rule_async_done(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out) {
+  (void)nin;
+  (void)at;
+  TyBuf b;
+  if (!in[0].future)
+    return rule_error(cx, "%s awaits the future an async collective's start gives (AbstractFuture{...}), "
+                      "not %s", rule_prim_name(cx), rule_ty(&b, &in[0]));
+  out[0] = in[0];
+  out[0].future = false;
   return true;
 }
 

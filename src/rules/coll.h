@@ -21,6 +21,16 @@ bool coll_rule_ragged_all_to_all(RuleCtx *cx, Type *in, int nin, Attrs *at, Type
 bool coll_rule_axis_size(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_psend(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
 bool coll_rule_precv(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+/* An async collective's done: its operand is a future, the result the
+   value it holds. */
+bool coll_rule_async_done(RuleCtx *cx, Type *in, int nin, Attrs *at, Type *out);
+/* The collective an async start runs (all_gather_start: all_gather), the
+   done that awaits it, and whether prim is a start; other primitives:
+   themselves, -1, false. */
+int coll_async_base(int prim);
+int coll_async_done(int prim);
+bool coll_is_async_start(int prim);
+
 /* axis_size's kernel: the size its rule found. */
 void coll_kern_axis_size(const Attrs *at, Array *const *in, int nin, Array **out, const Type *outt);
 

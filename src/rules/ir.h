@@ -131,6 +131,8 @@ typedef struct IrVar {
                              prints under a varying predicate: t is the sound
                              type, a superset (check.c, vma_jax_narrower) */
   uint32_t jax_vma;
+  int fut_start;          /* an async collective's future: its start's prim + 1 (0: none) */
+  bool awaited;           /* that future was read by its done (check.c) */
   struct IrVar *logical;  /* in an xmap's lowering: the value of its named-axis
                              body this one holds (check_xlower.c), or NULL */
   int last;               /* the last statement of the owner's body that reads

@@ -138,6 +138,14 @@ static inline size_t prim_params_len(const char *params) {
 /* Does the primitive accept a parameter named `key` (a synonym too)? */
 bool prim_accepts(int prim, Str key);
 
+/* Does an equation of prim communicate between the instances (a
+   collective whose group must reach it together)?  The variance rule
+   says so, but for JAX's collective broadcast (pbroadcast with source=),
+   whose result keeps its operand's variance. */
+static inline bool prim_communicates(int prim) {
+  return vrule_communicates(prim_table[prim].vrule) || prim == P_PBROADCAST_SOURCE;
+}
+
 /* Primitive by canonical name or alias; -1 if none. */
 int prim_lookup(Str name);
 

@@ -66,7 +66,20 @@ static void axis_groups(Buf *b, const Type *t, const Mesh *mesh) {
   buf_putc(b, '}');
 }
 
+static void show_type_inner(Buf *b, const Type *t, const Mesh *mesh);
+
+/* An async collective's future prints as JAX prints it: AbstractFuture{f32[8]{i}}. */
 void show_type(Buf *b, const Type *t, const Mesh *mesh) {
+  if (!t->future) {
+    show_type_inner(b, t, mesh);
+    return;
+  }
+  buf_puts(b, "AbstractFuture{");
+  show_type_inner(b, t, mesh);
+  buf_putc(b, '}');
+}
+
+static void show_type_inner(Buf *b, const Type *t, const Mesh *mesh) {
   buf_printf(b, "%s[", dtype_names[t->dt]);
   for (int i = 0; i < t->rank; i++) {
     buf_printf(b, "%s%lld", i ? "," : "", (long long)t->shape[i]);

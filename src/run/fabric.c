@@ -1452,6 +1452,7 @@ static void axes_text(const Mesh *m, uint32_t mask) {
    fabric's own: unreduced_psum a psum, all_gather_reduced an
    all_gather_invariant, the casts pbroadcast's no-move. */
 int fab_base_prim(int prim) {
+  prim = coll_async_base(prim);            /* all_gather_start runs an all_gather */
   switch (prim) {
   case P_UNREDUCED_PSUM: return P_PSUM;
   case P_UNREDUCED_PMAX: return P_PMAX;
@@ -1507,7 +1508,7 @@ static Val *run_coll(const Space *sp, int prim, const Attrs *at, Val *const *ins
   c.n_in = 0;
   c.devices = 0;
   for (int k = 0; k < c.m->naxes; k++) c.coords[k] = 0;     /* (no other is read) */
-  bool comm = vrule_communicates(prim_table[prim].vrule) || prim == P_PBROADCAST_SOURCE;
+  bool comm = prim_communicates(prim);
   if (comm) check_groups(sp, prim, at);
   axes_text(c.m, at->axmask);
   c.p = group_size(c.m, at);

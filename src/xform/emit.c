@@ -5,6 +5,7 @@
 */
 #include <stdio.h>
 #include "body.h"
+#include "coll.h"
 #include "diag.h"
 #include "prims.h"
 #include "emit.h"
@@ -158,6 +159,7 @@ bool emit_prim_shape(Emitter *E, RuleCtx *r, int prim, Span sp, AstParam **param
   at->fns = fns;
   at->nfns = nfns;
   if (!pi->shape(r, in, nin, at, out) || r->failed) return false;
+  if (coll_is_async_start(prim)) out[0].future = true;
   if (at->nfns && pi->vrule != VR_SPECIAL) at->run = body_run;
   return rule_unused(r, pi->params);
 }
@@ -185,6 +187,15 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     lit[k] = !in[k].var;
   }
   VarRule vr = prim_table[prim].vrule;
+  /* a pvary JAX printed over axes along which it types the operand
+     invariant but it varies (downstream of a precv): the identity there */
+  uint32_t jaxinv_in = 0, jaxvary_in = 0;
+  for (int k = 0; k < nin; k++) {
+    jaxinv_in |= t[k].jaxinv;
+    jaxvary_in |= t[k].vma & ~t[k].jaxinv;
+  }
+  if (prim == P_PBROADCAST && nin == 1 && (at->axmask & t[0].vma) && !(at->axmask & t[0].vma & ~t[0].jaxinv))
+    t[0].vma &= ~at->axmask;
   /* in an xmap body all_gather's result loses the gathered named axes, as
      in JAX's named shapes (a shard_map body types it as varying) */
   if (prim == P_ALL_GATHER && E->mesh && E->mesh->named) vr = VR_GATHER_INV;
@@ -204,7 +215,7 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
     return false;
   }
   UnredErr ue;
-  if (!unred_rule(prim, vr, t, nin, lit, at, res, out, nout, &ue)) {
+  if (!unred_rule(coll_async_base(prim), vr, t, nin, lit, at, res, out, nout, &ue)) {
     unred_error(E, prim, in, &ue, sp);
     return false;
   }
@@ -219,6 +230,8 @@ bool emit_prim_vary(Emitter *E, int prim, IrAtom *in, int nin, const Attrs *at, 
   for (int k = 0; k < nout; k++) {
     out[k].vma = res | out[k].unred;
     out[k].lay = NULL;
+    out[k].jaxinv = prim == P_PRECV ? out[k].vma
+                    : out[k].vma & jaxinv_in & ~jaxvary_in & ~(prim == P_PBROADCAST ? at->axmask : 0);
   }
   return true;
 }

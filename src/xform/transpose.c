@@ -31,7 +31,7 @@ typedef struct Tr {
   X(cond) X(fori_loop) X(scan) X(shard_map) X(sort) X(reduce_precision) X(tile) \
   X(split) X(ragged_all_to_all) \
   X(vary_unreduced_cast) X(reduced_vary_cast) X(preduced) X(unreduced_psum) X(unreduced_reduce_scatter) \
-  X(all_gather_reduced)
+  X(all_gather_reduced) X(pbroadcast_source)
 
 #define X(n) static bool tr_##n(TrCtx *cx);
 TR_RULES(X)
@@ -1137,6 +1137,74 @@ static bool tr_ragged_all_to_all(TrCtx *cx) {
     IrAtom sel[3] = {t->rank == 1 ? got : emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &got, 1), ct, bld_zeros(B, &z)};
     tr_give(cx, 1, emit1(cx, P_SELECT_N, NULL, 0, sel, 3));
   }
+  return true;
+}
+
+/* pbroadcast[axis_name, source] (JAX's collective broadcast) is linear;
+   its transpose (JAX's _pbroadcast_transpose_rule) sends the sum of the
+   group's cotangents to the source member and zero to the others:
+   select_n(axis_index == source, 0, psum(ct)).  Along the group's axes
+   the operand does not vary over, every member already holds the
+   source's value (the broadcast is the identity there): the sum and the
+   choice of the source run over the varying axes only (none: the
+   transpose is the identity). */
+static PVal *axis_pv(TrCtx *cx, const Mesh *m, int a) {
+  char nm[128];
+  snprintf(nm, sizeof nm, "%.*s", m->axis[a].n, m->axis[a].p);
+  return bld_pv_name(tr_builder(cx), nm);
+}
+
+static IrAtom is_member(TrCtx *cx, const Mesh *m, int a, int64_t c) {
+  IrParam ip[1] = {kv("axis_name", axis_pv(cx, m, a))};
+  IrAtom none[1] = {tr_ct(cx, 0)};
+  IrAtom idx = emit1(cx, P_AXIS_INDEX, ip, 1, none, 0);
+  IrAtom eq_in[2] = {idx, lit_of(cx, &idx.t, (double)c)};
+  return emit1(cx, P_EQ, NULL, 0, eq_in, 2);
+}
+
+static bool tr_pbroadcast_source(TrCtx *cx) {
+  if (cx->checking) return true;
+  Builder *B = tr_builder(cx);
+  const Mesh *m = bld_func(B)->mesh;
+  const Attrs *at = cx->st->at;
+  uint32_t vary = cx->st->in[0].t.vma;
+  IrAtom ct = tr_ct(cx, 0);
+  PVal *ax[SHM_MAXAXES];
+  int nv = 0;
+  IrAtom is_src;
+  memset(&is_src, 0, sizeof is_src);
+  int64_t g = at->i[0];
+  for (int k = at->naxes - 1; k >= 0; k--) {     /* the source's coordinates, minor axis first */
+    int a = at->axes[k];
+    int64_t c = g % m->size[a];
+    g /= m->size[a];
+    if (!(vary & (1u << a))) continue;
+    IrAtom e = is_member(cx, m, a, c);
+    if (nv) {
+      IrAtom both[2] = {e, is_src};
+      e = emit1(cx, P_AND, NULL, 0, both, 2);
+    }
+    is_src = e;
+    ax[nv++] = axis_pv(cx, m, a);
+  }
+  if (!nv) {
+    tr_give(cx, 0, ct);
+    return true;
+  }
+  IrParam sp[1] = {kv("axes", bld_pv_tuple(B, ax, nv))};
+  IrAtom tsum = emit1(cx, P_PSUM, sp, 1, &ct, 1);
+  const Type *t = &ct.t;
+  if (t->rank > 0) {
+    IrParam bp[2] = {kv("shape", bld_pv_ints(B, t->shape, t->rank)), kv("broadcast_dimensions", bld_pv_ints(B, NULL, 0))};
+    is_src = emit1(cx, P_BROADCAST_IN_DIM, bp, 2, &is_src, 1);
+  }
+  Type z = *t;
+  z.vma = 0;
+  z.unred = 0;
+  z.red = 0;
+  z.lay = NULL;
+  IrAtom sel[3] = {is_src, bld_zeros(B, &z), tsum};
+  tr_give(cx, 0, emit1(cx, P_SELECT_N, NULL, 0, sel, 3));
   return true;
 }
 

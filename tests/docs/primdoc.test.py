@@ -18,7 +18,7 @@ COLLECTIVE_RULES = {'VR_REDUCE', 'VR_PBCAST', 'VR_VARY', 'VR_GATHER_INV', 'VR_PD
                     'VR_RVCAST', 'VR_UREDUCE', 'VR_USCATTER', 'VR_GATHER_RED',
                     'VR_PSCATTER', 'VR_AXIS_INDEX', 'VR_RAGGED'}
 # local primitives that name mesh axes, run in the body too
-IN_BODY = {'axis_size'}
+IN_BODY = {'axis_size', 'all_gather_done', 'psum_done', 'reduce_scatter_done', 'all_to_all_done', 'ppermute_done'}
 MARKER = "  # a collective's example runs here\n"
 
 spec = importlib.util.spec_from_file_location('gen', 'docs/gen_primitives.py')

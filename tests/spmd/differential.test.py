@@ -394,7 +394,25 @@ class Gen:
         n = rng.randint(min_n, max(min_n, min(len(pool), rng.choice([1, 1, 2, 3]))))
         return rng.sample(pool, n)
 
+    # JAX's async forms of the collectives: the start gives a future, its
+    # done the value (the same numbers)
+    ASYNC = {'psum': ('psum_invariant_start', 'psum_done'), 'all_gather': ('all_gather_start', 'all_gather_done'),
+             'psum_scatter': ('reduce_scatter_start', 'reduce_scatter_done'),
+             'ppermute': ('ppermute_start', 'ppermute_done'), 'all_to_all': ('all_to_all_start', 'all_to_all_done')}
+
     def op_collective(self, mesh, pool, v, among=None):
+        res = self.op_collective_sync(mesh, pool, v, among)
+        if res is None or among is not None or self.rng.random() >= 0.25:
+            return res
+        line, val = res
+        m = re.match(r'(\w+) = (\w+)\[(.*)\] (\w+)$', line)
+        if not m or m.group(2) not in self.ASYNC:
+            return res
+        start, done = self.ASYNC[m.group(2)]
+        return ('%s_f = %s[%s] %s\n%s = %s %s_f' % (m.group(1), start, m.group(3), m.group(4), m.group(1), done,
+                                                   m.group(1)), val)
+
+    def op_collective_sync(self, mesh, pool, v, among=None):
         rng = self.rng
         kinds = ['psum', 'pmax', 'pmin', 'pmean', 'pbroadcast', 'all_gather', 'all_gather_invariant',
                  'psum_scatter', 'pscatter', 'ppermute', 'all_to_all'] + ['unreduced'] * 8 + ['pcast', 'pcast',

@@ -663,7 +663,7 @@ class Gen:
         x = V('x', a.dt, a.shape, a.vma)
         sub.pool = [x]
         cur = x
-        choices = LOCAL_OPS + (['psum', 'ppermute', 'all_gather', 'pbroadcast'] if self.axes else [])
+        choices = LOCAL_OPS + (['psum', 'ppermute', 'all_gather', 'pbroadcast', 'pbroadcast_source'] if self.axes else [])
         for _ in range(self.rng.randint(1, 3)):
             op = self.rng.choice(choices)
             nv = getattr(sub, 'op_' + op)(cur)
@@ -710,6 +710,17 @@ class Gen:
             return None
         v = self.new(a.dt, a.shape, a.vma | set(axes), 'pbroadcast')
         self.emit('%s = pbroadcast[axes=%s] %s' % (v.name, self.axes_text(axes), a.name))
+        return v
+
+    def op_pbroadcast_source(self, a):
+        """JAX's collective broadcast: every member of the group gets member
+        source's block (the variance is the operand's)."""
+        axes = self.pick_axes(self.axes)
+        if axes is None:
+            return None
+        src = self.rng.randrange(self.group(axes))
+        v = self.new(a.dt, a.shape, set(a.vma), 'pbroadcast_source')
+        self.emit('%s = pbroadcast[axis_name=%s, source=%d] %s' % (v.name, self.axes_text(axes), src, a.name))
         return v
 
     def op_all_gather(self, a, prim='all_gather'):
@@ -841,7 +852,7 @@ OPS_WEIGHTS = {
     'squeeze': 2, 'expand_dims': 2, 'slice': 2, 'pad': 2, 'concatenate': 2,
     'dynamic_slice': 2, 'dynamic_update_slice': 2, 'convert': 1, 'select_n': 2,
     'cumsum': 2, 'rev': 1, 'tile': 1, 'cond': 2, 'fori_loop': 2, 'call': 2,
-    'psum': 4, 'pmean': 1, 'pbroadcast': 3, 'all_gather': 3, 'psum_scatter': 3,
+    'psum': 4, 'pmean': 1, 'pbroadcast': 3, 'pbroadcast_source': 2, 'all_gather': 3, 'psum_scatter': 3,
     'all_gather_invariant': 2, 'pscatter': 3, 'ppermute': 3, 'all_to_all': 3, 'split': 2,
 }
 LOCAL_OPS = ['neg', 'mul', 'div', 'add', 'sub', 'dot', 'reshape', 'transpose',
