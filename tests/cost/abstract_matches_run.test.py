@@ -10,7 +10,8 @@ come from its control-flow generator (CtlGen: nested cond, while and
 fori_loop) with every index, predicate and loop bound a literal, a psum of
 1, or a function of axis_index: --abstract must evaluate those per device
 (each device runs its own number of iterations) and model what the run
-does; none may be refused.  The same runs
+does; none may be refused.  A third of the programs run with --model-top
+(the statements outside the shard_map modelled on the devices).  The same runs
 check that the model's collective bytes agree with the fabric's --stats
 (both count with coll_ring_bytes), to the precision --stats prints.
 
@@ -75,8 +76,9 @@ def main():
         with open(path, 'w') as f:
             f.write(text)
         hw = rng.choice(['tpu-v5e', 'tpu-v4', 'h100', 'a100', 'tpu-v6e', 'tpu-v5p'])
-        rc1, out1, err1 = run(['--time', '--stats', '--hardware', hw, path])
-        rc2, out2, err2 = run(['--abstract', '--time', '--hardware', hw, path])
+        top = ['--model-top'] if rng.random() < 0.3 else []
+        rc1, out1, err1 = run(['--time', '--stats', '--hardware', hw] + top + [path])
+        rc2, out2, err2 = run(['--abstract', '--time', '--hardware', hw] + top + [path])
         if rc1 != 0 or rc2 != 0:
             failed += 1
             errors += 1
