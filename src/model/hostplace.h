@@ -18,7 +18,9 @@
 **
 ** An elementwise equation (hp_elementwise) of split operands runs on each
 ** device on its tile (hp_tile_cost) and its result keeps the split; any
-** other equation runs replicated.
+** other equation runs replicated.  The timeline propagates placements
+** (forward, and backward from where a value is wanted split) and charges
+** reshardings as collectives (timeline.c, reshard).
 */
 #ifndef SHM_HOSTPLACE_H
 #define SHM_HOSTPLACE_H

@@ -105,6 +105,7 @@ struct Timeline {
   const Mesh **meshes;        /* the program's meshes (to read NamedSharding(mesh=m)) */
   int nmeshes, capmeshes;
   long host_split;            /* host-level equations that ran split */
+  Mesh *hostmesh;             /* the host's devices as a mesh of one axis, when no mesh of the program is them */
   IrFunc *main;               /* the top level, and per slot of it the placement */
   HpSplit *want;              /* a later shard_map or elementwise use asks for (rank 0: none) */
   char **hnotes;              /* placements not followed */
@@ -428,6 +429,7 @@ void tl_free(Timeline *T) {
   mem_free(T->hnotes);
   mem_free((void *)T->meshes);
   mem_free(T->want);
+  mem_free(T->hostmesh);
   mem_free(T->bufs);
   mem_free(T->lines);
   mem_free(T->costs);
@@ -603,10 +605,81 @@ static void host_note(Timeline *T, const IrStmt *st, const char *what) {
   T->hnotes[T->nhnotes++] = mem_strndup(buf, strlen(buf));
 }
 
+/* The mesh a resharding of host-level values runs over: the program's
+   mesh of all the host's devices, or one axis of them. */
+static const Mesh *host_mesh(Timeline *T) {
+  for (int i = 0; i < T->nmeshes; i++)
+    if (T->meshes[i]->ndev == T->topn && !T->meshes[i]->named) return T->meshes[i];
+  if (!T->hostmesh) {
+    T->hostmesh = mem_calloc(sizeof(Mesh));
+    T->hostmesh->naxes = 1;
+    T->hostmesh->axis[0] = str_c("devices");
+    T->hostmesh->size[0] = T->topn;
+    T->hostmesh->ndev = T->topn;
+  }
+  return T->hostmesh;
+}
+
+/* --model-top: value `slot` of type t (F's, on every device), placed
+   `from`, is wanted placed `to` at statement st: the collective that
+   implies runs on the communication stream of every device (an
+   all-gather to replicated, an all-to-all between two splits; from
+   replicated to split each device slices its tile: free), and the slot
+   takes its results.  Noted in the report. */
+static void reshard(Timeline *T, SFrame *F, const IrStmt *st, int32_t *slot, const Type *t, const HpSplit *from,
+                    const HpSplit *to) {
+  HpSplit rep;
+  hp_replicate(&rep, t->rank);
+  if (!from) from = &rep;
+  if (!to) to = &rep;
+  if (!hp_is_split(from) || hp_same(from, to) || !slot || F->nd != T->topn) return;
+  const Mesh *m = host_mesh(T);
+  Attrs at;
+  memset(&at, 0, sizeof at);
+  at.naxes = m->naxes;
+  for (int a = 0; a < m->naxes; a++) at.axes[a] = (uint8_t)a, at.axmask |= 1u << a;
+  IrStmt fake = *st;
+  fake.prim = hp_is_split(to) ? P_ALL_TO_ALL : P_ALL_GATHER;
+  fake.at = &at;
+  double V = (double)type_size(t) * dtype_sizes[t->dt];
+  double n_in = V / (double)hp_tiles(from), n_out = hp_is_split(to) ? V / (double)hp_tiles(to) : V;
+  Cost c = cost_collective_bytes(&T->hw, m, place_of(T, m), &fake, n_in, n_out);
+  double start = 0;
+  for (int64_t d = 0; d < F->nd; d++) {
+    double r = slot[d] >= 0 ? T->bufs[slot[d]].ready : 0;
+    if (r > start) start = r;
+    if (T->mfree[d] > start) start = T->mfree[d];
+  }
+  for (int64_t d = 0; d < F->nd; d++) {
+    int32_t b = buf_new(T, d, n_out, start + c.time);
+    T->bufs[b].cstart = start;
+    T->bufs[b].cend = start + c.time;
+    buf_unref(T, slot[d]);
+    slot[d] = b;
+    T->mfree[d] = start + c.time;
+    T->busy_m[d] += c.time;
+    add_event(T, d, true, start, c.time, st, c.limit);
+  }
+  LineStat *ls = line_of(T, st);
+  ls->calls += st->prim < 0;         /* a pjit's line runs no equation of its own */
+  ls->time += c.time;
+  ls->comm += c.time;
+  ls->bytes += c.bytes * (double)F->nd;
+  ls->by_limit[c.limit] += c.time;
+  char a[48], b[48], what[200];
+  hp_text(from, a, sizeof a);
+  hp_text(to, b, sizeof b);
+  if (!ls->host) snprintf(ls->place, sizeof ls->place, "to %.36s", b);
+  ls->host = true;
+  snprintf(what, sizeof what, "resharding from %s to %s: modelled as an %s over %lld devices", a, b,
+           hp_is_split(to) ? "all-to-all" : "all-gather", (long long)F->nd);
+  host_note(T, st, what);
+}
+
 /* The placement of a host-level equation's result (hostplace.h): an
    elementwise equation keeps its split operands' placement, a placement
    primitive takes its sharding's; any other runs replicated. */
-static void top_split(Timeline *T, SFrame *F, const IrStmt *st, HpSplit *out) {
+static void top_split(Timeline *T, SFrame *F, const IrStmt *st, HpSplit *out, HpSplit *moved) {
   const Type *t = st->nout ? &st->out[0]->t : NULL;
   hp_replicate(out, t ? t->rank : 0);
   const HpSplit *first = NULL;
@@ -619,14 +692,9 @@ static void top_split(Timeline *T, SFrame *F, const IrStmt *st, HpSplit *out) {
   }
   const PVal *sh = hp_prim_sharding(st, 0);
   HpSplit want;
-  char a[48], b[48], what[160];
+  char a[48], what[160];
   if (sh && t && hp_from_sharding(sh, t, T->meshes, T->nmeshes, &want)) {
-    if (first && !hp_same(first, &want)) {
-      hp_text(first, a, sizeof a);
-      hp_text(&want, b, sizeof b);
-      snprintf(what, sizeof what, "resharding from %s to %s: the collective it implies is not modelled", a, b);
-      host_note(T, st, what);
-    }
+    if (first && !hp_same(first, &want)) *moved = *first;     /* reshard (run_top) */
     *out = want;
     return;
   }
@@ -653,8 +721,9 @@ static void top_split(Timeline *T, SFrame *F, const IrStmt *st, HpSplit *out) {
 /* --model-top: a host-level equation on every device, on the tile of its
    placement (replicated: the whole array). */
 static void run_top(Timeline *T, SFrame *F, const IrStmt *st) {
-  HpSplit s;
-  top_split(T, F, st, &s);
+  HpSplit s, moved;
+  moved.rank = -1;
+  top_split(T, F, st, &s, &moved);
   bool split = hp_is_split(&s);
   Cost c = split ? hp_tile_cost(&T->hw, st, &s) : cost_of(T, st, NULL);
   double ob[16];
@@ -668,6 +737,8 @@ static void run_top(Timeline *T, SFrame *F, const IrStmt *st) {
   if (!ls->host) snprintf(ls->place, sizeof ls->place, "%s", txt);
   else if (strcmp(ls->place, txt)) snprintf(ls->place, sizeof ls->place, "placed variously");
   ls->host = true;
+  if (moved.rank >= 0 && st->nout && st->out[0]->owner == F->fn)
+    reshard(T, F, st, F->slots[st->out[0]->slot], &st->out[0]->t, &moved, &s);
 }
 
 /* A collective: each group starts when all its members have the operand
@@ -911,14 +982,8 @@ static void call_param_split(Timeline *T, SFrame *C, SFrame *F, const IrStmt *si
   HpSplit want;
   const PVal *sh = hp_param_entry(site, "in_shardings", i);
   if (sh && hp_from_sharding(sh, &site->in[i].t, T->meshes, T->nmeshes, &want)) {
-    if (have && !hp_same(have, &want)) {
-      char a[48], b[48], what[200];
-      hp_text(have, a, sizeof a);
-      hp_text(&want, b, sizeof b);
-      snprintf(what, sizeof what, "operand %d is %s, in_shardings says %s: the collective it implies is not modelled",
-               i, a, b);
-      host_note(T, site, what);
-    }
+    if (have && !hp_same(have, &want))
+      reshard(T, F, site, F->slots[F->fn->params[i]->slot], &site->in[i].t, have, &want);
     set_split(T, F, F->fn->params[i], &want);
   } else {
     set_split(T, F, F->fn->params[i], have);
@@ -1023,16 +1088,8 @@ static void call_result_split(Timeline *T, SFrame *C, SFrame *F, const IrStmt *s
   HpSplit want;
   const PVal *sh = hp_param_entry(site, "out_shardings", j);
   if (sh && hp_from_sharding(sh, &site->out[j]->t, T->meshes, T->nmeshes, &want)) {
-    HpSplit rep;
-    hp_replicate(&rep, site->out[j]->t.rank);
-    if (!hp_same(have ? have : &rep, &want)) {
-      char a[48], b[48], what[200];
-      hp_text(have ? have : &rep, a, sizeof a);
-      hp_text(&want, b, sizeof b);
-      snprintf(what, sizeof what, "result %d is %s, out_shardings says %s: the collective it implies is not modelled",
-               j, a, b);
-      host_note(T, site, what);
-    }
+    if (have && !hp_same(have, &want) && site->out[j]->owner == C->fn)
+      reshard(T, C, site, C->slots[site->out[j]->slot], &site->out[j]->t, have, &want);
     set_split(T, C, site->out[j], &want);
   } else {
     set_split(T, C, site->out[j], have);
@@ -1104,7 +1161,6 @@ void tl_return(Timeline *T, const void *key) {
         int32_t *r = result_slot(T, F, j);
         /* only the devices that ran this function take its results */
         int32_t **dst = &C->slots[site->out[j]->slot];
-        if (C->split && site->prim < 0) call_result_split(T, C, F, site, j);
         if (site->out[j]->owner == C->fn) {
           if (!*dst) *dst = slot_new(T, C->nd);
           for (int64_t d = 0; d < F->nd && d < C->nd; d++)
@@ -1113,6 +1169,7 @@ void tl_return(Timeline *T, const void *key) {
               (*dst)[d] = buf_ref(T, r[d]);
             }
         }
+        if (C->split && site->prim < 0) call_result_split(T, C, F, site, j);
         slot_free(T, r, F->nd);
       }
     }
