@@ -60,7 +60,6 @@ SWEEP = [("B", [16, 64, 256], "global batch (sequences)"),
 # A recipe whose --abstract run models a cond by its costliest branch
 # (a pipeline's schedule depends on the stage) is drawn from a real run
 # at these sizes instead, where every device takes its own branch.
-# (README.md's caption of the GPipe picture says 4 stages, 4 microbatches.)
 # A recipe's header line "# cookbook-picture: L=8" changes some of them.
 # (--abstract evaluates the stage index per device since #33, so pipelines
 # are drawn from --abstract too, at PICTURE_ABSTRACT's sizes with the
