@@ -60,8 +60,10 @@ SWEEP = [("B", [16, 64, 256], "global batch (sequences)"),
 # A recipe whose --abstract run models a cond by its costliest branch
 # (a pipeline's schedule depends on the stage) is drawn from a real run
 # at these sizes instead, where every device takes its own branch.
-# (README.md's caption of the GPipe picture says 4 stages, 4 microbatches.)
 # A recipe's header line "# cookbook-picture: L=8" changes some of them.
+# (--abstract evaluates the stage index per device since #33, so pipelines
+# are drawn from --abstract too, at PICTURE_ABSTRACT's sizes with the
+# recipe's picture L when larger: the circular schedule needs L >= 8.)
 PICTURE = dict(B=8, T=64, D=32, F=256, L=4, N=4, M=4)
 # The other pictures: the chapter's sizes on 4 devices, 4 layers (a
 # picture of every event of 16 layers on 16 devices would be megabytes).
@@ -353,7 +355,7 @@ def pictures(runner, rs, write):
             sizes = dict(MODEL, N=16)
             sizes["M"] = microbatches(sizes["B"], sizes["N"])
             rep = parse(runner.run(["--abstract", "--time"], real_size_program(r, sizes)))
-            sizes = dict(PICTURE_ABSTRACT)
+            sizes = dict(PICTURE_ABSTRACT, L=max(PICTURE_ABSTRACT["L"], r["picture"]["L"]))
             sizes["M"] = microbatches(sizes["B"], sizes["N"])
             prog = real_size_program(r, sizes)
             if rep["notes"]:

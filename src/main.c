@@ -35,7 +35,8 @@
 typedef enum OptId {
   O_SCRIPT, O_REPL, O_INTERACTIVE, O_CODE, O_CHECK, O_DEBUG, O_VERSION, O_HELP,
   O_STATS, O_MAX_MEMORY, O_MAX_STEPS, O_RANKS, O_JAX, O_THREEFRY_PARTITIONABLE,
-  O_JAX_NAMES, O_NO_FUSE, O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_LIST_HARDWARE, O_SAVE_HARDWARE
+  O_JAX_NAMES, O_NO_FUSE, O_TIME, O_HARDWARE, O_PLACE, O_TRACE, O_TRACE_SPAN, O_ABSTRACT, O_MODEL_TOP, O_LIST_HARDWARE,
+  O_SAVE_HARDWARE
 } OptId;
 
 typedef enum OptGroup { G_MODE, G_RUN, G_MODEL } OptGroup;
@@ -84,6 +85,9 @@ static const Opt opts[] = {
   [O_TRACE_SPAN] = {G_MODEL, "--trace-span", NULL, "SECONDS", NULL,
    "an SVG's time axis spans at least SECONDS (two runs to one scale)"},
   [O_ABSTRACT] = {G_MODEL, "--abstract", NULL, NULL, NULL, "model without running: shapes and types only, no array data"},
+  [O_MODEL_TOP] = {G_MODEL, "--model-top", NULL, NULL, NULL,
+   "model the statements outside any shard_map as work on the devices\n(replicated, or split as their sharding "
+   "says), as JAX runs them"},
   [O_LIST_HARDWARE] = {G_MODEL, "--list-hardware", NULL, NULL, NULL, "print the presets"},
   [O_SAVE_HARDWARE] = {G_MODEL, "--save-hardware", NULL, "FILE", NULL, "write the chosen hardware as JSON (a start for your own)"},
 };
@@ -168,7 +172,7 @@ static size_t default_memory_limit(void) {
 
 /* The cost model's options. */
 typedef struct ModelOpts {
-  bool time, abstract;
+  bool time, abstract, model_top;
   const char *hardware, *place, *trace, *save;
   double span;
 } ModelOpts;
@@ -380,6 +384,7 @@ static int run(int argc, char **argv) {
     case O_NO_FUSE: no_fuse = state_cur()->no_fuse = true; break;
     case O_TIME: mo.time = true; break;
     case O_ABSTRACT: mo.abstract = true; break;
+    case O_MODEL_TOP: mo.model_top = true; break;
     case O_HARDWARE: mo.hardware = arg; break;
     case O_PLACE: mo.place = arg; break;
     case O_TRACE: mo.trace = arg; break;
@@ -410,7 +415,7 @@ static int run(int argc, char **argv) {
     }
   }
   if (code && file) return bad_usage("%s", "give either a file or -c CODE, not both");
-  bool model = mo.time || mo.abstract || mo.trace || mo.hardware || mo.place || mo.save || mo.span;
+  bool model = mo.time || mo.abstract || mo.model_top || mo.trace || mo.hardware || mo.place || mo.save || mo.span;
   bool save_only = mo.save && !file && !code && !interactive && !debug && !check_only;
   if (model && !save_only && (interactive || debug || check_only || (!file && !code)))
     return bad_usage("%s", "the cost model options need a program run as a script (FILE or -c CODE)");
@@ -467,6 +472,7 @@ static int run(int argc, char **argv) {
         status = 0;
       } else {
         if (model) T = tl_new(&hw, mo.place, mo.trace != NULL);
+        if (T) tl_model_top(T, mo.model_top);
         bool ok;
         if (mo.abstract) {
           ok = abstract_run(T, check_main(C), 0, (long)max_steps);

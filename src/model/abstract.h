@@ -5,9 +5,13 @@
 ** with shapes and types only: no array is ever made, so a program at real
 ** model sizes (billions of parameters) is modelled in seconds.  Control
 ** flow needs values, so the walk keeps the values of integer and boolean
-** scalars that follow from literals (loop counters, bounds, `psum 1`):
-** a fori_loop, a while loop or a cond whose bounds, predicate or index
-** follow from those runs as the real program would.  One that depends on
+** scalars that follow from literals, shapes and the mesh (loop counters,
+** bounds, `psum 1`, axis_size, and axis_index: a value per device, with
+** what follows from it by scalar arithmetic and psum/pmax/pmin): a
+** fori_loop, a while loop or a cond whose bounds, predicate or index
+** follow from those runs as the real program would, each device its own
+** number of iterations or its own branch (the devices still looping run
+** each step together, as the evaluator runs them).  One that depends on
 ** array data is data-dependent: a cond is modelled by its costliest
 ** branch and noted in the report; a loop whose trip count depends on data
 ** is an error naming it (its number of iterations is unknown).

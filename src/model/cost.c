@@ -221,6 +221,8 @@ static Work work_of(const IrStmt *st) {
 
 double cost_flops(const IrStmt *st) { return work_of(st).flops; }
 
+bool cost_is_elementwise(int prim) { return prim >= 0 && prim < P_COUNT && cost_rule[prim] == cost_ew; }
+
 double cost_hbm_bytes(const IrStmt *st) { return work_of(st).bytes; }
 
 Cost cost_local(const Hw *hw, const IrStmt *st) {

@@ -65,6 +65,8 @@ Cost cost_local(const Hw *hw, const IrStmt *st);
 
 /* The FLOPs of a local equation on one block. */
 double cost_flops(const IrStmt *st);
+/* Is a primitive's cost rule elementwise (one operation per result element)? */
+bool cost_is_elementwise(int prim);
 /* The HBM bytes a local equation reads and writes on one block. */
 double cost_hbm_bytes(const IrStmt *st);
 

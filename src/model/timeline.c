@@ -7,6 +7,7 @@
 #include "diag.h"
 #include "err.h"
 #include "fabric.h"
+#include "hostplace.h"
 #include "timeline.h"
 
 /* ---- values -------------------------------------------------------------------------------
@@ -47,6 +48,7 @@ typedef struct SFrame {
   int nholds;
   Loop *loop;
   int *last;                  /* per slot: the last statement that uses it */
+  HpSplit **split;            /* --model-top, a host frame: per slot its placement (NULL: replicated) */
 } SFrame;
 
 typedef struct LineStat {
@@ -57,6 +59,8 @@ typedef struct LineStat {
   double compute, comm;       /* time on the compute stream, on the communication stream */
   double flops, hbm;          /* one device's FLOPs and HBM bytes (local equations), summed over runs */
   double by_limit[5];
+  bool host;                  /* --model-top: a host-level line, placed as `place` says */
+  char place[40];
 } LineStat;
 
 typedef struct CostEntry {
@@ -96,6 +100,16 @@ struct Timeline {
   int64_t nevents, capevents;
   int32_t nflows;
   long outside;               /* equations run outside any shard_map */
+  bool model_top;             /* --model-top: they run on the devices (hostplace.h) */
+  int64_t topn;               /* the devices they run on */
+  const Mesh **meshes;        /* the program's meshes (to read NamedSharding(mesh=m)) */
+  int nmeshes, capmeshes;
+  long host_split;            /* host-level equations that ran split */
+  Mesh *hostmesh;             /* the host's devices as a mesh of one axis, when no mesh of the program is them */
+  IrFunc *main;               /* the top level, and per slot of it the placement */
+  HpSplit *want;              /* a later shard_map or elementwise use asks for (rank 0: none) */
+  char **hnotes;              /* placements not followed */
+  int nhnotes, caphnotes;
   char **notes;
   int nnotes, capnotes;
   bool undeclared_dtype;      /* a dtype without a peak of its own was used */
@@ -211,6 +225,32 @@ static int32_t *slot_copy(Timeline *T, const int32_t *s, int64_t nd) {
 
 static bool on(const SFrame *F, int64_t d) { return !F->active || F->active[d]; }
 
+/* Do F's values live on the devices (a body, or the host's under --model-top)? */
+static bool on_devices(const SFrame *F) { return F->mesh || F->split; }
+
+/* The placement of atom a seen from F (NULL: replicated, or not tracked). */
+static const HpSplit *split_of(SFrame *F, const IrAtom *a) {
+  if (!a->var) return NULL;
+  while (F && F->fn != a->var->owner) F = F->up;
+  return F && F->split ? F->split[a->var->slot] : NULL;
+}
+
+static void set_split(Timeline *T, SFrame *F, const IrVar *v, const HpSplit *s) {
+  if (!F->split || v->owner != F->fn) return;
+  tl_put(T, F->split[v->slot]);
+  F->split[v->slot] = NULL;
+  if (s && hp_is_split(s)) {
+    F->split[v->slot] = tl_get(T, sizeof(HpSplit));
+    *F->split[v->slot] = *s;
+  }
+}
+
+/* The bytes a value of type t holds on each device, split as s says. */
+static double split_bytes(const Type *t, const HpSplit *s) {
+  double b = (double)type_size(t) * dtype_sizes[t->dt];
+  return s && s->rank == t->rank ? b / (double)hp_tiles(s) : b;
+}
+
 /* A statement that starts a device program (its body runs on a mesh). */
 static bool is_map(const IrStmt *st) { return st->prim == P_SHARD_MAP || st->prim == P_XLA_PMAP; }
 
@@ -266,6 +306,9 @@ static void frame_pop(Timeline *T) {
     F->loop = L->prev;
     loop_free(T, F, L);
   }
+  if (F->split)
+    for (int i = 0; i < F->nslots; i++) tl_put(T, F->split[i]);
+  tl_put(T, F->split);
   tl_put(T, F->holds);
   tl_put(T, F->slots);
   tl_put(T, F->gate);
@@ -281,8 +324,9 @@ static SFrame *frame_push(Timeline *T, const void *key, IrFunc *fn, const Mesh *
   F->key = key;
   F->fn = fn;
   F->mesh = mesh;
-  F->nd = mesh ? mesh->ndev : 1;
+  F->nd = mesh ? mesh->ndev : T->model_top ? T->topn : 1;
   F->nslots = fn->nslots;
+  if (!mesh && T->model_top) F->split = tl_get(T, sizeof(HpSplit *) * (size_t)(fn->nslots ? fn->nslots : 1));
   F->slots = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nslots ? fn->nslots : 1));
   F->gate = tl_get(T, sizeof(double) * (size_t)F->nd);
   if (active && mesh) {
@@ -291,6 +335,7 @@ static SFrame *frame_push(Timeline *T, const void *key, IrFunc *fn, const Mesh *
   }
   F->last = plan_last(T, fn);
   if (mesh) grow_devices(T, mesh->ndev);
+  else if (T->model_top) grow_devices(T, T->topn);
   return F;
 }
 
@@ -318,7 +363,7 @@ static double atom_ready(Timeline *T, SFrame *F, const IrAtom *a, int64_t d, int
   int64_t dd = d < (F->nd) ? d : 0;
   SFrame *owner = F;
   while (owner && owner->fn != a->var->owner) owner = owner->up;
-  if (owner && owner->nd == 1) dd = 0;         /* a top-level value seen from a body */
+  if (owner && dd >= owner->nd) dd = 0;        /* a top-level value seen from a body */
   *which = s[dd];
   return s[dd] >= 0 ? T->bufs[s[dd]].ready : 0;
 }
@@ -380,6 +425,11 @@ void tl_free(Timeline *T) {
   mem_free((void *)T->peak_st);
   for (int i = 0; i < T->nnotes; i++) mem_free(T->notes[i]);
   mem_free(T->notes);
+  for (int i = 0; i < T->nhnotes; i++) mem_free(T->hnotes[i]);
+  mem_free(T->hnotes);
+  mem_free((void *)T->meshes);
+  mem_free(T->want);
+  mem_free(T->hostmesh);
   mem_free(T->bufs);
   mem_free(T->lines);
   mem_free(T->costs);
@@ -495,9 +545,9 @@ static void add_event(Timeline *T, int64_t dev, bool comm, double start, double 
 
 /* ---- scheduling ---------------------------------------------------------------------------- */
 
-/* A local equation on every running device of F. */
-static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
-  Cost c = cost_of(T, st, F->mesh);
+/* A local equation on every running device of F, costing c on each, its
+   results holding obytes[j] (NULL: their types' bytes) on each. */
+static LineStat *run_local_cost(Timeline *T, SFrame *F, const IrStmt *st, Cost c, const double *obytes) {
   LineStat *ls = line_of(T, st);
   double maxwait = 0;
   int32_t **outs = tl_get(T, sizeof(int32_t *) * (size_t)(st->nout ? st->nout : 1));
@@ -525,8 +575,9 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
       T->busy_c[d] += c.time;
       add_event(T, d, false, start, c.time, st, c.limit);
     }
-    for (int j = 0; j < st->nout; j++) outs[j][d] = buf_new(T, d, (double)type_size(&st->out[j]->t) *
-                                                                     dtype_sizes[st->out[j]->t.dt], end);
+    for (int j = 0; j < st->nout; j++)
+      outs[j][d] = buf_new(T, d, obytes ? obytes[j] : (double)type_size(&st->out[j]->t) * dtype_sizes[st->out[j]->t.dt],
+                           end);
   }
   for (int j = 0; j < st->nout; j++) set_var(T, F, st->out[j], outs[j]);
   tl_put(T, outs);
@@ -537,6 +588,157 @@ static void run_local(Timeline *T, SFrame *F, const IrStmt *st) {
   ls->hbm += c.bytes;
   ls->wait += maxwait;
   ls->by_limit[c.limit] += c.time;
+  return ls;
+}
+
+static void run_local(Timeline *T, SFrame *F, const IrStmt *st) { run_local_cost(T, F, st, cost_of(T, st, F->mesh), NULL); }
+
+/* A placement --model-top does not follow, noted once per statement. */
+static void host_note(Timeline *T, const IrStmt *st, const char *what) {
+  char buf[512];
+  Str src = st && st->sp.file >= 0 ? diag_line_text(st->sp.file, st->line) : str_c("");
+  while (src.n && (*src.p == ' ' || *src.p == '\t')) src.p++, src.n--;
+  snprintf(buf, sizeof buf, "line %d: %s: %.*s", st->line, what, src.n > 60 ? 60 : src.n, src.p);
+  for (int i = 0; i < T->nhnotes; i++)
+    if (!strcmp(T->hnotes[i], buf)) return;
+  VEC_GROW(T->hnotes, T->caphnotes, T->nhnotes + 1);
+  T->hnotes[T->nhnotes++] = mem_strndup(buf, strlen(buf));
+}
+
+/* The mesh a resharding of host-level values runs over: the program's
+   mesh of all the host's devices, or one axis of them. */
+static const Mesh *host_mesh(Timeline *T) {
+  for (int i = 0; i < T->nmeshes; i++)
+    if (T->meshes[i]->ndev == T->topn && !T->meshes[i]->named) return T->meshes[i];
+  if (!T->hostmesh) {
+    T->hostmesh = mem_calloc(sizeof(Mesh));
+    T->hostmesh->naxes = 1;
+    T->hostmesh->axis[0] = str_c("devices");
+    T->hostmesh->size[0] = T->topn;
+    T->hostmesh->ndev = T->topn;
+  }
+  return T->hostmesh;
+}
+
+/* --model-top: value `slot` of type t (F's, on every device), placed
+   `from`, is wanted placed `to` at statement st: the collective that
+   implies runs on the communication stream of every device (an
+   all-gather to replicated, an all-to-all between two splits; from
+   replicated to split each device slices its tile: free), and the slot
+   takes its results.  Noted in the report. */
+static void reshard(Timeline *T, SFrame *F, const IrStmt *st, int32_t *slot, const Type *t, const HpSplit *from,
+                    const HpSplit *to) {
+  HpSplit rep;
+  hp_replicate(&rep, t->rank);
+  if (!from) from = &rep;
+  if (!to) to = &rep;
+  if (!hp_is_split(from) || hp_same(from, to) || !slot || F->nd != T->topn) return;
+  const Mesh *m = host_mesh(T);
+  Attrs at;
+  memset(&at, 0, sizeof at);
+  at.naxes = m->naxes;
+  for (int a = 0; a < m->naxes; a++) at.axes[a] = (uint8_t)a, at.axmask |= 1u << a;
+  IrStmt fake = *st;
+  fake.prim = hp_is_split(to) ? P_ALL_TO_ALL : P_ALL_GATHER;
+  fake.at = &at;
+  double V = (double)type_size(t) * dtype_sizes[t->dt];
+  double n_in = V / (double)hp_tiles(from), n_out = hp_is_split(to) ? V / (double)hp_tiles(to) : V;
+  Cost c = cost_collective_bytes(&T->hw, m, place_of(T, m), &fake, n_in, n_out);
+  double start = 0;
+  for (int64_t d = 0; d < F->nd; d++) {
+    double r = slot[d] >= 0 ? T->bufs[slot[d]].ready : 0;
+    if (r > start) start = r;
+    if (T->mfree[d] > start) start = T->mfree[d];
+  }
+  for (int64_t d = 0; d < F->nd; d++) {
+    int32_t b = buf_new(T, d, n_out, start + c.time);
+    T->bufs[b].cstart = start;
+    T->bufs[b].cend = start + c.time;
+    buf_unref(T, slot[d]);
+    slot[d] = b;
+    T->mfree[d] = start + c.time;
+    T->busy_m[d] += c.time;
+    add_event(T, d, true, start, c.time, st, c.limit);
+  }
+  LineStat *ls = line_of(T, st);
+  ls->calls += st->prim < 0;         /* a pjit's line runs no equation of its own */
+  ls->time += c.time;
+  ls->comm += c.time;
+  ls->bytes += c.bytes * (double)F->nd;
+  ls->by_limit[c.limit] += c.time;
+  char a[48], b[48], what[200];
+  hp_text(from, a, sizeof a);
+  hp_text(to, b, sizeof b);
+  if (!ls->host) snprintf(ls->place, sizeof ls->place, "to %.36s", b);
+  ls->host = true;
+  snprintf(what, sizeof what, "resharding from %s to %s: modelled as an %s over %lld devices", a, b,
+           hp_is_split(to) ? "all-to-all" : "all-gather", (long long)F->nd);
+  host_note(T, st, what);
+}
+
+/* The placement of a host-level equation's result (hostplace.h): an
+   elementwise equation keeps its split operands' placement, a placement
+   primitive takes its sharding's; any other runs replicated. */
+static void top_split(Timeline *T, SFrame *F, const IrStmt *st, HpSplit *out, HpSplit *moved) {
+  const Type *t = st->nout ? &st->out[0]->t : NULL;
+  hp_replicate(out, t ? t->rank : 0);
+  const HpSplit *first = NULL;
+  bool mixed = false;
+  for (int i = 0; i < st->nin; i++) {
+    const HpSplit *s = split_of(F, &st->in[i]);
+    if (!s) continue;
+    if (!first) first = s;
+    else if (!hp_same(first, s)) mixed = true;
+  }
+  const PVal *sh = hp_prim_sharding(st, 0);
+  HpSplit want;
+  char a[48], what[160];
+  if (sh && t && hp_from_sharding(sh, t, T->meshes, T->nmeshes, &want)) {
+    if (first && !hp_same(first, &want)) *moved = *first;     /* reshard (run_top) */
+    *out = want;
+    return;
+  }
+  /* a value a later use wants split is made split, from replicated
+     operands (each device makes its tile) */
+  const HpSplit *w = t && F->fn == T->main && st->out[0]->owner == T->main ? &T->want[st->out[0]->slot] : NULL;
+  bool maker = true;        /* no operand of the result's shape: full, iota, a random draw... */
+  for (int i = 0; i < st->nin; i++) maker &= !(st->in[i].var && st->in[i].t.rank);
+  if (w && w->rank && (!first || hp_same(first, w)) && (maker || hp_elementwise(st))) {
+    *out = *w;
+    return;
+  }
+  if (!first) return;
+  if (hp_elementwise(st) && !mixed) {
+    *out = *first;
+    return;
+  }
+  hp_text(first, a, sizeof a);
+  snprintf(what, sizeof what, "%s of operands %s%s: modelled replicated (the gathering it implies is not modelled)",
+           st->prim >= 0 ? prim_table[st->prim].name : "call", a, mixed ? " and others" : "");
+  host_note(T, st, what);
+}
+
+/* --model-top: a host-level equation on every device, on the tile of its
+   placement (replicated: the whole array). */
+static void run_top(Timeline *T, SFrame *F, const IrStmt *st) {
+  HpSplit s, moved;
+  moved.rank = -1;
+  top_split(T, F, st, &s, &moved);
+  bool split = hp_is_split(&s);
+  Cost c = split ? hp_tile_cost(&T->hw, st, &s) : cost_of(T, st, NULL);
+  double ob[16];
+  for (int j = 0; j < st->nout && j < 16; j++) ob[j] = split_bytes(&st->out[j]->t, split ? &s : NULL);
+  LineStat *ls = run_local_cost(T, F, st, c, st->nout <= 16 ? ob : NULL);
+  for (int j = 0; j < st->nout; j++) set_split(T, F, st->out[j], split && j == 0 ? &s : NULL);
+  T->outside++;
+  T->host_split += split;
+  char txt[40];
+  hp_text(&s, txt, sizeof txt);
+  if (!ls->host) snprintf(ls->place, sizeof ls->place, "%s", txt);
+  else if (strcmp(ls->place, txt)) snprintf(ls->place, sizeof ls->place, "placed variously");
+  ls->host = true;
+  if (moved.rank >= 0 && st->nout && st->out[0]->owner == F->fn)
+    reshard(T, F, st, F->slots[st->out[0]->slot], &st->out[0]->t, &moved, &s);
 }
 
 /* A collective: each group starts when all its members have the operand
@@ -647,9 +849,146 @@ static void run_host(Timeline *T, SFrame *F, const IrStmt *st) {
 
 /* ---- the events ---------------------------------------------------------------------------- */
 
+/* The meshes of fn and of the functions it reaches (visited: seen). */
+static void find_meshes(Timeline *T, IrFunc *fn, IrFunc ***seen, int *nseen, int *capseen) {
+  for (int i = 0; i < *nseen; i++)
+    if ((*seen)[i] == fn) return;
+  VEC_GROW(*seen, *capseen, *nseen + 1);
+  (*seen)[(*nseen)++] = fn;
+  for (int k = 0; k < fn->nbody; k++) {
+    const IrStmt *st = fn->body[k];
+    if (st->k != IS_EQN) continue;
+    if (st->prim < 0 && st->callee) find_meshes(T, st->callee, seen, nseen, capseen);
+    for (int p = 0; p < st->nparams; p++) {      /* pjit's shardings, sharding_constraint's */
+      int64_t n = strstr(st->params[p].key ? st->params[p].key : "", "sharding") ? hp_sharding_devices(st->params[p].v) : 0;
+      if (n > T->topn) T->topn = n;
+    }
+    if (st->prim >= 0 && is_map(st) && st->at->ext) {
+      const Mesh *m = ((const ShardMap *)st->at->ext)->mesh;
+      bool have = false;
+      for (int i = 0; i < T->nmeshes; i++) have |= T->meshes[i] == m;
+      if (!have) {
+        VEC_GROW(T->meshes, T->capmeshes, T->nmeshes + 1);
+        T->meshes[T->nmeshes++] = m;
+        if (m->ndev > T->topn) T->topn = m->ndev;
+      }
+    }
+    for (int j = 0; st->at && j < st->at->nfns; j++) find_meshes(T, st->at->fns[j], seen, nseen, capseen);
+  }
+}
+
+void tl_model_top(Timeline *T, bool on) { T->model_top = on; }
+
+/* The placements fn's values are wanted in (want: per slot of fn), as
+   XLA's sharding propagation runs backwards: a shard_map's operand as its
+   in_spec splits it, a call's operand as pjit's in_shardings say or the
+   callee wants its parameter,
+   and the operands of the result's shape of an elementwise equation whose
+   result is wanted split, as that result. */
+static void wants_of(const Timeline *T, IrFunc *fn, HpSplit *want, int depth) {
+  for (int k = fn->nbody - 1; k >= 0; k--) {
+    const IrStmt *st = fn->body[k];
+    if (st->k != IS_EQN) continue;
+    HpSplit *pw = NULL;
+    const HpSplit *give = NULL;
+    if (st->prim == P_SHARD_MAP && st->at->ext) {
+      const ShardMap *sm = st->at->ext;
+      pw = mem_calloc(sizeof(HpSplit) * (size_t)(st->nin + 1));
+      for (int i = 0; i < st->nin && i < sm->nin; i++) hp_from_spec(sm->mesh, &sm->in[i], st->in[i].t.rank, &pw[i]);
+    } else if (st->prim < 0 && st->callee && depth < 8) {
+      IrFunc *g = st->callee;
+      HpSplit *gw = mem_calloc(sizeof(HpSplit) * (size_t)(g->nslots + 1));
+      wants_of(T, g, gw, depth + 1);
+      pw = mem_calloc(sizeof(HpSplit) * (size_t)(st->nin + 1));
+      for (int i = 0; i < st->nin && i < g->nparams; i++) {
+        const PVal *sh = hp_param_entry(st, "in_shardings", i);   /* pjit's, first */
+        if (!sh || !hp_from_sharding(sh, &st->in[i].t, T->meshes, T->nmeshes, &pw[i])) pw[i] = gw[g->params[i]->slot];
+      }
+      mem_free(gw);
+    } else if (st->nout == 1 && st->out[0]->owner == fn && want[st->out[0]->slot].rank && hp_elementwise(st)) {
+      give = &want[st->out[0]->slot];
+    }
+    for (int i = 0; i < st->nin; i++) {
+      const IrVar *v = st->in[i].var;
+      if (!v || v->owner != fn || want[v->slot].rank) continue;
+      if (pw && hp_is_split(&pw[i])) want[v->slot] = pw[i];
+      else if (give && v->t.rank == give->rank) want[v->slot] = *give;
+    }
+    mem_free(pw);
+  }
+}
+
+static void plan_wants(Timeline *T, IrFunc *main) {
+  T->main = main;
+  T->want = mem_calloc(sizeof(HpSplit) * (size_t)(main->nslots ? main->nslots : 1));
+  wants_of(T, main, T->want, 0);
+}
+
 void tl_top(Timeline *T, const void *key, IrFunc *main) {
   while (T->stack) frame_pop(T);
+  if (T->model_top && !T->topn) {
+    IrFunc **seen = NULL;
+    int nseen = 0, capseen = 0;
+    T->topn = 1;
+    err_defer(mem_free, seen);
+    find_meshes(T, main, &seen, &nseen, &capseen);
+    err_undefer(seen);
+    mem_free(seen);
+    plan_wants(T, main);
+  }
   frame_push(T, key, main, NULL, NULL);
+}
+
+/* --model-top: a shard_map's operands placed otherwise than its in_specs
+   split them need a collective first (a replicated operand is sliced in
+   place: free). */
+static void map_operands(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
+  const ShardMap *sm = site->at->ext;
+  if (!sm || site->prim != P_SHARD_MAP) return;
+  for (int i = 0; i < site->nin && i < sm->nin; i++) {
+    const HpSplit *have = split_of(C, &site->in[i]);
+    HpSplit want;
+    hp_from_spec(F->mesh, &sm->in[i], site->in[i].t.rank, &want);
+    if (!have || hp_same(have, &want)) continue;
+    char a[48], b[48], what[200];
+    hp_text(have, a, sizeof a);
+    hp_text(&want, b, sizeof b);
+    snprintf(what, sizeof what, "operand %d is %s, its in_spec %s: the collective it implies is not modelled", i, a, b);
+    host_note(T, site, what);
+  }
+}
+
+/* --model-top: a shard_map operand that lies on the devices as its in_spec
+   splits it is the body's block itself: its slot (a copy), or NULL. */
+static int32_t *map_param_same(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site, int i) {
+  const ShardMap *sm = site->at->ext;
+  if (!C->split || C->nd != F->nd || site->prim != P_SHARD_MAP || !sm || i >= sm->nin || i >= site->nin) return NULL;
+  const IrAtom *a = &site->in[i];
+  SFrame *o = C;
+  while (a->var && o && o->fn != a->var->owner) o = o->up;
+  if (!a->var || !o || o->nd != F->nd || !o->slots[a->var->slot]) return NULL;
+  HpSplit rep, want;
+  hp_replicate(&rep, a->t.rank);
+  hp_from_spec(F->mesh, &sm->in[i], a->t.rank, &want);
+  const HpSplit *have = split_of(C, a);
+  if (!hp_same(have ? have : &rep, &want)) return NULL;
+  return slot_copy(T, o->slots[a->var->slot], F->nd);
+}
+
+/* --model-top: the placement of parameter i of a call from a host frame:
+   pjit's in_shardings entry when it says one, else the operand's. */
+static void call_param_split(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site, int i) {
+  if (!F->split || site->prim >= 0 || i >= site->nin) return;
+  const HpSplit *have = split_of(C, &site->in[i]);
+  HpSplit want;
+  const PVal *sh = hp_param_entry(site, "in_shardings", i);
+  if (sh && hp_from_sharding(sh, &site->in[i].t, T->meshes, T->nmeshes, &want)) {
+    if (have && !hp_same(have, &want))
+      reshard(T, F, site, F->slots[F->fn->params[i]->slot], &site->in[i].t, have, &want);
+    set_split(T, F, F->fn->params[i], &want);
+  } else {
+    set_split(T, F, F->fn->params[i], have);
+  }
 }
 
 /* Bind the parameters of a frame just pushed for a call from `site`. */
@@ -664,14 +1003,22 @@ static void bind_params(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
   if (is_map(site)) {
     place_of(T, F->mesh);                 /* the mesh must fit the hardware */
     double start = 0;
-    for (int i = 0; i < site->nin; i++) {
-      double r = atom_ready(T, C, &site->in[i], 0, &w);
-      if (r > start) start = r;
-    }
+    for (int i = 0; i < site->nin; i++)
+      for (int64_t d = 0; d < C->nd; d++) {
+        double r = atom_ready(T, C, &site->in[i], d, &w);
+        if (r > start) start = r;
+      }
+    if (C->split) map_operands(T, C, F, site);
     F->holds = tl_get(T, sizeof(int32_t *) * (size_t)(fn->nparams ? fn->nparams : 1));
     for (int64_t d = 0; d < F->nd; d++) F->gate[d] = start;
     for (int i = 0; i < fn->nparams; i++) {
-      int32_t *s = slot_new(T, F->nd);
+      int32_t *s = map_param_same(T, C, F, site, i);
+      if (s) {                  /* --model-top: the block is the operand's own tile on the device */
+        F->holds[F->nholds++] = slot_copy(T, s, F->nd);
+        set_var(T, F, fn->params[i], s);
+        continue;
+      }
+      s = slot_new(T, F->nd);
       double b = (double)type_size(&fn->params[i]->t) * dtype_sizes[fn->params[i]->t.dt];
       for (int64_t d = 0; d < F->nd; d++) s[d] = buf_new(T, d, b, start);
       F->holds[F->nholds++] = slot_copy(T, s, F->nd);
@@ -718,6 +1065,7 @@ static void bind_params(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site) {
     int32_t *s = fromcarry >= 0 && i >= fromcarry ? slot_copy(T, L->carry[i - fromcarry], F->nd)
                                                  : atom_slot(T, C, &site->in[first + i], F->gate);
     set_var(T, F, fn->params[i], s);
+    if (site->prim < 0) call_param_split(T, C, F, site, i);
   }
 }
 
@@ -734,6 +1082,21 @@ void tl_call(Timeline *T, const void *key, const void *caller, IrFunc *fn, const
   bind_params(T, C, F, site);
 }
 
+/* --model-top: the placement of result j of a call from a host frame:
+   pjit's out_shardings entry when it says one, else the body's. */
+static void call_result_split(Timeline *T, SFrame *C, SFrame *F, const IrStmt *site, int j) {
+  const HpSplit *have = split_of(F, &F->fn->outs[j]);
+  HpSplit want;
+  const PVal *sh = hp_param_entry(site, "out_shardings", j);
+  if (sh && hp_from_sharding(sh, &site->out[j]->t, T->meshes, T->nmeshes, &want)) {
+    if (have && !hp_same(have, &want) && site->out[j]->owner == C->fn)
+      reshard(T, C, site, C->slots[site->out[j]->slot], &site->out[j]->t, have, &want);
+    set_split(T, C, site->out[j], &want);
+  } else {
+    set_split(T, C, site->out[j], have);
+  }
+}
+
 /* The slot of F's result j. */
 static int32_t *result_slot(Timeline *T, SFrame *F, int j) { return atom_slot(T, F, &F->fn->outs[j], F->gate); }
 
@@ -746,14 +1109,27 @@ void tl_return(Timeline *T, const void *key) {
     Loop *L = C->loop;
     IrFunc *fn = F->fn;
     if (is_map(site)) {
+      const ShardMap *sm = site->at->ext;
       for (int j = 0; j < fn->nouts && j < site->nout; j++) {
         int32_t *r = result_slot(T, F, j);
         double ready = 0;
         for (int64_t d = 0; d < F->nd; d++)
           if (r[d] >= 0 && T->bufs[r[d]].ready > ready) ready = T->bufs[r[d]].ready;
+        int32_t *s = slot_new(T, C->nd);
+        if (C->split) {           /* --model-top: the result's blocks stay on the devices */
+          const Type *bt = &fn->outs[j].t;
+          double b = (double)type_size(bt) * dtype_sizes[bt->dt];
+          for (int64_t d = 0; d < C->nd; d++)
+            s[d] = buf_new(T, d, d < F->nd ? b : 0, d < F->nd && r[d] >= 0 ? T->bufs[r[d]].ready : ready);
+          HpSplit sp;
+          if (sm && site->prim == P_SHARD_MAP && j < sm->nout) {
+            hp_from_spec(F->mesh, &sm->out[j], site->out[j]->t.rank, &sp);
+            set_split(T, C, site->out[j], &sp);
+          }
+        } else {
+          s[0] = buf_new(T, -1, 0, ready);
+        }
         slot_free(T, r, F->nd);
-        int32_t *s = slot_new(T, 1);
-        s[0] = buf_new(T, -1, 0, ready);
         set_var(T, C, site->out[j], s);
       }
     } else if (is_loop(site) && L && L->st == site) {
@@ -794,6 +1170,7 @@ void tl_return(Timeline *T, const void *key) {
               (*dst)[d] = buf_ref(T, r[d]);
             }
         }
+        if (C->split && site->prim < 0) call_result_split(T, C, F, site, j);
         slot_free(T, r, F->nd);
       }
     }
@@ -819,10 +1196,10 @@ void tl_before(Timeline *T, const void *key, const IrStmt *st, int index) {
     L->ys = tl_get(T, sizeof(int32_t *) * (size_t)(L->nys ? L->nys : 1));
     for (int k = 0; k < L->nys; k++) {
       const Type *t = &st->out[L->n + k]->t;
-      double b = F->mesh ? (double)type_size(t) * dtype_sizes[t->dt] : 0;
+      double b = on_devices(F) ? (double)type_size(t) * dtype_sizes[t->dt] : 0;
       L->ys[k] = slot_new(T, F->nd);
       for (int64_t d = 0; d < F->nd; d++)
-        if (on(F, d)) L->ys[k][d] = buf_new(T, F->mesh ? d : -1, b, F->gate[d]);
+        if (on(F, d)) L->ys[k][d] = buf_new(T, on_devices(F) ? d : -1, b, F->gate[d]);
     }
   }
 }
@@ -850,9 +1227,9 @@ void tl_after(Timeline *T, const void *key, const IrStmt *st, int index) {
   T->cur = st;
   if (st->k == IS_CONST) {
     int32_t *s = slot_new(T, F->nd);
-    double b = F->mesh ? (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt] : 0;
+    double b = on_devices(F) ? (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt] : 0;
     for (int64_t d = 0; d < F->nd; d++)
-      if (on(F, d)) s[d] = buf_new(T, F->mesh ? d : -1, b, F->gate[d]);
+      if (on(F, d)) s[d] = buf_new(T, on_devices(F) ? d : -1, b, F->gate[d]);
     set_var(T, F, st->out[0], s);
   } else if (st->k == IS_EQN && is_loop(st)) {
     Loop *L = F->loop;
@@ -864,7 +1241,8 @@ void tl_after(Timeline *T, const void *key, const IrStmt *st, int index) {
       loop_free(T, F, L);
     }
   } else if (st->k == IS_EQN && st->prim >= 0 && st->prim != P_COND && !is_map(st)) {
-    if (!F->mesh) run_host(T, F, st);
+    if (F->split) run_top(T, F, st);
+    else if (!F->mesh) run_host(T, F, st);
     else if (cost_is_comm(st)) run_collective(T, F, st);
     else run_local(T, F, st);
   }
@@ -1127,6 +1505,11 @@ static void report_lines(Timeline *T, FILE *out, double total) {
     fmt_time(w, sizeof w, l->wait);
     tl_event_name(l->first, src, sizeof src);
     const char *text = strchr(src, ':') ? strchr(src, ':') + 2 : src;
+    char hosttext[160];
+    if (l->host) {          /* --model-top: a host-level line and its placement */
+      snprintf(hosttext, sizeof hosttext, "(host, %s) %s", l->place, text);
+      text = hosttext;
+    }
     /* a line of another file than the program's (an imported one): file:line */
     char where[96];
     if (l->file > 0) {
@@ -1193,9 +1576,14 @@ void tl_report(Timeline *T, FILE *out) {
   double sent = 0;
   for (int i = 0; i < T->nlines; i++) sent += T->lines[i].bytes;
   if (sent > 0) fprintf(out, "collective bytes sent, all devices: %.0f\n", sent);
-  if (T->outside)
+  if (T->outside && T->model_top)
+    fprintf(out, "host-level (--model-top): %ld equation%s outside any shard_map, on %lld device%s: %ld split, %ld "
+            "replicated\n", T->outside, T->outside == 1 ? "" : "s", (long long)T->topn, T->topn == 1 ? "" : "s",
+            T->host_split, T->outside - T->host_split);
+  else if (T->outside)
     fprintf(out, "not modelled: %ld equation%s outside any shard_map (the host's)\n", T->outside,
             T->outside == 1 ? "" : "s");
+  for (int i = 0; i < T->nhnotes; i++) fprintf(out, "placement: %s\n", T->hnotes[i]);
   if (T->undeclared_dtype)
     fprintf(out, "note: %s has no %s peak; modelled at its f32 peak\n", T->hw.name, T->undeclared);
   for (int i = 0; i < T->nnotes; i++) fprintf(out, "data-dependent: %s\n", T->notes[i]);

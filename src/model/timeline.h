@@ -25,7 +25,7 @@
 **
 ** Only shard_map bodies run on the devices; statements outside any
 ** shard_map are the host's (building inputs, checking results) and cost
-** nothing here.
+** nothing here, unless tl_model_top says they run on the devices too.
 **
 ** The events: tl_call when a function's parameters are bound (site: the
 ** statement calling it: a call, cond, while, fori_loop or shard_map; the
@@ -56,6 +56,12 @@ void tl_before(Timeline *T, const void *key, const IrStmt *st, int index);
 void tl_after(Timeline *T, const void *key, const IrStmt *st, int index);
 /* The top level's frame (its key), before its first statement. */
 void tl_top(Timeline *T, const void *key, IrFunc *main);
+
+/* --model-top: statements outside any shard_map run on the devices (those
+   of the program's largest mesh), replicated, or split as their
+   placement says (hostplace.h); the report marks their lines.  Set before
+   the first event. */
+void tl_model_top(Timeline *T, bool on);
 
 /* The evaluator's observer that feeds T (eval_set_observer). */
 EvalObserver tl_observer(Timeline *T);

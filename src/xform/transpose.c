@@ -1674,8 +1674,12 @@ static void tr_params(Tr *T, const bool *linear, const TrOpts *o, IrAtom *cts, b
 static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
   IrFunc *f = T->f;
   int nlin = 0;
+  Span where = bld_where(T->B);
   for (int i = 0; i < f->nbody && !T->failed; i++) {
     IrStmt *st = f->body[i];
+    /* each forward equation kept is written at its own line (the cost
+       model's table and the debugger name it there) */
+    bld_set_where(T->B, st->sp);
     if (st->k == IS_SAVE && prints) {
       if (!atom_lin(T, &st->in[0])) bld_save(T->B, st, map_atom(T, &st->in[0]));
       continue;
@@ -1706,6 +1710,7 @@ static int tr_forward(Tr *T, IrStmt **lin, bool prints) {
     for (int j = 0; j < st->nout; j++) T->lin[st->out[j]->slot] = true;
     lin[nlin++] = st;
   }
+  bld_set_where(T->B, where);
   return nlin;
 }
 
