@@ -49,8 +49,8 @@
 **   [JAX-mg] JAX's docs/pallas/gpu/collective_matmul.md: an f16
 **            1024x4096 @ 4096x4096 matmul takes about 43 us on one H100,
 **            7.99e14 FLOP/s, 80.8% of the dense peak: the one calibration
-**            of a GPU's matmul efficiency (the A100 and the TPUs have none:
-**            1, their peak)
+**            of a GPU's matmul efficiency, used for the A100 too (the TPUs
+**            have none: 1, their peak)
 **   [JAX-p]  JAX's jax.lax.Precision: on TPU the DEFAULT precision of an f32
 **            matmul is one bf16 pass, so f32 matmuls run at the bf16 peak;
 **            on NVIDIA GPUs XLA's default precision lets f32 matmuls use
@@ -144,7 +144,7 @@ static const Hw presets[] = {
    .kernel_overhead = 1e-6,        /* [CUDA-G] */
    .coll_overhead = 8.4e-6,        /* [NCCL-b] */
    .link_eff = 0.783,              /* [NCCL-b] 235 / 300 */
-   .matmul_eff = 1,                /* [JAX-mg]: no calibration for the A100 */
+   .matmul_eff = 0.808,            /* [JAX-mg] the H100's calibration */
    .switch_reduce_eff = 1},
   {.name = "h100",
    .peak = {{"bf16", 9.895e14},    /* [NV-H100] 1,979 TFLOPS with sparsity */
