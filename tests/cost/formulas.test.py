@@ -220,6 +220,20 @@ def overheads():
     close(one_duration(tr, 6), max(flops / (4.945e14 * 0.808), 4 * (B * D + D * F) / 3.35e12) + 1e-6,
           'dot_general on H100 with exp fused into it: its result stays on chip, one launch')
     close(one_duration(tr, 7), max(B * F / 6.7e13, 4 * B * F / 3.35e12), 'the fused exp: no launch, no read of z')
+    # an HBM-bound producer: the transpose reads its operand and, its result
+    # fused into the exp, writes nothing; the exp writes its result
+    prog = ('mesh m = {i: 2}\n'
+            'a = full[shape=(%d, %d), value=1.0, dtype=f32]\n'
+            '@shard_map[mesh=m, in_specs=P(i), out_specs=P(None, i)]\n'
+            'def f(x) {\n'
+            '  t = transpose[permutation=(1, 0)] x\n'
+            '  e = exp t\n'
+            '  return e\n'
+            '}\n'
+            'r = f a\n') % (2 * B, D)
+    tr = trace(prog, 'h100')
+    close(one_duration(tr, 5), 4 * B * D / 3.35e12 + 1e-6, 'a transpose whose result stays on chip: its read, a launch')
+    close(one_duration(tr, 6), max(B * D / 6.7e13, 4 * B * D / 3.35e12), 'the exp fused into it: its write')
     blk = (512, 4096)
     n = nbytes(blk)
     got = one_duration(trace(collective_program([('i', 8)], 'psum[axes=i] x', blk), 'a100'), LINE)
@@ -227,7 +241,7 @@ def overheads():
     got = one_duration(trace(collective_program([('X', 8), ('Y', 4)], 'all_gather[axis_name=Y, axis=0, tiled=True] x',
                                                 (64, 128)), 'tpu-v5e'), LINE)
     close(got, 3 * LAT + 5e-6, 'a latency-bound all-gather on v5e: 3 hops and the 5 us of a TPU collective')
-    checks += 5
+    checks += 7
 
 
 def local(hw, text, line, want, what):
