@@ -2,8 +2,11 @@
 ** cost.h — what one equation would cost on a device of the hardware.
 **
 ** A local equation costs its roofline time: the larger of its FLOPs at
-** the dtype's peak and the bytes it reads and writes at the HBM bandwidth
-** (each equation goes to HBM and back: fusion is not modelled).  Shapes
+** the dtype's peak (a matmul's times the hardware's matmul efficiency)
+** and the bytes it reads and writes at the HBM bandwidth, plus the
+** hardware's kernel launch; fused into its producer's kernel (XLA's
+** fusion of elementwise chains; timeline.c plans it) it pays no launch
+** and no HBM traffic for the intermediate.  Shapes
 ** come from the checked types, element sizes from the dtype table; the
 ** FLOPs and bytes of each primitive are the rule its prims.def row names
 ** in the cost column (cost.c defines the rules, prims.h lists them).
@@ -24,7 +27,10 @@
 **     every pair along the dimensions (the short way round a ring) and
 **     takes the most loaded link's bytes / W, or the longest path's
 **     latency, whichever is larger.
-**   switch (NCCL's ring algorithm, as nccl-tests counts bus bandwidth):
+**   switch (NCCL: the fastest of its algorithms, as its tuner picks; the
+**     ring is the one below, the tree, NVLink SHARP and hierarchical forms
+**     are cost.c's switch_allreduce; every collective adds the hardware's
+**     fixed cost and links run at its achieved efficiency):
 **     members within one node send over NVLink (W = links * link
 **     bandwidth); across k nodes the network carries (k-1)/k of the data
 **     at g * network bandwidth per node (g members a node), and the

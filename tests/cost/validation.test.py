@@ -87,6 +87,13 @@ def modelled():
     # program, modelled with --abstract)
     prog = open(os.path.join(ROOT, 'tests/cost/_gpt3_175b_pipeline.shm')).read()
     v['M10'] = makespan(prog, 'a100')
+    # PaLM 540B on a pod of 3072 TPU v4 chips: model FLOPs utilization,
+    # the paper's FLOPs per token (6 N + 12 L H Q T) over the modelled step
+    prog = open(os.path.join(ROOT, 'tests/cost/_palm_540b_step.shm')).read()
+    step = makespan(prog, 'tpu-v4')
+    n, layers, heads, q, t = 540.35e9, 118, 48, 256, 2048
+    per_token = 6 * n + 12 * layers * heads * q * t
+    v['M11'] = 100 * 1024 * t * per_token / (step * 3072 * 2.75e14)
     return v
 
 
@@ -120,8 +127,8 @@ def main():
                                                                                                  100 * e, published, tol))
     if set(rows) - set(got):
         problems.append('rows without a check: %s' % sorted(set(rows) - set(got)))
-    if len(rows) < 10:
-        problems.append('fewer than 10 measured rows')
+    if len(rows) < 11:
+        problems.append('fewer than 11 measured rows')
     med, worst = 100 * statistics.median(errors), 100 * max(errors)
     summary = 'median absolute error %.1f%%, worst %.1f%%' % (med, worst)
     for path in ('docs/cost.md', 'README.md'):
