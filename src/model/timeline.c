@@ -1223,6 +1223,9 @@ static void report_lines(Timeline *T, FILE *out, double total) {
     int best = line_limit(l), how = line_algo(l);
     char t[24], b[24], w[24], src[100];
     fmt_time(t, sizeof t, l->time);
+    /* what a fused equation adds to its producer's kernel: below a
+       nanosecond it is noise, not a cost to read (the trace keeps it) */
+    if (l->time > 0 && l->time < 1e-9) snprintf(t, sizeof t, "<1 ns");
     fmt_bytes(b, sizeof b, l->bytes);
     fmt_time(w, sizeof w, l->wait);
     tl_event_name(l->first, src, sizeof src);
