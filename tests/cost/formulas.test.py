@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# timeout: 120
+# timeout: 300
 """Each cost formula, pinned: a collective or local equation modelled with
 --abstract on a preset, its duration read from the trace file, against the
 value computed here from the published formula (docs/cost.md):
