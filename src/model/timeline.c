@@ -449,10 +449,10 @@ static const HwPlace *place_of(Timeline *T, const Mesh *mesh) {
 */
 static double var_bytes(const IrVar *v) { return (double)type_size(&v->t) * dtype_sizes[v->t.dt]; }
 
-static void plan_fusion(const IrFunc *fn, uint8_t *fused, double *saved) {
+static void plan_fusion(Timeline *T, const IrFunc *fn, uint8_t *fused, double *saved) {
   int ns = fn->nslots ? fn->nslots : 1;
-  int *uses = mem_calloc(sizeof(int) * (size_t)ns), *def = mem_calloc(sizeof(int) * (size_t)ns);
-  for (int i = 0; i < ns; i++) def[i] = -1;
+  int *uses = tl_get(T, sizeof(int) * (size_t)ns), *def = tl_get(T, sizeof(int) * (size_t)ns);
+  for (int i = 0; i < ns; i++) uses[i] = 0, def[i] = -1;
   for (int k = 0; k < fn->nbody; k++) {
     const IrStmt *st = fn->body[k];
     for (int j = 0; j < st->nout; j++)
@@ -477,8 +477,8 @@ static void plan_fusion(const IrFunc *fn, uint8_t *fused, double *saved) {
       saved[def[v->slot]] += var_bytes(v);    /* not written to it */
     }
   }
-  mem_free(uses);
-  mem_free(def);
+  tl_put(T, uses);
+  tl_put(T, def);
 }
 
 static size_t ptr_hash(const void *p, int cap) { return ((uintptr_t)p >> 4) * 2654435761u % (size_t)cap; }
@@ -512,7 +512,7 @@ static FuseEntry *fusion_of(Timeline *T, const IrFunc *fn) {
   e->fused = fused;
   e->saved = saved;
   T->nfuse++;
-  plan_fusion(fn, e->fused, e->saved);
+  plan_fusion(T, fn, e->fused, e->saved);
   return e;
 }
 
