@@ -273,7 +273,12 @@ typedef struct shmapi_CostLine {
   double flops;               /* one device's FLOPs (local equations) */
   double hbm_bytes;           /* one device's HBM bytes read and written (local equations) */
   double coll_bytes;          /* bytes its collectives sent, all devices */
-  const char *limit;          /* what bounds it: "FLOPs", "HBM", "link", "latency" or "none" */
+  const char *limit;          /* what bounds it: "FLOPs", "HBM", "link", "latency", "launch" (a kernel
+                                 whose launch costs more than its roofline) or "none" */
+  const char *how;            /* how it ran (the report's "how"): "-" (kernels of its own), "fused" (into
+                                 its producer's kernel), or a collective's algorithm: "ring", "line",
+                                 "torus", "tree", "nvls", "hier+ring", "hier+tree", "nvls+tree",
+                                 "direct", "p2p" */
 } shmapi_CostLine;
 
 typedef struct shmapi_Cost {

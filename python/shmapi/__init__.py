@@ -483,10 +483,12 @@ class CostLine:
     runs); waited (the report's "waited": for a collective's result);
     share (of every line's time, 0 to 1); flops and hbm_bytes (one
     device's, local equations); coll_bytes (its collectives', all
-    devices); limit ("FLOPs", "HBM", "link", "latency" or "none")."""
+    devices); limit ("FLOPs", "HBM", "link", "latency", "launch" or
+    "none"); how (the report's "how": "-", "fused", or a collective's
+    algorithm such as "ring", "tree", "nvls")."""
 
     FIELDS = ("file", "line", "backward", "primitive", "source", "runs", "time", "compute", "comm", "waited",
-              "share", "flops", "hbm_bytes", "coll_bytes", "limit")
+              "share", "flops", "hbm_bytes", "coll_bytes", "limit", "how")
     __slots__ = FIELDS
 
     def __init__(self, d):

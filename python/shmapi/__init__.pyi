@@ -63,6 +63,7 @@ class CostLine:
     hbm_bytes: float
     coll_bytes: float
     limit: str
+    how: str
     def to_dict(self) -> Dict[str, Any]: ...
 
 

@@ -559,13 +559,13 @@ out:
 
 /* A line of the report as a dict (shmapi.CostLine's fields). */
 static PyObject *cost_line_dict(const shmapi_CostLine *l) {
-  return Py_BuildValue("{s:N,s:i,s:O,s:s,s:N,s:L,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:s}", "file",
+  return Py_BuildValue("{s:N,s:i,s:O,s:s,s:N,s:L,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:s,s:s}", "file",
                        PyUnicode_DecodeFSDefault(l->file), "line", l->line, "backward", l->backward ? Py_True : Py_False,
                        "primitive", l->primitive, "source",
                        PyUnicode_DecodeUTF8(l->source, (Py_ssize_t)strlen(l->source), "backslashreplace"), "runs",
                        l->runs, "time", l->time, "compute", l->compute, "comm", l->comm, "waited", l->waited, "share",
                        l->share, "flops", l->flops, "hbm_bytes", l->hbm_bytes, "coll_bytes", l->coll_bytes, "limit",
-                       l->limit);
+                       l->limit, "how", l->how);
 }
 
 static PyObject *cost_dict(const shmapi_Cost *c) {

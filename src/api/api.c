@@ -920,6 +920,7 @@ static void cost_line(shmapi_CostLine *o, const TlLine *l, double total) {
   o->hbm_bytes = l->hbm_bytes;
   o->coll_bytes = l->coll_bytes;
   o->limit = cost_limit_name(l->limit);
+  o->how = cost_algo_name(l->algo);
 }
 
 /* The report's tables as data, into hc (its strings and arrays its own). */

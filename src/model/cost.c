@@ -17,8 +17,15 @@ const char *cost_limit_name(CostLimit l) {
   case LIM_HBM: return "HBM";
   case LIM_LINK: return "link";
   case LIM_LATENCY: return "latency";
+  case LIM_LAUNCH: return "launch";
   default: return "-";
   }
+}
+
+const char *cost_algo_name(CostAlgo a) {
+  static const char *const names[ALG_COUNT] = {"-", "fused", "ring", "line", "torus", "tree", "nvls",
+                                                "hier+ring", "hier+tree", "nvls+tree", "direct", "p2p"};
+  return a >= 0 && a < ALG_COUNT ? names[a] : "-";
 }
 
 bool cost_is_comm(const IrStmt *st) {
@@ -225,25 +232,41 @@ bool cost_is_elementwise(int prim) { return prim >= 0 && prim < P_COUNT && cost_
 
 double cost_hbm_bytes(const IrStmt *st) { return work_of(st).bytes; }
 
-Cost cost_local(const Hw *hw, const IrStmt *st) {
-  Cost c = {0, 0, 0, LIM_NONE, 0};
+bool cost_fuses(const IrStmt *st) {
+  return st->prim >= 0 && st->prim < P_COUNT && st->nout == 1 && cost_rule[st->prim] == cost_ew && !cost_is_comm(st);
+}
+
+bool cost_produces(const IrStmt *st) {
+  if (st->prim < 0 || st->prim >= P_COUNT || !st->nout || cost_is_comm(st)) return false;
+  CostFn f = cost_rule[st->prim];
+  return f != cost_none && f != cost_view && f != cost_coll && f != cost_dus && f != cost_scatter &&
+         f != cost_scatter_combine;
+}
+
+Cost cost_local_fused(const Hw *hw, const IrStmt *st, bool fused, double saved) {
+  Cost c = {0, 0, 0, LIM_NONE, 0, fused ? ALG_FUSED : ALG_NONE};
   Work w = work_of(st);
   c.flops = w.flops;
-  c.bytes = w.bytes;
+  c.bytes = w.bytes - saved > 0 ? w.bytes - saved : 0;
   bool mxu = st->prim == P_DOT_GENERAL || st->prim == P_CONV_GENERAL_DILATED;   /* matrix units */
   int dt = st->nin && mxu ? st->in[0].t.dt : st->nout ? st->out[0]->t.dt : DT_F32;
-  double peak = mxu || !hw->vector_flops ? hw_peak(hw, dt, NULL) : hw->vector_flops;
+  double peak = mxu || !hw->vector_flops ? hw_peak(hw, dt, NULL) * (mxu ? hw->matmul_eff : 1) : hw->vector_flops;
   double tf = c.flops / peak, tm = c.bytes / hw->hbm_bw;
-  c.time = tf > tm ? tf : tm;
-  c.limit = c.time == 0 ? LIM_NONE : tf >= tm ? LIM_FLOPS : LIM_HBM;
+  double roof = tf > tm ? tf : tm;
+  /* a kernel of its own pays its launch; a fused equation runs inside its producer's */
+  double launch = !fused && (w.flops > 0 || w.bytes > 0) ? hw->kernel_overhead : 0;
+  c.time = roof + launch;
+  c.limit = c.time == 0 ? LIM_NONE : launch > roof ? LIM_LAUNCH : tf >= tm ? LIM_FLOPS : LIM_HBM;
   return c;
 }
+
+Cost cost_local(const Hw *hw, const IrStmt *st) { return cost_local_fused(hw, st, false, 0); }
 
 /* ---- collectives: the formulas ----------------------------------------------------------- */
 
 /* The time of a bandwidth term and a latency term, and which one binds. */
 static Cost bound(double bw_time, double lat_time, double hops, double bytes, bool additive) {
-  Cost c = {0, 0, bytes, LIM_NONE, hops};
+  Cost c = {0, 0, bytes, LIM_NONE, hops, ALG_NONE};
   c.time = additive ? bw_time + lat_time : (bw_time > lat_time ? bw_time : lat_time);
   c.limit = c.time == 0 ? LIM_NONE : bw_time >= lat_time ? LIM_LINK : LIM_LATENCY;
   return c;
@@ -251,13 +274,24 @@ static Cost bound(double bw_time, double lat_time, double hops, double bytes, bo
 
 static bool is_reduce(int prim) { return prim == P_PSUM || prim == P_PMAX || prim == P_PMIN || prim == P_PMEAN; }
 
+/* A collective's fixed cost (its launch and synchronization) on top. */
+static Cost with_overhead(const Hw *hw, Cost c, CostAlgo algo) {
+  c.algo = algo;
+  if (c.time > 0) c.time += hw->coll_overhead;
+  return c;
+}
+
 Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent, const int64_t *stride,
                         const bool *ring, double n_in, double n_out) {
   double B = 0, hops = 0, n = 1;
+  int spanned = 0;
+  bool wraps = false;
   for (int k = 0; k < ndims; k++) {
     if (extent[k] <= 1) continue;
+    spanned++;
+    wraps = ring[k];
     n *= (double)extent[k];
-    B += (ring[k] ? 2 : 1) * hw->link_bw / (double)stride[k];
+    B += (ring[k] ? 2 : 1) * hw->link_bw * hw->link_eff / (double)stride[k];
     hops += (double)(ring[k] ? extent[k] / 2 : extent[k] - 1) * (double)stride[k];
   }
   double sent = coll_ring_bytes(prim, (int64_t)n, n_in, n_out), t = 0;
@@ -268,33 +302,91 @@ Cost cost_torus_formula(const Hw *hw, int prim, int ndims, const int64_t *extent
   else if (prim == P_PSUM_SCATTER || prim == P_PBROADCAST_SOURCE) t = f * n_in / B;
   else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) t = n * n_in / (4 * B);
   if (is_reduce(prim)) hops *= 2;
-  return bound(t, hops * hw->hop_latency, hops, sent, false);
+  /* XLA's TPU collectives: along one dimension a ring (wraparound) or a
+     line; over several, along each at once (the bandwidths add) */
+  CostAlgo algo = spanned > 1 ? ALG_TORUS : wraps ? ALG_RING : ALG_LINE;
+  if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) algo = ALG_DIRECT;
+  return with_overhead(hw, bound(t, hops * hw->hop_latency, hops, sent, false), algo);
+}
+
+/* The fastest of two candidates (the first on a tie). */
+static Cost faster(Cost a, Cost b) { return b.time < a.time ? b : a; }
+
+/* An all-reduce of V bytes over n members in k nodes of g, by each of
+   NCCL's algorithms the hardware has, the fastest kept (NCCL's tuner:
+   latency + bytes / bandwidth per algorithm).  nv, net: NVLink and
+   per-node network bandwidth as achieved. */
+static Cost switch_allreduce(const Hw *hw, double V, double N, double k, double g, double nv, double net,
+                             double sent) {
+  double hop = hw->hop_latency, nlat = hw->net_latency, lg = k > 1 ? ceil(log2(k)) : 0;
+  /* ring: reduce-scatter then all-gather round all n members */
+  double intra = g > 1 ? (g - 1) / g * V / nv : 0, inter = k > 1 ? (k - 1) / k * V / net : 0;
+  Cost best = bound(2 * (intra > inter ? intra : inter), 2 * (N - k) * hop + 2 * (k - 1) * nlat, 2 * (N - 1), sent,
+                    true);
+  best.algo = ALG_RING;
+  /* NCCL's tree: a chain within each node, a double binary tree across
+     nodes; each half of the data up one tree and down it again */
+  if (k > 1) {
+    double bw = V / nv > V / net ? V / nv : V / net;
+    Cost t = bound(2 * bw, 2 * ((g - 1) * hop + lg * nlat), 2 * (g - 1 + lg), sent, true);
+    t.algo = ALG_TREE;
+    best = faster(best, t);
+  }
+  /* NVLink SHARP within a node: each member sends its data into the
+     switch and takes its reduced share back, (1 + 1/g) V each way */
+  double nvls = hw->switch_reduce && g > 1 ? (1 + 1 / g) * V / (nv * hw->switch_reduce_eff) : -1;
+  if (nvls >= 0 && k == 1) {
+    Cost t = bound(nvls, 2 * hop, 2, sent, true);
+    t.algo = ALG_NVLS;
+    best = faster(best, t);
+  }
+  /* hierarchical: reduce-scatter within the node (NVLink SHARP where the
+     switch reduces), an all-reduce of each member's 1/g across the nodes
+     (ring or tree), an all-gather within the node */
+  if (k > 1 && g > 1) {
+    double in_t = nvls >= 0 ? nvls : 2 * intra, in_lat = nvls >= 0 ? 2 * hop : 2 * (g - 1) * hop;
+    double part = V / g;
+    Cost r = bound(in_t + 2 * (k - 1) / k * part / hw->net_bw / hw->link_eff, in_lat + 2 * (k - 1) * nlat,
+                   2 * (g - 1 + k - 1), sent, true);
+    r.algo = ALG_HIER_RING;
+    Cost t = bound(in_t + 2 * part / hw->net_bw / hw->link_eff, in_lat + 2 * lg * nlat, 2 * (g - 1 + lg), sent, true);
+    t.algo = nvls >= 0 ? ALG_NVLS_TREE : ALG_HIER_TREE;
+    best = faster(best, faster(r, t));
+  }
+  return best;
 }
 
 Cost cost_switch_formula(const Hw *hw, int prim, int64_t n, int64_t nodes, double n_in, double n_out) {
   if (n <= 1) return bound(0, 0, 0, 0, true);
   double g = (double)n / (double)nodes, k = (double)nodes, N = (double)n;
-  double nv = hw->links * hw->link_bw, net = hw->net_bw * g;
+  double nv = hw->links * hw->link_bw * hw->link_eff, net = hw->net_bw * hw->link_eff * g;
   double sent = coll_ring_bytes(prim, n, n_in, n_out);
   double V = prim == P_ALL_GATHER || prim == P_ALL_GATHER_INVARIANT ? n_out : n_in;
-  double intra = g > 1 ? (g - 1) / g * V / nv : 0, inter = k > 1 ? (k - 1) / k * V / net : 0;
-  double steps_in = N - k, steps_net = k - 1;   /* ring steps within nodes and across */
-  double t = intra > inter ? intra : inter;
   if (is_reduce(prim)) {
-    if (hw->switch_reduce && k == 1) {          /* NVLink SHARP: bytes / W */
-      return bound(V / nv, 2 * hw->hop_latency, 2, sent, true);
-    }
-    t *= 2;
-    steps_in *= 2;
-    steps_net *= 2;
-  } else if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) {   /* direct sends: one step */
-    double off = k > 1 ? V * (N - g) / N / hw->net_bw : 0;
-    double on = (g - 1) / N * V / nv;
-    t = on > off ? on : off;
-    steps_in = k > 1 ? 0 : 1;
-    steps_net = k > 1 ? 1 : 0;
+    Cost c = switch_allreduce(hw, V, N, k, g, nv, net, sent);
+    return with_overhead(hw, c, c.algo);
   }
-  return bound(t, steps_in * hw->hop_latency + steps_net * hw->net_latency, steps_in + steps_net, sent, true);
+  double intra = g > 1 ? (g - 1) / g * V / nv : 0, inter = k > 1 ? (k - 1) / k * V / net : 0;
+  if (prim == P_ALL_TO_ALL || prim == P_RAGGED_ALL_TO_ALL) {   /* direct sends: one step */
+    double off = k > 1 ? V * (N - g) / N / (hw->net_bw * hw->link_eff) : 0;
+    double on = (g - 1) / N * V / nv;
+    Cost c = bound(on > off ? on : off, k > 1 ? hw->net_latency : hw->hop_latency, 1, sent, true);
+    return with_overhead(hw, c, ALG_DIRECT);
+  }
+  /* all-gather, reduce-scatter: NCCL's ring over all members, or
+     hierarchically: across the nodes (each member with its peers of the
+     other nodes: a ring, or recursive doubling in log2 k steps), then
+     within each node */
+  Cost best = bound(intra > inter ? intra : inter, (N - k) * hw->hop_latency + (k - 1) * hw->net_latency, N - 1,
+                    sent, true);
+  best.algo = ALG_RING;
+  if (k > 1 && g > 1) {
+    double lg = ceil(log2(k));
+    Cost h = bound(intra + inter, (g - 1) * hw->hop_latency + lg * hw->net_latency, g - 1 + lg, sent, true);
+    h.algo = ALG_HIER_TREE;
+    best = faster(best, h);
+  }
+  return with_overhead(hw, best, best.algo);
 }
 
 /* ---- collectives on a placed mesh -------------------------------------------------------- */
@@ -399,7 +491,8 @@ static Cost torus_ppermute(const Hw *hw, const Mesh *mesh, const HwPlace *pl, co
   }
   mem_free(load);
   dests_free(dests);
-  return bound(maxload / hw->link_bw, maxhops * hw->hop_latency, maxhops, n_in, false);
+  return with_overhead(hw, bound(maxload / (hw->link_bw * hw->link_eff), maxhops * hw->hop_latency, maxhops, n_in, false),
+                       ALG_P2P);
 }
 
 /* A ppermute over a switch: each pair over NVLink within a node, over the
@@ -429,8 +522,8 @@ static Cost switch_ppermute(const Hw *hw, const Mesh *mesh, const IrStmt *st, do
   }
   dests_free(dests);
   if (!any) return bound(0, 0, 0, n_in, true);
-  double bw = cross ? hw->net_bw : hw->links * hw->link_bw;
-  return bound(n_in / bw, cross ? hw->net_latency : hw->hop_latency, 1, n_in, true);
+  double bw = (cross ? hw->net_bw : hw->links * hw->link_bw) * hw->link_eff;
+  return with_overhead(hw, bound(n_in / bw, cross ? hw->net_latency : hw->hop_latency, 1, n_in, true), ALG_P2P);
 }
 
 /* The nodes the group of device 0 spans (every group spans as many):

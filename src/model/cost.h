@@ -2,8 +2,11 @@
 ** cost.h — what one equation would cost on a device of the hardware.
 **
 ** A local equation costs its roofline time: the larger of its FLOPs at
-** the dtype's peak and the bytes it reads and writes at the HBM bandwidth
-** (each equation goes to HBM and back: fusion is not modelled).  Shapes
+** the dtype's peak (a matmul's times the hardware's matmul efficiency)
+** and the bytes it reads and writes at the HBM bandwidth, plus the
+** hardware's kernel launch; fused into its producer's kernel (XLA's
+** fusion of elementwise chains; timeline.c plans it) it pays no launch
+** and no HBM traffic for the intermediate.  Shapes
 ** come from the checked types, element sizes from the dtype table; the
 ** FLOPs and bytes of each primitive are the rule its prims.def row names
 ** in the cost column (cost.c defines the rules, prims.h lists them).
@@ -24,7 +27,10 @@
 **     every pair along the dimensions (the short way round a ring) and
 **     takes the most loaded link's bytes / W, or the longest path's
 **     latency, whichever is larger.
-**   switch (NCCL's ring algorithm, as nccl-tests counts bus bandwidth):
+**   switch (NCCL: the fastest of its algorithms, as its tuner picks; the
+**     ring is the one below, the tree, NVLink SHARP and hierarchical forms
+**     are cost.c's switch_allreduce; every collective adds the hardware's
+**     fixed cost and links run at its achieved efficiency):
 **     members within one node send over NVLink (W = links * link
 **     bandwidth); across k nodes the network carries (k-1)/k of the data
 **     at g * network bandwidth per node (g members a node), and the
@@ -43,10 +49,34 @@ typedef enum CostLimit {
   LIM_FLOPS,                 /* compute bound */
   LIM_HBM,                   /* memory-bandwidth bound */
   LIM_LINK,                  /* link-bandwidth bound */
-  LIM_LATENCY                /* bound by per-hop latency */
+  LIM_LATENCY,               /* bound by per-hop latency and fixed costs */
+  LIM_LAUNCH,                /* a kernel whose launch costs more than its roofline */
+  LIM_COUNT
 } CostLimit;
 
 const char *cost_limit_name(CostLimit l);
+
+/* How an equation runs: a local one as its own kernel or fused into the
+   kernel of the equation making its operand; a collective by the
+   algorithm the hardware's library would pick (the fastest of those it
+   has for the size and the group). */
+typedef enum CostAlgo {
+  ALG_NONE,                  /* a kernel of its own, or nothing */
+  ALG_FUSED,                 /* fused into its producer's kernel */
+  ALG_RING,                  /* ring (a torus dimension that wraps, NCCL's ring) */
+  ALG_LINE,                  /* a torus dimension without wraparound */
+  ALG_TORUS,                 /* along each torus dimension at once (2-D, 3-D) */
+  ALG_TREE,                  /* NCCL's double binary tree across nodes, chains within */
+  ALG_NVLS,                  /* NVLink SHARP: reduced in the switch */
+  ALG_HIER_RING,             /* within nodes, then a ring across nodes, then within */
+  ALG_HIER_TREE,             /* within nodes, then a tree across nodes, then within */
+  ALG_NVLS_TREE,             /* NVLink SHARP within nodes, a tree across */
+  ALG_DIRECT,                /* each block straight to its destination (all-to-all) */
+  ALG_P2P,                   /* point to point (ppermute) */
+  ALG_COUNT
+} CostAlgo;
+
+const char *cost_algo_name(CostAlgo a);
 
 typedef struct Cost {
   double time;               /* seconds */
@@ -54,6 +84,7 @@ typedef struct Cost {
   double bytes;              /* HBM bytes (local) or bytes sent by one member (collective) */
   CostLimit limit;
   double hops;               /* collective: the longest path */
+  CostAlgo algo;
 } Cost;
 
 /* Does the cost model run this equation on the communication stream? */
@@ -62,6 +93,16 @@ bool cost_is_comm(const IrStmt *st);
 /* A local equation on one device (st->prim has a kernel, or pscatter,
    pbroadcast, axis_index). */
 Cost cost_local(const Hw *hw, const IrStmt *st);
+/* The same fused into the kernel of its producer (no launch of its own)
+   and without `saved` bytes of HBM traffic (intermediates that stay on
+   chip: an operand it reads from its producer, a result its consumer
+   takes in the same kernel). */
+Cost cost_local_fused(const Hw *hw, const IrStmt *st, bool fused, double saved);
+/* Can st fuse into the kernel of the equation making its operand (an
+   elementwise equation), and can st be that producer (a local equation
+   that writes its results)? */
+bool cost_fuses(const IrStmt *st);
+bool cost_produces(const IrStmt *st);
 
 /* The FLOPs of a local equation on one block. */
 double cost_flops(const IrStmt *st);

@@ -30,6 +30,27 @@
 **            (A100) or 400 Gb/s NDR (H100) InfiniBand port per GPU
 **   [NCCL]   NCCL src/graph/tuning.cc, hwLat, ring/Simple protocol: 3.4 us
 **            per ring step over NVLink, 9.6 us over the network
+**   [SB-meas] the scaling book, part 3 "Sharded matrices": a latency-bound
+**            AllGather of bf16[256, 256] over 4 v5e chips measured about
+**            8 us against its 3 hops of 1 us: the 5 us left, one
+**            calibration, is a TPU collective's fixed cost (launch and
+**            synchronization)
+**   [TPU-prof] JAX's shard_map notebook, its TPU profiles: consecutive XLA
+**            ops (fusions) of one device start about 1 us apart beyond
+**            their own time
+**   [CUDA-G] NVIDIA Technical Blog, "Getting Started with CUDA Graphs": a
+**            2.9 us kernel launched back to back on a stream takes 3.8 us a
+**            kernel: about 1 us a kernel beyond its own time
+**   [NCCL-b] NCCL src/graph/tuning.cc: baseLat of ring/Simple 8.4 us (a
+**            collective's fixed cost); the tuner caps the bus bandwidth of
+**            an A100 (compCap 80) at 235 GB/s, 78.3% of its 300 GB/s of
+**            NVLink: the one calibration of NVLink efficiency, used for the
+**            H100 too; src/tuning nvlsEfficiency 0.85 on Hopper
+**   [JAX-mg] JAX's docs/pallas/gpu/collective_matmul.md: an f16
+**            1024x4096 @ 4096x4096 matmul takes about 43 us on one H100,
+**            7.99e14 FLOP/s, 80.8% of the dense peak: the one calibration
+**            of a GPU's matmul efficiency, used for the A100 too (the TPUs
+**            have none: 1, their peak)
 **   [JAX-p]  JAX's jax.lax.Precision: on TPU the DEFAULT precision of an f32
 **            matmul is one bf16 pass, so f32 matmuls run at the bf16 peak;
 **            on NVIDIA GPUs XLA's default precision lets f32 matmuls use
@@ -49,7 +70,10 @@ static const Hw presets[] = {
    .wrap_cubes = true,             /* [SB-tpu] a 2x2x4 has none */
    .links = 6,                     /* [SB-tpu] 3-D torus, 6 nearest neighbours */
    .link_bw = 4.5e10,              /* [SB-tpu] v4p ICI 4.5e10 B/s one way */
-   .hop_latency = 1e-6},           /* [SB-tpu] ~1 us per hop */
+   .hop_latency = 1e-6,            /* [SB-tpu] */
+   .kernel_overhead = 1e-6,        /* [TPU-prof] */
+   .coll_overhead = 5e-6,          /* [SB-meas] */
+   .link_eff = 1, .matmul_eff = 1, .switch_reduce_eff = 1},
   {.name = "tpu-v5e",
    .peak = {{"bf16", 1.97e14},     /* [GC-v5e] 197 TFLOPs; [SB-tpu] 1.97e14 */
             {"f32", 1.97e14},      /* [JAX-p] */
@@ -62,7 +86,10 @@ static const Hw presets[] = {
    .wrap_multiple = 16,            /* [SB-tpu] wraparound only on a full axis of 16 */
    .links = 4,                     /* [GC-v5e] 4 ICI ports per chip */
    .link_bw = 4.5e10,              /* [SB-tpu] 4.5e10 B/s one way */
-   .hop_latency = 1e-6},           /* [SB-tpu] */
+   .hop_latency = 1e-6,            /* [SB-tpu] */
+   .kernel_overhead = 1e-6,        /* [TPU-prof] */
+   .coll_overhead = 5e-6,          /* [SB-meas] */
+   .link_eff = 1, .matmul_eff = 1, .switch_reduce_eff = 1},
   {.name = "tpu-v5p",
    .peak = {{"bf16", 4.59e14},     /* [GC-v5p] 459 TFLOPs; [SB-tpu] 4.59e14 */
             {"f32", 4.59e14},      /* [JAX-p] */
@@ -76,7 +103,10 @@ static const Hw presets[] = {
    .wrap_cubes = true,             /* [SB-tpu] */
    .links = 6,                     /* [SB-tpu] */
    .link_bw = 9e10,                /* [SB-tpu] 9e10 B/s one way */
-   .hop_latency = 1e-6},           /* [SB-tpu] */
+   .hop_latency = 1e-6,            /* [SB-tpu] */
+   .kernel_overhead = 1e-6,        /* [TPU-prof] */
+   .coll_overhead = 5e-6,          /* [SB-meas] */
+   .link_eff = 1, .matmul_eff = 1, .switch_reduce_eff = 1},
   {.name = "tpu-v6e",
    .peak = {{"bf16", 9.2e14},      /* [GC-v6e] 918 TFLOPs; [SB-tpu] 9.20e14 */
             {"f32", 9.2e14},       /* [JAX-p] */
@@ -89,7 +119,10 @@ static const Hw presets[] = {
    .wrap_multiple = 16,            /* [SB-tpu] */
    .links = 4,                     /* [SB-tpu] 4 nearest neighbours */
    .link_bw = 9e10,                /* [SB-tpu] 9e10 B/s one way */
-   .hop_latency = 1e-6},           /* [SB-tpu] */
+   .hop_latency = 1e-6,            /* [SB-tpu] */
+   .kernel_overhead = 1e-6,        /* [TPU-prof] */
+   .coll_overhead = 5e-6,          /* [SB-meas] */
+   .link_eff = 1, .matmul_eff = 1, .switch_reduce_eff = 1},
   {.name = "a100",
    .peak = {{"bf16", 3.12e14},     /* [NV-A100] 312 TFLOPS dense */
             {"f16", 3.12e14},      /* [NV-A100] */
@@ -107,7 +140,12 @@ static const Hw presets[] = {
    .hop_latency = 3.4e-6,          /* [NCCL] */
    .net_bw = 2.5e10,               /* [NV-DGX] 200 Gb/s HDR per GPU */
    .net_latency = 9.6e-6,          /* [NCCL] */
-   .switch_reduce = false},        /* [SB-gpu] SHARP only from Hopper on */
+   .switch_reduce = false,         /* [SB-gpu] SHARP only from Hopper on */
+   .kernel_overhead = 1e-6,        /* [CUDA-G] */
+   .coll_overhead = 8.4e-6,        /* [NCCL-b] */
+   .link_eff = 0.783,              /* [NCCL-b] 235 / 300 */
+   .matmul_eff = 0.808,            /* [JAX-mg] the H100's calibration */
+   .switch_reduce_eff = 1},
   {.name = "h100",
    .peak = {{"bf16", 9.895e14},    /* [NV-H100] 1,979 TFLOPS with sparsity */
             {"f16", 9.895e14},     /* [NV-H100] */
@@ -125,7 +163,12 @@ static const Hw presets[] = {
    .hop_latency = 3.4e-6,          /* [NCCL] */
    .net_bw = 5e10,                 /* [NV-DGX] 400 Gb/s NDR per GPU; [SB-gpu] 400 GB/s per node */
    .net_latency = 9.6e-6,          /* [NCCL] */
-   .switch_reduce = true},         /* [SB-gpu] NVLink SHARP */
+   .switch_reduce = true,          /* [SB-gpu] NVLink SHARP */
+   .kernel_overhead = 1e-6,        /* [CUDA-G] */
+   .coll_overhead = 8.4e-6,        /* [NCCL-b] */
+   .link_eff = 0.783,              /* [NCCL-b] the A100's calibration */
+   .matmul_eff = 0.808,            /* [JAX-mg] */
+   .switch_reduce_eff = 0.85},     /* [NCCL-b] nvlsEfficiency */
 };
 
 #define NPRESETS ((int)(sizeof presets / sizeof presets[0]))
@@ -249,7 +292,22 @@ static int64_t count(Reader *r, json_t *o, const char *key, bool need, int64_t m
 static const char *const known_keys[] = {
   "name", "peak_flops", "vector_flops", "hbm_bandwidth", "hbm_capacity", "topology", "pod",
   "wraparound_multiple", "wraparound_cubes", "links_per_chip", "link_bandwidth", "hop_latency", "node_size",
-  "network_bandwidth", "network_latency", "switch_reduce", "source", NULL};
+  "network_bandwidth", "network_latency", "switch_reduce", "source", "kernel_overhead", "collective_overhead",
+  "link_efficiency", "matmul_efficiency", "switch_reduce_efficiency", NULL};
+
+/* An optional field: seconds (0 or more; `dflt` when absent) or a
+   fraction (above 0, at most 1). */
+static double optional(Reader *r, json_t *o, const char *key, double dflt, bool fraction) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return dflt;
+  double x = json_is_number(v) ? json_number_value(v) : -1;
+  if (fraction ? !(x > 0 && x <= 1) : !(x >= 0 && x <= 1)) {
+    complain_key(r, key, fraction ? "\"%s\" must be a fraction above 0, at most 1"
+                                  : "\"%s\" must be a number of seconds from 0 to 1", key);
+    return dflt;
+  }
+  return x;
+}
 
 static void read_peaks(Reader *r, json_t *o, Hw *hw) {
   json_t *p = json_object_get(o, "peak_flops");
@@ -341,6 +399,11 @@ static void read_hw(Reader *r, json_t *o, Hw *hw) {
   hw->hbm_bytes = number(r, o, "hbm_capacity", true);
   hw->link_bw = number(r, o, "link_bandwidth", true);
   hw->hop_latency = number(r, o, "hop_latency", true);
+  hw->kernel_overhead = optional(r, o, "kernel_overhead", 0, false);
+  hw->coll_overhead = optional(r, o, "collective_overhead", 0, false);
+  hw->link_eff = optional(r, o, "link_efficiency", 1, true);
+  hw->matmul_eff = optional(r, o, "matmul_efficiency", 1, true);
+  hw->switch_reduce_eff = optional(r, o, "switch_reduce_efficiency", 1, true);
   json_t *topo = json_object_get(o, "topology");
   const char *t = topo && json_is_string(topo) ? json_string_value(topo) : "";
   if (!strcmp(t, "torus")) {
@@ -411,7 +474,10 @@ static json_t *hw_json(const Hw *hw) {
   ok = ok && put(o, "hbm_bandwidth", json_real(hw->hbm_bw)) && put(o, "hbm_capacity", json_real(hw->hbm_bytes)) &&
        put(o, "topology", json_string(hw->topo == HW_TORUS ? "torus" : "switch")) &&
        put(o, "links_per_chip", json_integer(hw->links)) && put(o, "link_bandwidth", json_real(hw->link_bw)) &&
-       put(o, "hop_latency", json_real(hw->hop_latency));
+       put(o, "hop_latency", json_real(hw->hop_latency)) &&
+       put(o, "kernel_overhead", json_real(hw->kernel_overhead)) &&
+       put(o, "collective_overhead", json_real(hw->coll_overhead)) &&
+       put(o, "link_efficiency", json_real(hw->link_eff)) && put(o, "matmul_efficiency", json_real(hw->matmul_eff));
   if (ok && hw->topo == HW_TORUS) {
     json_t *pod = json_array();
     ok = put(o, "pod", pod) && put(o, "wraparound_multiple", json_integer(hw->wrap_multiple)) &&
@@ -420,7 +486,8 @@ static json_t *hw_json(const Hw *hw) {
   } else if (ok) {
     ok = put(o, "node_size", json_integer(hw->node_size)) && put(o, "network_bandwidth", json_real(hw->net_bw)) &&
          put(o, "network_latency", json_real(hw->net_latency)) &&
-         put(o, "switch_reduce", json_boolean(hw->switch_reduce));
+         put(o, "switch_reduce", json_boolean(hw->switch_reduce)) &&
+         put(o, "switch_reduce_efficiency", json_real(hw->switch_reduce_eff));
   }
   json_decref(peaks);
   if (!ok) {                   /* not for memory: that throws */

@@ -56,6 +56,12 @@ typedef struct Hw {
   double net_bw;              /* per chip egress into the network, per direction */
   double net_latency;         /* per ring step across nodes */
   bool switch_reduce;         /* in-switch all-reduce (NVLink SHARP / NVLS) */
+  /* what the peaks leave out (0 / 1 in a description that does not say) */
+  double kernel_overhead;     /* seconds a kernel costs beyond its roofline (launch, ramp, tail) */
+  double coll_overhead;       /* seconds a collective costs beyond its algorithm (launch, synchronization) */
+  double link_eff;            /* the fraction of link bandwidth a collective library achieves */
+  double matmul_eff;          /* the fraction of the matrix peak a large matmul achieves */
+  double switch_reduce_eff;   /* in-switch reduction: its fraction of the NVLink bandwidth */
 } Hw;
 
 /* A preset by name ("tpu-v5e", "h100", ...), or NULL. */

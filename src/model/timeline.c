@@ -58,7 +58,8 @@ typedef struct LineStat {
   double time, bytes, wait;
   double compute, comm;       /* time on the compute stream, on the communication stream */
   double flops, hbm;          /* one device's FLOPs and HBM bytes (local equations), summed over runs */
-  double by_limit[5];
+  double by_limit[LIM_COUNT];
+  double by_algo[ALG_COUNT];  /* time by how it ran (a kernel, fused, a collective's algorithm) */
   bool host;                  /* --model-top: a host-level line, placed as `place` says */
   char place[40];
 } LineStat;
@@ -67,6 +68,14 @@ typedef struct CostEntry {
   const IrStmt *st;
   Cost c;
 } CostEntry;
+
+/* The fusion plan of a function's body: per statement, whether it fuses
+   into its producer's kernel and the HBM bytes it saves (see plan_fusion). */
+typedef struct FuseEntry {
+  const IrFunc *fn;
+  uint8_t *fused;
+  double *saved;
+} FuseEntry;
 
 typedef struct PlaceEntry {
   const Mesh *mesh;
@@ -94,6 +103,8 @@ struct Timeline {
   int nlines, caplines;
   CostEntry *costs;           /* open addressing on the statement */
   int capcosts, ncosts;
+  FuseEntry *fuse;            /* open addressing on the function */
+  int capfuse, nfuse;
   PlaceEntry *places;
   int nplaces, capplaces;
   TlEvent *events;
@@ -433,6 +444,12 @@ void tl_free(Timeline *T) {
   mem_free(T->bufs);
   mem_free(T->lines);
   mem_free(T->costs);
+  for (int i = 0; i < T->capfuse; i++)
+    if (T->fuse[i].fn) {
+      mem_free(T->fuse[i].fused);
+      mem_free(T->fuse[i].saved);
+    }
+  mem_free(T->fuse);
   mem_free(T->places);
   mem_free(T->events);
   mem_free(T->place);
@@ -470,10 +487,88 @@ static const HwPlace *place_of(Timeline *T, const Mesh *mesh) {
   return &e->pl;
 }
 
+
+/* ---- fusion --------------------------------------------------------------------------------
+** XLA fuses an elementwise equation into the kernel of the equation that
+** makes its operand when that operand has no other use: the chain is one
+** kernel (one launch), and the intermediate never goes to HBM (the
+** producer does not write it, the consumer does not read it).  The plan
+** of a function's body says, per statement, whether it fuses into its
+** producer and the bytes it saves (as a consumer, as a producer, or both
+** in a chain).
+*/
+static double var_bytes(const IrVar *v) { return (double)type_size(&v->t) * dtype_sizes[v->t.dt]; }
+
+static void plan_fusion(Timeline *T, const IrFunc *fn, uint8_t *fused, double *saved) {
+  int ns = fn->nslots ? fn->nslots : 1;
+  int *uses = tl_get(T, sizeof(int) * (size_t)ns), *def = tl_get(T, sizeof(int) * (size_t)ns);
+  for (int i = 0; i < ns; i++) uses[i] = 0, def[i] = -1;
+  for (int k = 0; k < fn->nbody; k++) {
+    const IrStmt *st = fn->body[k];
+    for (int j = 0; j < st->nout; j++)
+      if (st->out[j]->owner == fn) def[st->out[j]->slot] = k;
+    for (int j = 0; j < st->nin; j++)
+      if (st->in[j].var && st->in[j].var->owner == fn) uses[st->in[j].var->slot]++;
+    for (int j = 0; j < st->nitems; j++)
+      if (st->items[j].atom.var && st->items[j].atom.var->owner == fn) uses[st->items[j].atom.var->slot] += 2;
+  }
+  for (int j = 0; j < fn->nouts; j++)
+    if (fn->outs[j].var && fn->outs[j].var->owner == fn) uses[fn->outs[j].var->slot] += 2;
+  for (int k = 0; k < fn->nbody; k++) {
+    const IrStmt *st = fn->body[k];
+    if (st->k != IS_EQN || !cost_fuses(st)) continue;
+    for (int j = 0; j < st->nin; j++) {
+      const IrVar *v = st->in[j].var;
+      if (!v || v->owner != fn || v->captured || uses[v->slot] != 1 || def[v->slot] < 0) continue;
+      const IrStmt *p = fn->body[def[v->slot]];
+      if (p->k != IS_EQN || !cost_produces(p)) continue;
+      fused[k] = 1;
+      saved[k] += var_bytes(v);               /* not read from HBM */
+      saved[def[v->slot]] += var_bytes(v);    /* not written to it */
+    }
+  }
+  tl_put(T, uses);
+  tl_put(T, def);
+}
+
 static size_t ptr_hash(const void *p, int cap) { return ((uintptr_t)p >> 4) * 2654435761u % (size_t)cap; }
 
-/* The cost of st on the devices of mesh (the same at every execution). */
-static Cost cost_of(Timeline *T, const IrStmt *st, const Mesh *mesh) {
+/* The fusion plan of fn (made once). */
+static FuseEntry *fusion_of(Timeline *T, const IrFunc *fn) {
+  if (T->nfuse * 2 >= T->capfuse) {
+    int cap = T->capfuse ? T->capfuse * 2 : 16;
+    FuseEntry *old = T->fuse;
+    int oldcap = T->capfuse;
+    T->fuse = mem_calloc(sizeof(FuseEntry) * (size_t)cap);
+    T->capfuse = cap;
+    for (int i = 0; i < oldcap; i++)
+      if (old[i].fn) {
+        size_t h = ptr_hash(old[i].fn, cap);
+        while (T->fuse[h].fn) h = (h + 1) % (size_t)cap;
+        T->fuse[h] = old[i];
+      }
+    mem_free(old);
+  }
+  size_t h = ptr_hash(fn, T->capfuse);
+  while (T->fuse[h].fn && T->fuse[h].fn != fn) h = (h + 1) % (size_t)T->capfuse;
+  FuseEntry *e = &T->fuse[h];
+  if (e->fn) return e;
+  size_t n = (size_t)(fn->nbody ? fn->nbody : 1);
+  uint8_t *fused = mem_calloc(n);
+  err_defer(mem_free, fused);
+  double *saved = mem_calloc(sizeof(double) * n);
+  err_undefer(fused);
+  e->fn = fn;
+  e->fused = fused;
+  e->saved = saved;
+  T->nfuse++;
+  plan_fusion(T, fn, e->fused, e->saved);
+  return e;
+}
+
+/* The cost of st (statement `index` of fn) on the devices of mesh (the
+   same at every execution). */
+static Cost cost_of(Timeline *T, const IrStmt *st, const Mesh *mesh, const IrFunc *fn, int index) {
   if (T->ncosts * 2 >= T->capcosts) {
     int cap = T->capcosts ? T->capcosts * 2 : 64;
     CostEntry *old = T->costs;
@@ -495,7 +590,14 @@ static Cost cost_of(Timeline *T, const IrStmt *st, const Mesh *mesh) {
   if (cost_is_comm(st)) {
     c = cost_collective(&T->hw, mesh, place_of(T, mesh), st);
   } else {
-    c = cost_local(&T->hw, st);
+    bool fused = false;
+    double saved = 0;
+    if (fn && index >= 0 && index < fn->nbody && fn->body[index] == st) {
+      FuseEntry *e = fusion_of(T, fn);
+      fused = e->fused[index];
+      saved = e->saved[index];
+    }
+    c = cost_local_fused(&T->hw, st, fused, saved);
     int dt = st->prim == P_DOT_GENERAL ? st->in[0].t.dt : st->nout ? st->out[0]->t.dt : DT_F32;
     bool listed = true;
     hw_peak(&T->hw, dt, &listed);
@@ -588,10 +690,15 @@ static LineStat *run_local_cost(Timeline *T, SFrame *F, const IrStmt *st, Cost c
   ls->hbm += c.bytes;
   ls->wait += maxwait;
   ls->by_limit[c.limit] += c.time;
+  ls->by_algo[c.algo] += c.time;
   return ls;
 }
 
-static void run_local(Timeline *T, SFrame *F, const IrStmt *st) { run_local_cost(T, F, st, cost_of(T, st, F->mesh), NULL); }
+/* A local equation (statement `index` of F's function) on every running
+   device of F. */
+static void run_local(Timeline *T, SFrame *F, const IrStmt *st, int index) {
+  run_local_cost(T, F, st, cost_of(T, st, F->mesh, F->fn, index), NULL);
+}
 
 /* A placement --model-top does not follow, noted once per statement. */
 static void host_note(Timeline *T, const IrStmt *st, const char *what) {
@@ -725,7 +832,7 @@ static void run_top(Timeline *T, SFrame *F, const IrStmt *st) {
   moved.rank = -1;
   top_split(T, F, st, &s, &moved);
   bool split = hp_is_split(&s);
-  Cost c = split ? hp_tile_cost(&T->hw, st, &s) : cost_of(T, st, NULL);
+  Cost c = split ? hp_tile_cost(&T->hw, st, &s) : cost_of(T, st, NULL, NULL, -1);
   double ob[16];
   for (int j = 0; j < st->nout && j < 16; j++) ob[j] = split_bytes(&st->out[j]->t, split ? &s : NULL);
   LineStat *ls = run_local_cost(T, F, st, c, st->nout <= 16 ? ob : NULL);
@@ -745,7 +852,7 @@ static void run_top(Timeline *T, SFrame *F, const IrStmt *st) {
    and a free communication stream. */
 static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   const Mesh *m = F->mesh;
-  Cost c = cost_of(T, st, m);
+  Cost c = cost_of(T, st, m, NULL, -1);
   /* a ragged_all_to_all that ran costs the rows its sizes sent (without a
      run, its operand's rows spread evenly over the group) */
   if (st->prim == P_RAGGED_ALL_TO_ALL && T->observing) c = cost_ragged(&T->hw, m, place_of(T, m), st, fab_last_ragged_sent());
@@ -828,6 +935,7 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   ls->comm += c.time;
   ls->bytes += sent;
   ls->by_limit[c.limit] += c.time;
+  ls->by_algo[c.algo] += c.time;
 }
 
 /* A statement outside any shard_map: the host's; its results are ready
@@ -1244,7 +1352,7 @@ void tl_after(Timeline *T, const void *key, const IrStmt *st, int index) {
     if (F->split) run_top(T, F, st);
     else if (!F->mesh) run_host(T, F, st);
     else if (cost_is_comm(st)) run_collective(T, F, st);
-    else run_local(T, F, st);
+    else run_local(T, F, st, index);
   }
   drop_dead(T, F, st, index);
 }
@@ -1476,16 +1584,25 @@ static int cmp_lines(const void *a, const void *b) {
 /* The resource that limits a line: the one most of its time went to. */
 static int line_limit(const LineStat *l) {
   int best = 0;
-  for (int k = 1; k < 5; k++)
+  for (int k = 1; k < LIM_COUNT; k++)
     if (l->by_limit[k] > l->by_limit[best]) best = k;
   return best;
+}
+
+/* How a line ran: the way most of its time ran (a kernel, fused, a
+   collective's algorithm). */
+static int line_algo(const LineStat *l) {
+  int how = 0;
+  for (int k = 1; k < ALG_COUNT; k++)
+    if (l->by_algo[k] > l->by_algo[how]) how = k;
+  return how;
 }
 
 static void report_lines(Timeline *T, FILE *out, double total) {
   qsort(T->lines, (size_t)T->nlines, sizeof *T->lines, cmp_lines);
   fprintf(out, "per line, hottest first:\n");
-  fprintf(out, "  %5s %7s %11s %6s %11s %11s %-8s %s\n", "line", "runs", "time", "share", "coll bytes", "waited",
-          "limit", "source");
+  fprintf(out, "  %5s %7s %11s %6s %11s %11s %-8s %-9s %s\n", "line", "runs", "time", "share", "coll bytes",
+          "waited", "limit", "how", "source");
   int shown = 0;
   double rest = 0;
   long nrest = 0;
@@ -1498,9 +1615,12 @@ static void report_lines(Timeline *T, FILE *out, double total) {
       continue;
     }
     shown++;
-    int best = line_limit(l);
+    int best = line_limit(l), how = line_algo(l);
     char t[24], b[24], w[24], src[100];
     fmt_time(t, sizeof t, l->time);
+    /* what a fused equation adds to its producer's kernel: below a
+       nanosecond it is noise, not a cost to read (the trace keeps it) */
+    if (l->time > 0 && l->time < 1e-9) snprintf(t, sizeof t, "<1 ns");
     fmt_bytes(b, sizeof b, l->bytes);
     fmt_time(w, sizeof w, l->wait);
     tl_event_name(l->first, src, sizeof src);
@@ -1518,8 +1638,9 @@ static void report_lines(Timeline *T, FILE *out, double total) {
     } else {
       snprintf(where, sizeof where, "%d", l->line);
     }
-    fprintf(out, "  %5s %7ld %11s %5.1f%% %11s %11s %-8s %s\n", where, l->calls, t,
-            total > 0 ? 100 * l->time / total : 0, b, l->wait > 0 ? w : "-", cost_limit_name((CostLimit)best), text);
+    fprintf(out, "  %5s %7ld %11s %5.1f%% %11s %11s %-8s %-9s %s\n", where, l->calls, t,
+            total > 0 ? 100 * l->time / total : 0, b, l->wait > 0 ? w : "-", cost_limit_name((CostLimit)best),
+            cost_algo_name((CostAlgo)how), text);
   }
   if (nrest) {
     char t[24];
@@ -1623,6 +1744,7 @@ int tl_lines(Timeline *T, TlLine *out) {
       o->hbm_bytes = l->hbm;
       o->coll_bytes = l->bytes;
       o->limit = (CostLimit)line_limit(l);
+      o->algo = (CostAlgo)line_algo(l);
     }
     n++;
   }

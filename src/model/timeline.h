@@ -105,6 +105,7 @@ typedef struct TlLine {
   long calls;
   double time, compute, comm, wait, flops, hbm_bytes, coll_bytes;
   CostLimit limit;
+  CostAlgo algo;              /* how it ran: a kernel, fused, a collective's algorithm */
 } TlLine;
 int tl_lines(Timeline *T, TlLine *out);
 /* The device with the highest peak HBM (*dev) and the statement where it
