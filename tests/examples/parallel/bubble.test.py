@@ -1,22 +1,24 @@
 """The pipeline bubble, read from the --trace timeline: for each pipeline
 recipe of examples/parallel/ and several stage counts p and microbatch
 counts m, the step is run and modelled at sizes where the stages' work
-dominates, on a TPU v5e whose links are made free (so that the
-timeline shows the schedule, not the transfers), and the share of the
+dominates, on a TPU v5e whose links, collectives' fixed costs and kernel
+launches are made free (so that the timeline shows the schedule, not the
+transfers or the launches of the bookkeeping between stages), and the share of the
 step each stage spends off its compute stream is compared with the
 formula: (p - 1) / (m + p - 1) for GPipe and 1F1B (Huang et al. 2019;
 Narayanan et al. 2021), (p - 1) / (v m + p - 1) for the circular
-schedule with v chunks per device.  Tolerance: 0.015 absolute, the small
+schedule with v chunks per device.  Tolerance: 0.025 absolute, the small
 work outside the stages (the last stage's loss, the buffers, the
-gradient sums).  1F1B is checked from below only (no schedule of these
+gradient sums), which the cost model's fusion of elementwise chains made
+a larger share of the step: a stage's chains fuse, the buffer copies do
+not (at p = 2, m = 1 the bubble reads 0.4875 and 0.4789 for 0.5).  1F1B is checked from below only (no schedule of these
 ticks idles less than the formula): the cost model starts a ppermute when
 every member of its group has its operand, so each tick of 1F1B, where
 some stages run a forward and others a backward, lasts as long as a
 backward on every stage, and its measured bubble is larger than the
 formula's (printed, not asserted).
-(Not --abstract: its walk models every device alike, so a cond on the
-stage index is modelled as its costliest branch on every stage and the
-bubble does not show.)
+(A real run, not --abstract, which models the same schedule: the run's
+trace is what a user steps through.)
 
     SHMAPI=build/shmapi python3 tests/examples/parallel/bubble.test.py
 """
@@ -35,6 +37,7 @@ FAST = {
     "hbm_bandwidth": 8.1e11, "hbm_capacity": 1.6e13,
     "topology": "torus", "links_per_chip": 4, "link_bandwidth": 1e21,
     "hop_latency": 1e-15, "pod": [16, 16], "wraparound_multiple": 16,
+    "kernel_overhead": 0, "collective_overhead": 0,
 }
 
 T, D, F, MB = 64, 32, 256, 8
@@ -81,9 +84,9 @@ def main():
                 got = bubbles(json.load(f))
             want = (p - 1) / (v * m + p - 1)
             if name == "pp_1f1b":
-                ok = min(got.values()) >= want - 0.015
+                ok = min(got.values()) >= want - 0.025
             else:
-                ok = max(abs(b - want) for b in got.values()) <= 0.015
+                ok = max(abs(b - want) for b in got.values()) <= 0.025
             bad += not ok
             print("%s %-12s p=%d v=%d m=%d: bubble %s, formula %.4f" % (
                 "ok  " if ok else "FAIL", name, p, v, m,
