@@ -848,6 +848,39 @@ static void run_top(Timeline *T, SFrame *F, const IrStmt *st) {
     reshard(T, F, st, F->slots[st->out[0]->slot], &st->out[0]->t, &moved, &s);
 }
 
+/* For a ppermute on mesh m (over F's nd devices): the device each device
+   receives from and sends to (-1: none), from its pairs (a table by
+   member: linear in the devices and pairs). */
+static void perm_peers(Timeline *T, const Mesh *m, const IrStmt *st, int64_t nd, int64_t *src_of, int64_t *dst_of) {
+  const IntList *perm = &st->at->l[0];
+  int64_t coords[SHM_MAXAXES], p = 1;
+  for (int a = 0; a < st->at->naxes; a++) p *= m->size[st->at->axes[a]];
+  int64_t *dst_m = tl_get(T, sizeof(int64_t) * (size_t)p);
+  for (int64_t q = 0; q < p; q++) dst_m[q] = -1;
+  for (int i = 0; i < perm->n / 2; i++)
+    if (perm->v[2 * i] >= 0 && perm->v[2 * i] < p && perm->v[2 * i + 1] >= 0 && perm->v[2 * i + 1] < p)
+      dst_m[perm->v[2 * i]] = perm->v[2 * i + 1];
+  for (int64_t d = 0; d < nd; d++) src_of[d] = dst_of[d] = -1;
+  for (int64_t d = 0; d < nd; d++) {
+    til_coords(m, d, coords);
+    int64_t member = 0;
+    for (int a = 0; a < st->at->naxes; a++) member = member * m->size[st->at->axes[a]] + coords[st->at->axes[a]];
+    int64_t dst = dst_m[member];
+    if (dst < 0) continue;
+    for (int a = st->at->naxes - 1; a >= 0; a--) {
+      coords[st->at->axes[a]] = dst % m->size[st->at->axes[a]];
+      dst /= m->size[st->at->axes[a]];
+    }
+    int64_t dd = 0;
+    for (int a = 0; a < m->naxes; a++) dd = dd * m->size[a] + coords[a];
+    if (dd < nd) {
+      dst_of[d] = dd;
+      src_of[dd] = d;
+    }
+  }
+  tl_put(T, dst_m);
+}
+
 /* A collective: each group starts when all its members have the operand
    and a free communication stream. */
 static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
@@ -862,6 +895,9 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   double *start = tl_get(T, sizeof(double) * (size_t)ngroups);
   for (int64_t g = 0; g < ngroups; g++) start[g] = -1;
   int32_t w;
+  int base = fab_base_prim(st->prim);      /* (ppermute_start is a ppermute) */
+  bool pairwise = base == P_PPERMUTE;
+  double *ready = pairwise ? tl_get(T, sizeof(double) * (size_t)F->nd) : NULL;
   for (int64_t d = 0; d < F->nd; d++) {
     if (!on(F, d)) continue;
     int64_t g = til_block_of(m, outer, d);
@@ -869,6 +905,16 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
     if (F->gate[d] > r) r = F->gate[d];
     if (T->mfree[d] > r) r = T->mfree[d];
     if (r > start[g]) start[g] = r;
+    if (ready) ready[d] = r;
+  }
+  /* a ppermute is pairwise: a device's transfers start when it, the member
+     sending to it and the member it sends to are ready, not when its whole
+     group is (a pipeline's stages meet only their neighbours) */
+  int64_t *src_of = NULL, *dst_of = NULL;
+  if (pairwise) {
+    src_of = tl_get(T, sizeof(int64_t) * (size_t)F->nd);
+    dst_of = tl_get(T, sizeof(int64_t) * (size_t)F->nd);
+    perm_peers(T, m, st, F->nd, src_of, dst_of);
   }
   int32_t *out = slot_new(T, F->nd);
   double obytes = (double)type_size(&st->out[0]->t) * dtype_sizes[st->out[0]->t.dt];
@@ -876,7 +922,13 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
   int64_t ev0 = T->nevents;
   for (int64_t d = 0; d < F->nd; d++) {
     if (!on(F, d)) continue;
-    double s = start[til_block_of(m, outer, d)], e = s + c.time;
+    double s = start[til_block_of(m, outer, d)];
+    if (pairwise) {
+      s = ready[d];
+      if (src_of[d] >= 0 && on(F, src_of[d]) && ready[src_of[d]] > s) s = ready[src_of[d]];
+      if (dst_of[d] >= 0 && on(F, dst_of[d]) && ready[dst_of[d]] > s) s = ready[dst_of[d]];
+    }
+    double e = s + c.time;
     T->mfree[d] = e;
     T->busy_m[d] += c.time;
     out[d] = buf_new(T, d, obytes, e);
@@ -889,7 +941,11 @@ static void run_collective(Timeline *T, SFrame *F, const IrStmt *st) {
      event of each device and the destination of each member looked up in
      tables: linear in the devices and pairs; a scan per pair was
      quadratic in the mesh) */
-  int base = fab_base_prim(st->prim);      /* (ppermute_start is a ppermute) */
+  if (pairwise) {
+    tl_put(T, dst_of);
+    tl_put(T, src_of);
+    tl_put(T, ready);
+  }
   if ((base == P_PPERMUTE || base == P_PRECV) && T->keep_events) {
     const IntList *perm = &st->at->l[0];
     int64_t coords[SHM_MAXAXES], p = 1;

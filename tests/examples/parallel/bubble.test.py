@@ -11,12 +11,13 @@ schedule with v chunks per device.  Tolerance: 0.025 absolute, the small
 work outside the stages (the last stage's loss, the buffers, the
 gradient sums), which the cost model's fusion of elementwise chains made
 a larger share of the step: a stage's chains fuse, the buffer copies do
-not (at p = 2, m = 1 the bubble reads 0.4875 and 0.4789 for 0.5).  1F1B is checked from below only (no schedule of these
-ticks idles less than the formula): the cost model starts a ppermute when
-every member of its group has its operand, so each tick of 1F1B, where
-some stages run a forward and others a backward, lasts as long as a
-backward on every stage, and its measured bubble is larger than the
-formula's (printed, not asserted).
+not (at p = 2, m = 1 the bubble reads 0.4875 and 0.4789 for 0.5).
+1F1B is checked from below only (no schedule of these ticks idles less
+than the formula): the recipe runs one forward or one backward per stage
+per tick and exchanges with its neighbours every tick (a ppermute waits
+for the two ends of each pair), so each tick where some stages run a
+forward and others a backward lasts a backward on every stage, and its
+measured bubble is larger than the formula's (printed, not asserted).
 (A real run, not --abstract, which models the same schedule: the run's
 trace is what a user steps through.)
 
