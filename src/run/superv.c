@@ -211,7 +211,11 @@ static int verdict(const Rank *rk, int nranks, int wst) {
     snprintf(how, sizeof how, " (killed by signal %d, SIG%s%s)", code - 128, sigabbrev_np(code - 128),
              code - 128 == SIGKILL ? ": a kill -9, or the kernel's out-of-memory killer" : "");
   else if (code) snprintf(how, sizeof how, " (mpirun's exit status %d)", code);
-  if (victim < 0 && unjoined && code > 128) {
+  /* a rank that never joined, when no rank ended silently: it died while
+     starting (killed before it could say which rank it is), and the
+     ranks mpirun stopped with SIGTERM after it are not the cause */
+  bool only_termed = victim >= 0 && rk[victim].said == 't' && !any_silent;
+  if (unjoined && ((victim < 0 && code > 128) || only_termed)) {
     fprintf(stderr, "shmapi: rank%s ", unjoined > 1 ? "s" : "");
     for (int r = 0, k = 0; r < nranks; r++)
       if (!rk[r].joined) fprintf(stderr, "%s%d", k++ ? ", " : "", r);
