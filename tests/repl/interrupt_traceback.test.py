@@ -10,6 +10,7 @@ definition, as if that were what was interrupted.
 """
 
 import os
+import re
 import pty
 import select
 import sys
@@ -68,9 +69,12 @@ text = out.decode('utf-8', 'replace').replace('\r\n', '\n')
 want = ['^CTraceback (most recent call last):\n'
         '  <stdin>:1:5, at top level\n'
         '    z = inc 1.0\n',
-        ': error: interrupted\n',
-        'shm> print 5\n5\n']
+        ': error: interrupted\n']
 missing = [w for w in want if w not in text]
+# the session goes on: a prompt, then 5 (input typed while the REPL is
+# between lines is echoed by the terminal once more, as in any shell)
+if not re.search(r'shm> print 5\n(print 5\n)?5\n', text):
+    missing.append('shm> print 5\n5\n')
 if missing:
     print('missing:\n%s\nin:\n%s' % ('\n'.join(missing), text))
     sys.exit(1)
